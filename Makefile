@@ -1,0 +1,41 @@
+# hosttune developer entry points. The README's two commands are `make demo` and `make test`.
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+# torch is pinned: a bare `torch` pulls a multi-GB CUDA build; 2.13.0 CPU is what these machines carry.
+TORCH_PIN ?= torch==2.13.0
+APT_PACKAGES := numactl hwloc libnuma1 libjemalloc2 libtcmalloc-minimal4 libgoogle-perftools4 \
+	systemd procps util-linux
+
+.PHONY: setup-apt setup demo test lint typecheck pytest bench
+
+# System packages the tests use for real: numactl/libnuma (memory binding), hwloc (the detector's oracle),
+# jemalloc/tcmalloc (allocators that profiles preload), systemd-analyze (the monitor unit).
+setup-apt:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
+	fi
+
+setup: setup-apt
+	$(PIP) install -q --disable-pip-version-check "$(TORCH_PIN)"
+	$(PIP) install -q --disable-pip-version-check -e '.[train,dev]'
+
+# The main job on the embedded defaults: check the host, generate its profile, train gpt-tiny on 2 ranks.
+demo: setup
+	hosttune doctor || [ $$? -eq 1 ]
+	hosttune profile generate --force
+	hosttune train --nproc 2 --preset gpt-tiny
+
+lint:
+	$(PYTHON) -m ruff check hosttune tests bench examples
+
+typecheck:
+	$(PYTHON) -m mypy
+
+pytest:
+	$(PYTHON) -m pytest -q
+
+test: setup lint typecheck pytest
+
+bench: setup
+	$(PYTHON) bench/run.py

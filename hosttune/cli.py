@@ -1,0 +1,63 @@
+"""The `hosttune` command line: a click group whose subcommands are imported only when used.
+
+Each subcommand lives in `hosttune/commands/<name>.py` as a click command called `cmd`. Loading them lazily keeps
+`hosttune exec` (the launcher path) free of the detector's and doctor's imports.
+"""
+
+import importlib
+import sys
+from typing import Any, Dict, List, Optional
+
+import click
+
+from hosttune import __version__
+from hosttune.errors import UserError
+
+# name -> (module, one-line help shown by `hosttune --help` without importing the module)
+COMMANDS: Dict[str, tuple] = {
+    "facts": ("hosttune.commands.facts", "Detect what this host is (CPU, NUMA, GPUs, drivers, torch, storage)."),
+    "doctor": ("hosttune.commands.doctor", "Check the host for PyTorch training; exact fix for each problem."),
+    "profile": ("hosttune.commands.profile", "List, show and generate environment profiles."),
+    "env": ("hosttune.commands.env", "Print one rank's environment as shell exports or JSON."),
+    "exec": ("hosttune.commands.exec", "Run a command (torchrun, srun, python ...) with the profile per rank."),
+    "train": ("hosttune.commands.train", "Train a bundled model on N ranks through `hosttune exec -- torchrun`."),
+    "monitor": ("hosttune.commands.monitor", "Log GPU/host temperature, memory, power and throttling."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> List[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        if name not in COMMANDS:
+            return None
+        module = importlib.import_module(COMMANDS[name][0])
+        return module.cmd  # type: ignore[no-any-return]
+
+    def format_commands(self, ctx: click.Context, formatter: Any) -> None:
+        # Help text without importing every command module.
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UserError as exc:
+            click.echo(f"hosttune: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="hosttune", message="%(prog)s %(version)s")
+def cli() -> None:
+    """hosttune: make a Linux host ready for PyTorch training and keep it honest."""
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    cli.main(args=argv, prog_name="hosttune")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,1 @@
+"""The detector: one probe module per source; `collect(root)` builds Facts."""

@@ -1,0 +1,1 @@
+"""The bundled AMP/DDP training engine (needs torch: extra `train`)."""

@@ -1,0 +1,234 @@
+"""The one place hosttune talks to NVML (through nvidia-ml-py's `pynvml`), for the detector, doctor and monitor.
+
+NVML is optional: no library, no driver, a driver/library version mismatch after an upgrade, or no permission are
+normal states that become `NvmlUnavailable(status, message)`. Per-device queries that the GPU does not support
+(NVML_ERROR_NOT_SUPPORTED and friends) give None and are not asked again; a lost GPU raises `GpuLost`.
+The packages ship nvidia-ml-py's module as `hosttune._vendor.pynvml` so that it cannot clash with a user's
+`pynvml`; a source checkout uses the installed `pynvml`.
+"""
+
+import importlib
+from types import ModuleType
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+
+# NVML error codes (nvml.h); used by name so that a missing pynvml constant cannot break us.
+ERR_UNINITIALIZED = 1
+ERR_NOT_SUPPORTED = 3
+ERR_NO_PERMISSION = 4
+ERR_DRIVER_NOT_LOADED = 9
+ERR_LIBRARY_NOT_FOUND = 12
+ERR_FUNCTION_NOT_FOUND = 13
+ERR_GPU_IS_LOST = 15
+ERR_LIB_RM_VERSION_MISMATCH = 18
+
+_STATUS_BY_CODE = {
+    ERR_LIBRARY_NOT_FOUND: "library_not_found",
+    ERR_DRIVER_NOT_LOADED: "driver_not_loaded",
+    ERR_LIB_RM_VERSION_MISMATCH: "version_mismatch",
+    ERR_NO_PERMISSION: "no_permission",
+}
+# Errors that mean "this GPU (or driver) cannot answer this query": the field is left out, never an error.
+_UNANSWERABLE = {ERR_NOT_SUPPORTED, ERR_NO_PERMISSION, ERR_FUNCTION_NOT_FOUND, 21}  # 21 = NO_DATA
+
+# Clock-event ("throttle") reason bits, nvml.h nvmlClocksEventReason*.
+CLOCK_REASONS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+THERMAL_REASONS = 0x20 | 0x40
+POWER_REASONS = 0x4 | 0x80
+
+
+def reason_names(mask: Optional[int]) -> List[str]:
+    if not mask:
+        return []
+    return [name for bit, name in CLOCK_REASONS.items() if mask & bit]
+
+
+class NvmlUnavailable(Exception):
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status  # library_not_found | driver_not_loaded | version_mismatch | no_permission | error
+
+
+class GpuLost(Exception):
+    """NVML_ERROR_GPU_IS_LOST: the GPU fell off the bus or stopped answering."""
+
+
+def load_pynvml() -> ModuleType:
+    for name in ("hosttune._vendor.pynvml", "pynvml"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise NvmlUnavailable("library_not_found", "nvidia-ml-py (module pynvml) is not installed")
+
+
+def normalize_bus_id(bus_id: Any) -> str:
+    """NVML gives "00000000:3B:00.0", sysfs "0000:3b:00.0": one form, lower case with a 4-digit domain."""
+    if isinstance(bus_id, bytes):
+        bus_id = bus_id.decode(errors="replace")
+    text = str(bus_id).strip().lower()
+    parts = text.split(":")
+    if len(parts) == 3:
+        domain = int(parts[0], 16) if parts[0] else 0
+        return f"{domain:04x}:{parts[1]}:{parts[2]}"
+    if len(parts) == 2:  # "3b:00.0" without a domain
+        return f"0000:{parts[0]}:{parts[1]}"
+    return text
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _code(exc: BaseException) -> Optional[int]:
+    value = getattr(exc, "value", None)
+    return value if isinstance(value, int) else None
+
+
+class Nvml:
+    """An initialised NVML session. Create once (the monitor keeps it for its lifetime), `close()` at the end."""
+
+    def __init__(self, module: Optional[ModuleType] = None) -> None:
+        self.nv = module or load_pynvml()
+        self._unsupported: Set[Tuple[int, str]] = set()
+        try:
+            self.nv.nvmlInit()
+        except self.nv.NVMLError as exc:
+            code = _code(exc)
+            raise NvmlUnavailable(_STATUS_BY_CODE.get(code or 0, "error"), f"nvmlInit: {exc}") from None
+        except OSError as exc:  # a broken libnvidia-ml.so
+            raise NvmlUnavailable("library_not_found", f"nvmlInit: {exc}") from None
+        self._handles: Dict[int, Any] = {}
+
+    def close(self) -> None:
+        try:
+            self.nv.nvmlShutdown()
+        except Exception:  # noqa: BLE001 - shutting down a broken NVML must not fail the caller
+            pass
+
+    def __enter__(self) -> "Nvml":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- system ---------------------------------------------------------------------------------------------
+    def driver_version(self) -> Optional[str]:
+        value = self._call(-1, "driver", self.nv.nvmlSystemGetDriverVersion)
+        return _text(value) if value is not None else None
+
+    def cuda_driver_version(self) -> Optional[str]:
+        """nvmlSystemGetCudaDriverVersion gives 12040 for CUDA 12.4."""
+        value = self._call(-1, "cuda", self.nv.nvmlSystemGetCudaDriverVersion)
+        if value is None:
+            return None
+        return f"{value // 1000}.{(value % 1000) // 10}"
+
+    def count(self) -> int:
+        value = self._call(-1, "count", self.nv.nvmlDeviceGetCount)
+        return int(value or 0)
+
+    def handle(self, index: int) -> Any:
+        if index not in self._handles:
+            try:
+                self._handles[index] = self.nv.nvmlDeviceGetHandleByIndex(index)
+            except self.nv.NVMLError as exc:
+                if _code(exc) == ERR_GPU_IS_LOST:
+                    raise GpuLost(f"GPU {index}: {exc}") from None
+                raise
+        return self._handles[index]
+
+    # ---- per device -----------------------------------------------------------------------------------------
+    def _call(self, index: int, key: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call one NVML query. None when the device cannot answer it (and then it is not asked again)."""
+        if (index, key) in self._unsupported:
+            return None
+        try:
+            return fn(*args)
+        except self.nv.NVMLError as exc:
+            code = _code(exc)
+            if code == ERR_GPU_IS_LOST:
+                raise GpuLost(f"GPU {index}: {exc}") from None
+            if code in _UNANSWERABLE:
+                self._unsupported.add((index, key))
+            return None
+        except AttributeError:  # an older nvidia-ml-py without this function
+            self._unsupported.add((index, key))
+            return None
+
+    def unsupported(self, index: int) -> List[str]:
+        return sorted(key for i, key in self._unsupported if i == index)
+
+    def static(self, index: int) -> Dict[str, Any]:
+        """What does not change while the host runs: identity, memory size, modes, maximum PCIe link."""
+        nv, h = self.nv, self.handle(index)
+        out: Dict[str, Any] = {"index": index}
+        name = self._call(index, "name", nv.nvmlDeviceGetName, h)
+        out["name"] = _text(name) if name is not None else None
+        uuid = self._call(index, "uuid", nv.nvmlDeviceGetUUID, h)
+        out["uuid"] = _text(uuid) if uuid is not None else None
+        pci = self._call(index, "pci", nv.nvmlDeviceGetPciInfo, h)
+        out["pci_bus_id"] = normalize_bus_id(pci.busId) if pci is not None else ""
+        mem = self._call(index, "memory", nv.nvmlDeviceGetMemoryInfo, h)
+        out["memory_mb"] = int(mem.total) // (1024 * 1024) if mem is not None else None
+        pm = self._call(index, "persistence_mode", nv.nvmlDeviceGetPersistenceMode, h)
+        out["persistence_mode"] = bool(pm) if pm is not None else None
+        ecc = self._call(index, "ecc_mode", nv.nvmlDeviceGetEccMode, h)
+        out["ecc_enabled"] = bool(ecc[0]) if ecc is not None else None
+        out["ecc_pending"] = bool(ecc[1]) if ecc is not None else None
+        out["pcie_gen_max"] = self._call(index, "pcie_gen_max", nv.nvmlDeviceGetMaxPcieLinkGeneration, h)
+        out["pcie_width_max"] = self._call(index, "pcie_width_max", nv.nvmlDeviceGetMaxPcieLinkWidth, h)
+        return out
+
+    def sample(self, index: int) -> Dict[str, Any]:
+        """What changes: temperature, memory use, utilisation, power, clocks, clock-event reasons, errors, link.
+
+        Fields the GPU cannot report are left out. Raises GpuLost when the GPU is gone.
+        """
+        nv, h = self.nv, self.handle(index)
+        out: Dict[str, Any] = {}
+
+        def put(key: str, fn: Callable[..., Any], *args: Any, conv: Callable[[Any], Any] = lambda v: v) -> None:
+            value = self._call(index, key, fn, h, *args)
+            if value is not None:
+                out[key] = conv(value)
+
+        put("temperature_c", nv.nvmlDeviceGetTemperature, 0)  # NVML_TEMPERATURE_GPU
+        mem = self._call(index, "memory", nv.nvmlDeviceGetMemoryInfo, h)
+        if mem is not None:
+            out["memory_used_mb"] = int(mem.used) // (1024 * 1024)
+            out["memory_total_mb"] = int(mem.total) // (1024 * 1024)
+        util = self._call(index, "utilization", nv.nvmlDeviceGetUtilizationRates, h)
+        if util is not None:
+            out["utilization_gpu_pct"] = int(util.gpu)
+            out["utilization_memory_pct"] = int(util.memory)
+        put("power_w", nv.nvmlDeviceGetPowerUsage, conv=lambda mw: round(mw / 1000.0, 3))
+        put("power_limit_w", nv.nvmlDeviceGetEnforcedPowerLimit, conv=lambda mw: round(mw / 1000.0, 3))
+        put("sm_clock_mhz", nv.nvmlDeviceGetClockInfo, 1)  # NVML_CLOCK_SM
+        put("mem_clock_mhz", nv.nvmlDeviceGetClockInfo, 2)  # NVML_CLOCK_MEM
+        reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+            nv, "nvmlDeviceGetCurrentClocksThrottleReasons"
+        )
+        put("clock_event_reasons", reasons_fn, conv=int)
+        # NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1, NVML_VOLATILE_ECC = 0
+        put("ecc_uncorrected_volatile", nv.nvmlDeviceGetTotalEccErrors, 1, 0, conv=int)
+        put("retired_pages_pending", nv.nvmlDeviceGetRetiredPagesPendingStatus, conv=bool)
+        rows = self._call(index, "remapped_rows", nv.nvmlDeviceGetRemappedRows, h)
+        if rows is not None:
+            corr, unc, pending, failure = rows
+            out["remapped_rows_correctable"] = int(corr)
+            out["remapped_rows_uncorrectable"] = int(unc)
+            out["remapped_rows_pending"] = bool(pending)
+            out["remapped_rows_failure"] = bool(failure)
+        put("pcie_gen", nv.nvmlDeviceGetCurrPcieLinkGeneration, conv=int)
+        put("pcie_width", nv.nvmlDeviceGetCurrPcieLinkWidth, conv=int)
+        return out

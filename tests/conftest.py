@@ -1,0 +1,115 @@
+"""Shared test fixtures: captured hosts from ../shared/fixtures, a scrubbed environment, the fake NVML."""
+
+import json
+import os
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+HWLOC = SHARED / "fixtures" / "hwloc-linux"
+DISTROS = SHARED / "fixtures" / "distros"
+FAKES = Path(__file__).resolve().parent / "fakes"
+
+HWLOC_NAMES = sorted(p.name[: -len(".tar.gz")] for p in HWLOC.glob("*.tar.gz"))
+
+
+@pytest.fixture(scope="session")
+def hwloc_tree(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """hwloc_tree(name) -> the extracted root of ../shared/fixtures/hwloc-linux/<name>.tar.gz (once per session)."""
+    base = tmp_path_factory.mktemp("hwloc")
+    done: Dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in done:
+            with tarfile.open(HWLOC / f"{name}.tar.gz") as tar:
+                if sys.version_info >= (3, 12):
+                    tar.extractall(base, filter="tar")
+                else:
+                    tar.extractall(base)
+            done[name] = base / name
+        return done[name]
+
+    return get
+
+
+def hwloc_expected(name: str) -> Dict[str, Any]:
+    return json.loads((HWLOC / f"{name}.expected.json").read_text())  # type: ignore[no-any-return]
+
+
+@pytest.fixture(autouse=True)
+def _scrub_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each test gets its own HOME and no inherited HOSTTUNE_*/OMP/allocator settings (flask's CliRunner style)."""
+    for key in list(os.environ):
+        if key.startswith(("HOSTTUNE_", "OMP_", "MKL_", "KMP_")) or key in (
+            "LD_PRELOAD",
+            "MALLOC_CONF",
+            "CUDA_VISIBLE_DEVICES",
+            "PYTORCH_CUDA_ALLOC_CONF",
+            "SLURM_LOCALID",
+            "SLURM_NTASKS_PER_NODE",
+            "SLURM_LOCALID",
+        ):
+            monkeypatch.delenv(key, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+
+
+@pytest.fixture
+def fake_nvml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Callable[[Any], Dict[str, str]]]:
+    """fake_nvml(scenario) installs tests/fakes/pynvml.py for this process and returns the env for subprocesses.
+
+    The scenario is also written to a JSON file named by $HOSTTUNE_FAKE_NVML, so a `hosttune` child process (with
+    the returned PYTHONPATH) sees the same fake host; rewrite that file to change the host under a running process.
+    """
+    monkeypatch.syspath_prepend(str(FAKES))
+    saved = sys.modules.pop("pynvml", None)
+    import pynvml  # the fake, now first on sys.path
+
+    assert Path(pynvml.__file__).parent == FAKES
+
+    def configure(scenario: Any) -> Dict[str, str]:
+        path = tmp_path / "nvml-scenario.json"
+        path.write_text(json.dumps(scenario))
+        monkeypatch.setenv("HOSTTUNE_FAKE_NVML", str(path))
+        pynvml.fake_configure(scenario)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(FAKES), str(REPO)] + [p for p in [env.get("PYTHONPATH")] if p])
+        return env
+
+    yield configure
+    sys.modules.pop("pynvml", None)
+    if saved is not None:
+        sys.modules["pynvml"] = saved
+
+
+def a100(index: int, bus: str, numa: int = 0, **over: Any) -> Dict[str, Any]:
+    """One healthy datacenter GPU for fake NVML scenarios."""
+    dev = {
+        "name": "NVIDIA A100-SXM4-80GB",
+        "uuid": f"GPU-{index:08x}-1111-2222-3333-444444444444",
+        "pci_bus_id": f"00000000:{bus}:00.0",
+        "memory_total_mb": 81920,
+        "memory_used_mb": 512,
+        "persistence_mode": 1,
+        "ecc": [1, 1],
+        "temperature_c": 38,
+        "utilization": [0, 0],
+        "power_mw": 65000,
+        "power_limit_mw": 400000,
+        "clocks": {"sm": 1410, "mem": 1593, "graphics": 1410},
+        "clock_event_reasons": 0x1,
+        "ecc_uncorrected_volatile": 0,
+        "retired_pages_pending": 0,
+        "remapped_rows": [0, 0, 0, 0],
+        "pcie": {"gen": 4, "gen_max": 4, "width": 16, "width_max": 16},
+        "numa_node": numa,
+    }
+    dev.update(over)
+    return dev
