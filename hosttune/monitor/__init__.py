@@ -1,0 +1,1 @@
+"""The monitor: samples (pure parsing), sinks (JSONL, Prometheus textfile), the daemon."""
