@@ -17,12 +17,13 @@ HERE = Path(__file__).resolve().parent
 
 
 def main(argv: list) -> int:
-    names = argv or sorted(p.stem[len("bench_") :] for p in HERE.glob("bench_*.py"))
+    known = sorted(p.stem[len("bench_") :] for p in HERE.glob("bench_*.py"))
+    names = argv or known
     failed = []
     for name in names:
         script = HERE / f"bench_{name}.py"
         if not script.exists():
-            print(f"bench/run.py: no benchmark named {name!r} (have: {', '.join(sorted(p.stem[6:] for p in HERE.glob('bench_*.py')))})")
+            print(f"bench/run.py: no benchmark named {name!r} (have: {', '.join(known)})")
             return 2
         print(f"==> {script.name}", flush=True)
         start = time.monotonic()
