@@ -1,0 +1,554 @@
+"""Per-rank plans: Facts + Profile + (local rank, local world size) -> RankPlan(cpus, mems, env, reasons).
+
+Pure: the only inputs are the arguments (and the allocator files' ownership, read under `facts.root`). The whole
+node's layout is computed for every call and the rank's slice returned, so ranks planned in separate processes
+agree: their CPU sets are disjoint and together cover the allowed CPUs.
+
+Policy (measured in shared/perf-notes.md): threads = physical cores of the rank's binding, never more than the
+cgroup quota over all ranks; a lone process keeps all its cores; jemalloc preloaded with pinning; GPU ranks bound
+to the CPUs and memory of their GPU's NUMA node, the GPU found by PCI bus id through CUDA_VISIBLE_DEVICES.
+"""
+
+import math
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from hosttune.errors import UserError
+from hosttune.facts import Facts, Gpu
+from hosttune.profile import Profile
+
+Core = Tuple[int, ...]  # the allowed PUs of one physical core (SMT siblings together)
+
+INTEL_KMP = {"KMP_AFFINITY": "granularity=fine,compact,1,0", "KMP_BLOCKTIME": "1"}
+DEBUG_ENV = {
+    "CUDA_LAUNCH_BLOCKING": "1",
+    "NCCL_DEBUG": "INFO",
+    "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
+    "TORCH_SHOW_CPP_STACKTRACES": "1",
+}
+DETERMINISTIC_ENV = {"CUBLAS_WORKSPACE_CONFIG": ":4096:8", "PYTHONHASHSEED": "0"}
+
+
+@dataclass(frozen=True)
+class RankPlan:
+    local_rank: int
+    local_world_size: int
+    cpus: Tuple[int, ...]  # () = do not bind
+    mems: Tuple[int, ...]  # () = no memory policy
+    mem_policy: str  # bind | preferred | none
+    env: Mapping[str, str]  # the full set of variables this rank gets (common + per rank)
+    gpu: Optional[str] = None  # pci bus id of the rank's GPU
+    reasons: Tuple[str, ...] = ()  # human-readable why for each decision
+    threads: Optional[int] = None  # OMP_NUM_THREADS chosen (None: left unset)
+    cuda_device: Optional[int] = None  # the torch device ordinal of `gpu` (cuda:N) under CUDA_DEVICE_ORDER=PCI_BUS_ID
+    common: Mapping[str, str] = field(default_factory=dict)  # the part of env identical for every rank
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "local_rank": self.local_rank,
+            "local_world_size": self.local_world_size,
+            "cpus": list(self.cpus),
+            "mems": list(self.mems),
+            "mem_policy": self.mem_policy,
+            "threads": self.threads,
+            "gpu": self.gpu,
+            "cuda_device": self.cuda_device,
+            "env": dict(self.env),
+            "reasons": list(self.reasons),
+        }
+
+
+def cpulist(cpus: Sequence[int]) -> str:
+    """(0,1,2,3,8) -> "0-3,8" (the kernel's cpulist format, also numactl's)."""
+    out: List[str] = []
+    s = sorted(set(cpus))
+    i = 0
+    while i < len(s):
+        j = i
+        while j + 1 < len(s) and s[j + 1] == s[j] + 1:
+            j += 1
+        out.append(str(s[i]) if i == j else f"{s[i]}-{s[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Allocators and other environment every rank shares
+
+
+def _preload_problem(path: str, root: str) -> Optional[str]:
+    """Why `path` must not go into LD_PRELOAD, or None when it is safe (absolute, regular, root-owned, not g/o-w)."""
+    if not path or not path.startswith("/"):
+        return f"{path!r} is not an absolute path"
+    if any(c in path for c in " :\t\n\x00"):
+        return f"{path!r} contains a separator LD_PRELOAD cannot carry"
+    real = Path(root) / path.lstrip("/") if root not in ("", "/") else Path(path)
+    try:
+        st = os.stat(real)
+    except OSError as exc:
+        return f"{path} cannot be used: {exc.strerror or exc}"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{path} is not a regular file"
+    if st.st_uid != 0:
+        return f"{path} is owned by uid {st.st_uid}, not root"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{path} is group/world-writable"
+    try:
+        pst = os.stat(os.path.dirname(os.path.realpath(real)))
+        if pst.st_mode & stat.S_IWOTH and not pst.st_mode & stat.S_ISVTX or pst.st_uid != 0 and pst.st_uid != st.st_uid:
+            return f"{path} is in a directory others can write"
+    except OSError:
+        pass
+    return None
+
+
+def _preload_list(value: str) -> List[str]:
+    return [p for p in re.split(r"[:\s]+", value or "") if p]
+
+
+def _choose_allocator(facts: Facts, profile: Profile) -> Tuple[str, Optional[str], List[str]]:
+    """(allocator, path to preload or None, reasons). Falls back jemalloc -> tcmalloc -> system, saying why."""
+    a = facts.allocators
+    found = {"jemalloc": a.jemalloc, "tcmalloc": a.tcmalloc or a.tcmalloc_minimal}
+    order = {
+        "auto": ["jemalloc", "tcmalloc", "system"],
+        "jemalloc": ["jemalloc", "tcmalloc", "system"],
+        "tcmalloc": ["tcmalloc", "system"],
+        "system": ["system"],
+    }[profile.allocator]
+    reasons: List[str] = []
+    for i, name in enumerate(order):
+        if name == "system":
+            why = "glibc malloc" if profile.allocator == "system" else "glibc malloc (no usable jemalloc/tcmalloc)"
+            reasons.append(f"allocator: {why}")
+            return "system", None, reasons
+        path = profile.allocator_path if (profile.allocator_path and i == 0 and profile.allocator == name) else None
+        path = path or found[name]
+        if not path:
+            reasons.append(f"allocator: {name} not found on this host")
+            continue
+        problem = _preload_problem(path, facts.root)
+        if problem:
+            reasons.append(f"allocator: {name} refused for LD_PRELOAD: {problem}")
+            continue
+        reasons.append(f"allocator: {name} preloaded from {path}")
+        return name, path, reasons
+    return "system", None, reasons  # pragma: no cover - "system" ends every order
+
+
+def _visible_gpus(facts: Facts, environ: Mapping[str, str]) -> Tuple[List[Optional[Gpu]], List[str]]:
+    """The GPUs CUDA will number cuda:0, cuda:1 ... with CUDA_DEVICE_ORDER=PCI_BUS_ID, matched by PCI bus id.
+
+    CUDA_VISIBLE_DEVICES holds indices (PCI order under PCI_BUS_ID), GPU-<uuid> (full or a unique prefix) or MIG
+    ids; CUDA stops at the first entry it cannot parse. A MIG id whose parent is unknown stays in the list as None
+    (its rank is planned without NUMA locality).
+    """
+    by_bus = sorted((g for g in facts.gpus if g.pci_bus_id), key=lambda g: g.pci_bus_id) or list(facts.gpus)
+    cvd = environ.get("CUDA_VISIBLE_DEVICES")
+    if cvd is None:
+        return list(by_bus), []
+    out: List[Optional[Gpu]] = []
+    reasons = [f"CUDA_VISIBLE_DEVICES={cvd!r}"]
+    for raw in cvd.split(","):
+        item = raw.strip()
+        if not item:
+            break
+        gpu: Optional[Gpu] = None
+        if re.fullmatch(r"\d+", item):
+            idx = int(item)
+            if idx >= len(by_bus):
+                reasons.append(f"CUDA_VISIBLE_DEVICES entry {item} is past the {len(by_bus)} GPUs; CUDA stops there")
+                break
+            gpu = by_bus[idx]
+        elif item.upper().startswith("MIG-"):
+            m = re.match(r"MIG-(GPU-[0-9a-fA-F-]+)/", item)
+            parents = [g for g in by_bus if m and g.uuid and g.uuid.lower() == m.group(1).lower()]
+            gpu = parents[0] if parents else None
+            if gpu is None:
+                reasons.append(f"{item}: MIG instance of an unknown GPU; its rank gets no GPU-local binding")
+            out.append(gpu)
+            continue
+        else:
+            want = item.lower()
+            if not want.startswith("gpu-"):
+                want = "gpu-" + want
+            hits = [g for g in by_bus if g.uuid and g.uuid.lower().startswith(want)]
+            if len(hits) != 1:
+                why = "matches no GPU" if not hits else f"is ambiguous ({len(hits)} GPUs)"
+                reasons.append(f"CUDA_VISIBLE_DEVICES entry {item} {why}; CUDA stops there")
+                break
+            gpu = hits[0]
+        if gpu in out:
+            reasons.append(f"CUDA_VISIBLE_DEVICES names {item} twice; CUDA stops there")
+            break
+        out.append(gpu)
+    return out, reasons
+
+
+def _common(facts: Facts, profile: Profile, environ: Mapping[str, str]) -> Tuple[Dict[str, str], List[str]]:
+    env: Dict[str, str] = {}
+    reasons: List[str] = []
+    name, path, why = _choose_allocator(facts, profile)
+    reasons.extend(why)
+    preload = _preload_list(environ.get("LD_PRELOAD", ""))
+    ours: List[str] = []
+    if path:
+        ours.append(path)
+    if profile.openmp == "intel":
+        iomp = facts.allocators.iomp5
+        problem = _preload_problem(iomp, facts.root) if iomp else "libiomp5 not found"
+        if problem:
+            reasons.append(f"openmp: Intel OpenMP not preloaded: {problem}")
+        else:
+            ours.append(str(iomp))
+            reasons.append(f"openmp: Intel OpenMP preloaded from {iomp}")
+    new = [p for p in ours if p not in preload] + preload
+    if new != preload:
+        env["LD_PRELOAD"] = ":".join(new)
+        if preload:
+            reasons.append("LD_PRELOAD: ours prepended to the existing entries")
+    if name == "jemalloc" and profile.malloc_conf:
+        env["MALLOC_CONF"] = profile.malloc_conf
+    if name == "tcmalloc":
+        env.update(profile.tcmalloc)
+
+    gpus, _ = _visible_gpus(facts, environ)
+    if profile.device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        reasons.append("device: cpu - CUDA_VISIBLE_DEVICES='' hides the GPUs")
+        gpus = []
+    elif facts.gpus:
+        # cuda:i and NVML index i are the same GPU only in PCI bus order (pitfalls.md).
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        if profile.cuda_alloc_conf and gpus:
+            env["PYTORCH_CUDA_ALLOC_CONF"] = profile.cuda_alloc_conf
+    dl = profile.dataloader
+    cuda_torch = facts.torch is None or facts.torch.cuda is not None
+    if dl.pin_memory == "auto":
+        pin = bool(gpus) and cuda_torch
+        if gpus and not cuda_torch:
+            reasons.append("pin_memory: off - the torch build has no CUDA")
+    else:
+        pin = bool(dl.pin_memory)
+    env["HOSTTUNE_PIN_MEMORY"] = "1" if pin else "0"
+    if dl.num_workers != "auto":
+        env["HOSTTUNE_NUM_WORKERS"] = str(dl.num_workers)
+        _dl_followers(env, int(dl.num_workers), profile)
+    env["HOSTTUNE_DETERMINISTIC"] = "1" if profile.deterministic else "0"
+    if profile.deterministic:
+        env.update(DETERMINISTIC_ENV)
+    if profile.debug:
+        env.update(DEBUG_ENV)
+    for k, v in profile.env.items():
+        env[k] = str(v)
+    if profile.env:
+        reasons.append(f"env: {len(profile.env)} literal entries from the profile ({', '.join(sorted(profile.env))})")
+    return env, reasons
+
+
+def _dl_followers(env: Dict[str, str], workers: int, profile: Profile) -> None:
+    """persistent_workers and prefetch_factor only mean something with workers (torch refuses them otherwise)."""
+    dl = profile.dataloader
+    env.pop("HOSTTUNE_PREFETCH_FACTOR", None)
+    if workers > 0:
+        pers = True if dl.persistent_workers == "auto" else bool(dl.persistent_workers)
+        env["HOSTTUNE_PERSISTENT_WORKERS"] = "1" if pers else "0"
+        env["HOSTTUNE_PREFETCH_FACTOR"] = str(2 if dl.prefetch_factor == "auto" else dl.prefetch_factor)
+    else:
+        env["HOSTTUNE_PERSISTENT_WORKERS"] = "0"
+
+
+def common_env(facts: Facts, profile: Profile, environ: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """What every rank gets (allocator, CUDA order, switches, literal env): set once, e.g. for torchrun."""
+    return _common(facts, profile, os.environ if environ is None else environ)[0]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# CPU layout for the whole node
+
+
+@dataclass
+class _Topo:
+    cores: List[Core]  # allowed cores, node by node
+    node_of: Dict[Core, int]  # core -> NUMA node id (-1 unknown)
+    by_node: Dict[int, List[Core]]  # node -> its allowed cores (only nodes that have some)
+    mem_ok: Tuple[int, ...]  # nodes memory may be bound to
+    quota: Optional[float]
+
+
+def _topology(facts: Facts) -> _Topo:
+    node_cpus = {n.id: set(n.cpus) for n in facts.numa.nodes}
+    allowed = set(facts.cpu.allowed_cpus or facts.cpu.online or [c for s in node_cpus.values() for c in s])
+    cores: List[Core] = []
+    covered: set = set()
+    for core in facts.cpu.cores:
+        pus = tuple(sorted(set(core) & allowed))
+        if pus:
+            cores.append(pus)
+            covered.update(pus)
+    cores.extend((c,) for c in sorted(allowed - covered))
+    cpu_node: Dict[int, int] = {}
+    for nid in sorted(node_cpus):
+        for c in node_cpus[nid]:
+            cpu_node.setdefault(c, nid)
+    node_of = {core: cpu_node.get(core[0], -1) for core in cores}
+    cores.sort(key=lambda c: (node_of[c], c))
+    by_node: Dict[int, List[Core]] = {}
+    for core in cores:
+        by_node.setdefault(node_of[core], []).append(core)
+    known_mem = any(n.memory_mb > 0 for n in facts.numa.nodes)
+    mem_ok = tuple(
+        n.id
+        for n in sorted(facts.numa.nodes, key=lambda n: n.id)
+        if (not facts.numa.allowed_mems or n.id in facts.numa.allowed_mems) and (n.memory_mb > 0 or not known_mem)
+    )
+    quota = facts.cpu.quota_cpus if facts.cpu.quota_cpus is not None else facts.cpu.cgroup.quota_cpus
+    return _Topo(cores, node_of, by_node, mem_ok, quota)
+
+
+def _chunks(items: List[Core], n: int) -> List[List[Core]]:
+    """Split into n contiguous chunks whose sizes differ by at most one (larger first); n <= len(items)."""
+    q, r = divmod(len(items), n)
+    out, i = [], 0
+    for k in range(n):
+        size = q + (1 if k < r else 0)
+        out.append(items[i : i + size])
+        i += size
+    return out
+
+
+def _balanced(groups: List[List[Core]], n: int) -> Tuple[List[List[Core]], bool]:
+    """Split node groups of cores among n ranks: disjoint, NUMA-aligned. Returns (per-rank cores, shared)."""
+    groups = [g for g in groups if g]
+    flat = [c for g in groups for c in g]
+    if not flat:
+        return [[] for _ in range(n)], False
+    if n > len(flat):  # more ranks than cores: they must share, one core each, round robin
+        return [[flat[r % len(flat)]] for r in range(n)], True
+    k = len(groups)
+    if n <= k:
+        # contiguous runs of whole nodes, cut where the running core count is closest to an even share
+        cum = [0]
+        for g in groups:
+            cum.append(cum[-1] + len(g))
+        bounds = [0]
+        for r in range(1, n):
+            lo, hi = bounds[-1] + 1, k - (n - r)
+            target = r * cum[-1] / n
+            bounds.append(min(range(lo, hi + 1), key=lambda b: (abs(cum[b] - target), b)))
+        bounds.append(k)
+        return [[c for g in groups[bounds[r] : bounds[r + 1]] for c in g] for r in range(n)], False
+    # more ranks than nodes: ranks per node proportional to its cores (at least one, at most its cores)
+    total = len(flat)
+    alloc = [min(len(g), max(1, math.floor(n * len(g) / total))) for g in groups]
+    while sum(alloc) < n:
+        i = max((i for i in range(k) if alloc[i] < len(groups[i])), key=lambda i: (len(groups[i]) / alloc[i], -i))
+        alloc[i] += 1
+    while sum(alloc) > n:
+        i = min((i for i in range(k) if alloc[i] > 1), key=lambda i: (len(groups[i]) / alloc[i], -i))
+        alloc[i] -= 1
+    out: List[List[Core]] = []
+    for g, a in zip(groups, alloc):
+        out.extend(_chunks(g, a))
+    return out, False
+
+
+def _nearest_node_with_cpus(facts: Facts, node: int, topo: _Topo) -> Optional[int]:
+    ids = [n.id for n in facts.numa.nodes]
+    me = next((n for n in facts.numa.nodes if n.id == node), None)
+    if me is None or len(me.distances) != len(ids):
+        return None
+    cands = [(d, nid) for d, nid in zip(me.distances, ids) if nid in topo.by_node and nid >= 0]
+    return min(cands)[1] if cands else None
+
+
+@dataclass
+class _Slot:
+    cores: List[Core]
+    gpu: Optional[Gpu] = None
+    cuda_device: Optional[int] = None
+    shared: bool = False
+    cpu_node: Optional[int] = None  # the node chosen for a GPU rank's CPUs
+    notes: List[str] = field(default_factory=list)
+
+
+def _layout(facts: Facts, profile: Profile, n: int, environ: Mapping[str, str], topo: _Topo) -> List[_Slot]:
+    gpus, gnotes = ([], []) if profile.device == "cpu" else _visible_gpus(facts, environ)
+    if not gpus:
+        parts, shared = _balanced(list(topo.by_node.values()), n)
+        return [_Slot(cores=p, shared=shared, notes=list(gnotes)) for p in parts]
+    slots = [_Slot(cores=[], gpu=gpus[r % len(gpus)], cuda_device=r % len(gpus)) for r in range(n)]
+    if gnotes:
+        slots[0].notes.extend(gnotes)
+    if n > len(gpus):
+        for s in slots:
+            s.notes.append(f"{n} ranks share {len(gpus)} GPUs")
+    for s in slots:
+        g = s.gpu
+        if g is None or g.numa_node < 0:
+            continue
+        if g.numa_node in topo.by_node:
+            s.cpu_node = g.numa_node
+        else:
+            near = _nearest_node_with_cpus(facts, g.numa_node, topo)
+            s.cpu_node = near
+            if near is not None:
+                s.notes.append(f"GPU node {g.numa_node} has no allowed CPUs; CPUs from the nearest node {near}")
+    placed: Dict[int, List[_Slot]] = {}
+    for s in slots:
+        if s.cpu_node is not None:
+            placed.setdefault(s.cpu_node, []).append(s)
+    for node, group in placed.items():
+        cores = topo.by_node[node]
+        if len(group) > len(cores):
+            for i, s in enumerate(group):
+                s.cores, s.shared = [cores[i % len(cores)]], True
+        else:
+            for s, part in zip(group, _chunks(cores, len(group))):
+                s.cores = part
+    rest = [s for s in slots if s.cpu_node is None]
+    if rest:
+        free = [cs for nid, cs in topo.by_node.items() if nid not in placed] or list(topo.by_node.values())
+        parts, shared = _balanced(free, len(rest))
+        for s, p in zip(rest, parts):
+            s.cores, s.shared = p, shared
+            s.notes.append("GPU NUMA node unknown (-1): NUMA-balanced share of the CPUs")
+    return slots
+
+
+def _threads(profile: Profile, slots: List[_Slot], topo: _Topo, binding: str) -> Tuple[List[int], List[str]]:
+    n = len(slots)
+    notes: List[str] = []
+    if binding == "none":
+        per = max(1, len(topo.cores) // n) if topo.cores else 1
+        want = [per] * n
+    else:
+        want = [1 if s.shared else max(1, len(s.cores)) for s in slots]
+    if profile.threads != "auto":
+        asked = int(profile.threads)
+        capped = [min(asked, w) for w in want]
+        if capped != [asked] * n:
+            notes.append(f"threads: the profile's {asked} capped to the rank's cores (no oversubscription)")
+        want = capped
+    if topo.quota:
+        limit = max(1, math.floor(topo.quota + 1e-9))
+        if sum(want) > limit:
+            total = sum(want)
+            scaled = [max(1, math.floor(w * limit / total)) for w in want]
+            i = 0
+            while sum(scaled) < limit and any(s < w for s, w in zip(scaled, want)):
+                if scaled[i % n] < want[i % n]:
+                    scaled[i % n] += 1
+                i += 1
+            notes.append(f"threads: cgroup quota {topo.quota:g} CPUs caps the {n} ranks to {limit} threads in all")
+            if sum(scaled) > limit:
+                notes.append(f"threads: {n} ranks exceed the quota of {limit} CPUs even at 1 thread each")
+            want = scaled
+    return want, notes
+
+
+def resolve(
+    facts: Facts,
+    profile: Profile,
+    local_rank: int,
+    local_world_size: int,
+    environ: Optional[Mapping[str, str]] = None,
+) -> RankPlan:
+    """The plan for one local rank; every rank of the node gets a disjoint slice of the same layout."""
+    if local_world_size < 1:
+        raise UserError(f"local world size must be at least 1, not {local_world_size}")
+    if not 0 <= local_rank < local_world_size:
+        raise UserError(f"local rank {local_rank} is outside 0..{local_world_size - 1}")
+    environ = os.environ if environ is None else environ
+    common, reasons = _common(facts, profile, environ)
+    env = dict(common)
+    topo = _topology(facts)
+    binding = profile.binding
+    slots = _layout(facts, profile, local_world_size, environ, topo)
+    threads, tnotes = _threads(profile, slots, topo, binding)
+    me = slots[local_rank]
+    reasons.extend(me.notes)
+    reasons.extend(tnotes)
+
+    cores = me.cores
+    if binding == "none" or not cores:
+        cpus: Tuple[int, ...] = ()
+        reasons.append("binding: none - the rank is not pinned" if binding == "none" else "binding: no CPU topology")
+    elif binding == "numa":
+        nodes = sorted({topo.node_of[c] for c in cores})
+        cpus = tuple(sorted(p for nid in nodes for c in topo.by_node.get(nid, []) for p in c))
+        reasons.append(f"binding: numa - all allowed CPUs of node(s) {cpulist(nodes)}: {cpulist(cpus)}")
+    else:
+        cpus = tuple(sorted(p for c in cores for p in c))
+        nodes = sorted({topo.node_of[c] for c in cores} - {-1})
+        where = f" on NUMA node(s) {cpulist(nodes)}" if nodes else ""
+        what = "shared with other ranks (more ranks than cores)" if me.shared else "disjoint from the other ranks"
+        reasons.append(f"binding: {len(cores)} core(s) {cpulist(cpus)}{where}, {what}")
+
+    gpu_node = me.gpu.numa_node if me.gpu is not None and me.gpu.numa_node >= 0 else None
+    mem_policy = profile.memory_policy
+    mems: Tuple[int, ...] = ()
+    if mem_policy != "none":
+        if gpu_node is not None and gpu_node in topo.mem_ok:
+            mems = (gpu_node,)
+        elif cpus:
+            mems = tuple(sorted({topo.node_of[c] for c in cores} & set(topo.mem_ok)))
+        if mems:
+            reasons.append(f"memory: {mem_policy} to node(s) {cpulist(mems)}")
+        else:
+            reasons.append("memory: no policy (no allowed memory node for this rank's CPUs)")
+            mem_policy = "none"
+    else:
+        reasons.append("memory: no policy (profile says none)")
+
+    t = threads[local_rank]
+    if cores or binding == "none" and topo.cores:
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(t)
+        core_word = "core" if t == 1 else "cores"
+        reasons.append(f"threads: {t} ({t} physical {core_word} for this rank; SMT siblings count once)")
+        intel = profile.openmp == "intel" or any("iomp5" in p for p in _preload_list(env.get("LD_PRELOAD", "")))
+        if intel:
+            env.update(INTEL_KMP)
+            reasons.append("KMP_AFFINITY/KMP_BLOCKTIME: Intel OpenMP is preloaded")
+    else:
+        t = 0
+        reasons.append("threads: left to the program (no CPU topology known)")
+
+    if profile.dataloader.num_workers == "auto":
+        eff = t if t else len(cores)
+        workers = 0 if eff <= 2 else min(4, eff // 2)
+        env["HOSTTUNE_NUM_WORKERS"] = str(workers)
+        _dl_followers(env, workers, profile)
+        reasons.append(
+            f"dataloader: {workers} workers"
+            + (" (<= 2 cores: workers would take cores from compute)" if workers == 0 else f" ({eff} cores)")
+        )
+    for k, v in profile.env.items():  # literal env wins over anything computed
+        env[k] = str(v)
+    if me.gpu is not None:
+        reasons.insert(0, f"gpu: cuda:{me.cuda_device} = {me.gpu.pci_bus_id} ({me.gpu.name or 'GPU'}), NUMA node "
+                       f"{me.gpu.numa_node if me.gpu.numa_node >= 0 else 'unknown'}")
+    return RankPlan(
+        local_rank=local_rank,
+        local_world_size=local_world_size,
+        cpus=cpus,
+        mems=mems,
+        mem_policy=mem_policy,
+        env=env,
+        gpu=me.gpu.pci_bus_id if me.gpu is not None else None,
+        reasons=tuple(reasons),
+        threads=t or None,
+        cuda_device=me.cuda_device,
+        common=common,
+    )
+
+
+def resolve_all(
+    facts: Facts, profile: Profile, local_world_size: int, environ: Optional[Mapping[str, str]] = None
+) -> List[RankPlan]:
+    """Every local rank's plan (dry runs, tests)."""
+    return [resolve(facts, profile, r, local_world_size, environ) for r in range(local_world_size)]
