@@ -1,1 +1,71 @@
-"""The detector: one probe module per source; `collect(root)` builds Facts."""
+"""The detector: one probe module per source, each reading through `HostIO`; `collect(root)` builds Facts.
+
+`collect(Path("/"))` reads the live host (NVML, the torch probe subprocess, sched_getaffinity, rlimits, statvfs);
+`collect(Path(DIR))` reads a captured host from DIR's proc/, sys/, etc/ and nothing else. `probe_torch=False` and
+`use_nvml=False` are the launcher's fast path: no subprocess, no NVML, no py-cpuinfo.
+"""
+
+import os
+import socket
+from pathlib import Path
+from typing import Any, Dict, Optional, Sequence
+
+from hosttune.detect import allocators, cgroup, cpu, distro, gpu, kernel, limits, numa, nvidia, storage, torchenv
+from hosttune.detect._io import HostIO
+from hosttune.facts import Facts, TorchInstall
+
+
+def _hostname(io: HostIO) -> Optional[str]:
+    if io.live:
+        return socket.gethostname()
+    return io.read("/etc/hostname") or io.read("/proc/sys/kernel/hostname")
+
+
+def collect(root: Path = Path("/"), python: Optional[str] = None, *, probe_torch: bool = True,
+            use_nvml: bool = True, nvml_module: Any = None) -> Facts:
+    """Detect a host. Never raises for what a host lacks: each gap is a "what: why" line in `Facts.missing`.
+
+    `nvml_module` replaces nvidia-ml-py (tests pass the fake); it also lets NVML run against a foreign root so the
+    GPU probe's sysfs lookups (numa_node, local_cpulist) can be tested on a synthetic tree.
+    """
+    io = HostIO(Path(root))
+    cg = cgroup.probe(io)
+    cpu_facts = cpu.probe(io, cg, affinity=cpu.live_affinity() if io.live else None, slow_fallback=probe_torch)
+    numa_facts = numa.probe(io, cpu_facts.online, cg.mems)
+    gpus, nvml_info, switches = gpu.probe(io, use_nvml=use_nvml, module=nvml_module)
+    nv = nvidia.probe(io, gpu.nvidia_base(nvml_info, switches))
+
+    torch_facts: Optional[TorchInstall] = None
+    lib_dirs: Sequence[str] = ()
+    if probe_torch and io.live:
+        target = python or torchenv.default_python()
+        if target is None:
+            io.note("torch", "no python3 on PATH")
+        else:
+            data: Dict[str, Any] = torchenv.run_probe(io, target)
+            lib_dirs = torchenv.env_lib_dirs(data)
+            visible = gpu.visible(gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
+            torch_facts = torchenv.from_probe(target, data, nv.cuda_driver, visible)
+
+    alloc, tools = allocators.probe(io, lib_dirs)
+    mounts, shm = storage.probe(io)
+    return Facts(
+        root=str(root),
+        hostname=_hostname(io),
+        distro=distro.probe(io),
+        kernel=kernel.probe(io, cpu_facts.online),
+        cpu=cpu_facts,
+        numa=numa_facts,
+        gpus=gpus,
+        nvidia=nv,
+        torch=torch_facts,
+        allocators=alloc,
+        tools=tools,
+        storage=mounts,
+        memory=storage.memory(io, shm),
+        limits=limits.probe(io),
+        missing=tuple(io.missing),
+    )
+
+
+__all__ = ["collect", "HostIO"]

@@ -1,0 +1,97 @@
+"""`hosttune facts`: detect the host and print a summary, or the Facts JSON with --json."""
+
+import os
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+import click
+
+from hosttune.errors import UserError
+from hosttune.facts import Facts
+
+
+def _cpus(cpus: Sequence[int]) -> str:
+    from hosttune.detect._io import format_cpulist
+
+    return format_cpulist(cpus) or "-"
+
+
+def render(f: Facts) -> str:
+    """A few aligned lines per section."""
+    rows: List[tuple] = []
+
+    def row(key: str, value: object) -> None:
+        rows.append((key, "-" if value is None or value == "" else str(value)))
+
+    d = f.distro
+    row("host", f"{f.hostname or '?'} ({f.root})" if f.root != "/" else (f.hostname or "?"))
+    row("distro", f"{d.name or d.id} {d.version_best or d.version} {('(' + d.codename + ')') if d.codename else ''}"
+        f" family={d.family}".replace("  ", " "))
+    k = f.kernel
+    row("kernel", f"{k.release or '?'}  thp={k.thp or '?'}  numa_balancing={k.numa_balancing}  "
+        f"swappiness={k.swappiness}  governor={','.join(k.governors) or '-'}")
+    c = f.cpu
+    row("cpu", f"{c.model or '?'} ({c.vendor or '?'}, {c.arch or '?'})")
+    smt = "on" if c.smt else "off"
+    row("cpu topology", f"{c.packages} package(s), {c.physical} cores, {c.logical} logical, smt={smt}")
+    row("cpu flags", " ".join(c.flags) or "-")
+    quota = f"{c.quota_cpus:g}" if c.quota_cpus is not None else "none"
+    cg = f"cgroup v{c.cgroup.version}" if c.cgroup.version else "no cgroup"
+    row("cpu allowed", f"{_cpus(c.allowed_cpus)} ({len(c.allowed_cpus)})  quota={quota}  {cg}")
+    for n in f.numa.nodes:
+        row(f"numa node{n.id}", f"cpus {_cpus(n.cpus)}  {n.memory_mb} MiB")
+    if not f.gpus:
+        row("gpus", "none")
+    for g in f.gpus:
+        mem = f"{g.memory_mb} MiB" if g.memory_mb else ""
+        name = g.name or f"NVIDIA {g.device_id or 'GPU'}"
+        row(f"gpu{g.index}", f"{name}  {g.pci_bus_id}  numa={g.numa_node}  {mem}".rstrip())
+    nv = f.nvidia
+    row("nvidia driver", f"{nv.driver or 'none'}  cuda={nv.cuda_driver or '-'}  nvml={nv.nvml}")
+    row("cuda toolkit", f"{nv.cuda_toolkit or 'none'}  cudnn={nv.cudnn or '-'}  nccl={nv.nccl or '-'}"
+        + (f"  nvswitches={nv.nvswitches} fabricmanager={'yes' if nv.fabric_manager_installed else 'no'}"
+           if nv.nvswitches else ""))
+    t = f.torch
+    if t is None:
+        row("torch", "not found" if f.root == "/" else "not probed (--root)")
+    elif t.error:
+        row("torch", f"error: {t.error} ({t.python})")
+    else:
+        row("torch", f"{t.version} cuda={t.cuda or 'cpu'} cudnn={t.cudnn or '-'} nccl={t.nccl or '-'} "
+            f"cuda_available={t.cuda_available} devices={t.device_count} ({t.python})")
+    a = f.allocators
+    row("allocators", "  ".join(f"{name}={'yes' if path else 'no'}" for name, path in
+                                (("jemalloc", a.jemalloc), ("tcmalloc", a.tcmalloc),
+                                 ("tcmalloc_minimal", a.tcmalloc_minimal), ("iomp5", a.iomp5), ("gomp", a.gomp))))
+    tl = f.tools
+    row("tools", "  ".join(f"{name}={path or 'no'}" for name, path in
+                           (("numactl", tl.numactl), ("nvidia-smi", tl.nvidia_smi), ("torchrun", tl.torchrun))))
+    m = f.memory
+    row("memory", f"{m.total_mb} MiB total, {m.available_mb} MiB available, swap {m.swap_total_mb} MiB, "
+        f"/dev/shm {m.shm_mb} MiB")
+    for s in f.storage:
+        if s.kind == "tmpfs" and s.mount != "/dev/shm":
+            continue
+        size = f"  {s.size_mb} MiB" if s.size_mb is not None else ""
+        row(f"storage {s.mount}", f"{s.kind} ({s.fstype}{', ' + s.device if s.device else ''}){size}")
+    for gap in f.missing:
+        row("missing", gap)
+    width = max(len(r[0]) for r in rows)
+    return "\n".join(f"{key.ljust(width)}  {value}" for key, value in rows)
+
+
+@click.command("facts")
+@click.option("--root", "root", type=str, default=None, help="A captured host (a folder holding proc/, sys/, etc/).")
+@click.option("--python", "python", type=str, default=None,
+              help="Interpreter whose torch to inspect (default: python3 on PATH).")
+@click.option("--json", "as_json", is_flag=True, help="Print the Facts JSON.")
+def cmd(root: Optional[str], python: Optional[str], as_json: bool) -> None:
+    """Detect what this host is (CPU, NUMA, GPUs, drivers, torch, storage)."""
+    from hosttune.detect import collect
+
+    if root is not None and not os.path.isdir(root):
+        raise UserError(f"--root {root}: {'not a directory' if os.path.exists(root) else 'no such directory'}")
+    if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise UserError(f"--python {python}: not an executable file")
+    facts = collect(Path(root) if root is not None else Path("/"), python=python)
+    click.echo(facts.to_json() if as_json else render(facts))

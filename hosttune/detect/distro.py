@@ -1,0 +1,93 @@
+"""Which distribution a root holds: python-distro over the root's etc/ files, never the running host's."""
+
+import inspect
+import re
+from typing import Any, Dict
+
+import distro as _distro
+
+from hosttune.detect._io import HostIO
+from hosttune.facts import Distro
+
+# distro's own search order for etc/*-release (distro.py _DISTRO_RELEASE_BASENAMES), then any other *-release.
+_RELEASE_FIRST = [
+    "SuSE-release", "altlinux-release", "arch-release", "base-release", "centos-release", "fedora-release",
+    "gentoo-release", "mageia-release", "mandrake-release", "mandriva-release", "mandrivalinux-release",
+    "manjaro-release", "oracle-release", "redhat-release", "rocky-release", "sl-release", "slackware-version",
+]
+_RELEASE_IGNORED = {
+    "debian_version", "lsb-release", "oem-release", "os-release", "system-release", "plesk-release",
+    "iredmail-release", "board-release", "ec2_version",
+}
+_RELEASE_RE = re.compile(r"(\w+)[-_](release|version)$")
+
+_RHEL_IDS = {"rhel", "centos", "rocky", "almalinux", "fedora", "ol", "scientific", "amzn", "cloudlinux"}
+_DEBIAN_IDS = {"debian", "ubuntu", "linuxmint", "pop", "raspbian", "kali"}
+
+
+def family(dist_id: str, like: str) -> str:
+    """debian | rhel | unknown, from ID and ID_LIKE (ubuntu -> debian; centos/rocky/alma/fedora -> rhel)."""
+    for word in [dist_id] + like.split():
+        if word in _DEBIAN_IDS:
+            return "debian"
+        if word in _RHEL_IDS:
+            return "rhel"
+    return "unknown"
+
+
+def release_file(io: HostIO) -> str:
+    """The etc/*-release file distro would pick, as a real path under the root ('' when there is none)."""
+    names = io.listdir("/etc")
+    ordered = [n for n in _RELEASE_FIRST if n in names]
+    ordered += [n for n in names if n not in ordered and n not in _RELEASE_IGNORED and _RELEASE_RE.match(n)]
+    for name in ordered:
+        if io.realpath(f"/etc/{name}"):
+            return str(io.path(f"/etc/{name}"))
+    return ""
+
+
+def _linux_distribution(io: HostIO, legacy: bool) -> Any:
+    params = inspect.signature(_distro.LinuxDistribution.__init__).parameters
+    kwargs: Dict[str, Any] = {"include_lsb": False}
+    if "include_uname" in params:
+        kwargs["include_uname"] = False
+    if "include_oslevel" in params:
+        kwargs["include_oslevel"] = False
+    if io.live and not legacy:
+        return _distro.LinuxDistribution(**kwargs)
+    if "root_dir" in params and not legacy:
+        return _distro.LinuxDistribution(root_dir=str(io.root), **kwargs)
+    # distro 1.5 (Debian 11, EL9) has no root_dir: name the files. An empty name would make it read /etc of the
+    # running host, so a root without such a file gets a path that cannot exist.
+    os_release = io.first_existing(["/etc/os-release", "/usr/lib/os-release"])
+    nowhere = str(io.path("/etc/.hosttune-no-such-release"))
+    return _distro.LinuxDistribution(
+        os_release_file=str(io.path(os_release)) if os_release else nowhere,
+        distro_release_file=release_file(io) or nowhere,
+        **kwargs,
+    )
+
+
+def probe(io: HostIO, legacy: bool = False) -> Distro:
+    """`legacy=True` forces the distro-1.5 code path (named files instead of root_dir) for tests."""
+    if not any(io.exists(p) for p in ("/etc/os-release", "/usr/lib/os-release")) and not release_file(io):
+        io.note("distro", "no etc/os-release or etc/*-release")
+        return Distro()
+    try:
+        dist = _linux_distribution(io, legacy)
+        dist_id = dist.id() or "unknown"
+        like = dist.like() or ""
+        return Distro(
+            id=dist_id,
+            version=dist.version() or "",
+            version_best=dist.version(best=True) or "",
+            codename=dist.codename() or "",
+            like=like,
+            name=dist.name() or "",
+            family=family(dist_id, like),
+        )
+    except (OSError, ValueError, UnicodeError) as exc:  # a malformed release file
+        io.note("distro", f"{type(exc).__name__}: {exc}")
+        return Distro()
+
+

@@ -1,0 +1,147 @@
+"""torch as the user's interpreter has it, found by running that interpreter once with a probe that never imports
+torch (importing it costs ~2 s; `python -m torch.utils.collect_env` does, which is why it is slow).
+
+What the probe reads: where `torch` is (importlib.util.find_spec), `torch/version.py` as text (`__version__`, `cuda`),
+the cuDNN and NCCL that torch loads (the `nvidia-cudnn-cu*` / `nvidia-nccl-cu*` wheels' versions, else the sonames
+bundled in `torch/lib/` or the env's lib dir), and whether it runs in a venv or conda env.
+
+`cuda_available` and `device_count` are inferred, not asked of torch: a CUDA build of torch, NVML-visible GPUs
+(after CUDA_VISIBLE_DEVICES), and a driver whose CUDA version is at least torch's CUDA major (CUDA's minor-version
+compatibility). This is what `torch.cuda.is_available()` would answer on a healthy host; a broken CUDA install
+that NVML cannot see is the case it cannot tell apart.
+"""
+
+import json
+import os
+import shutil
+from typing import Any, Dict, Optional, Sequence
+
+from hosttune.detect._io import HostIO
+from hosttune.facts import Gpu, TorchInstall
+
+PROBE_TIMEOUT_S = 10.0
+
+# Runs under the target interpreter (Python 3.6+): standard library only, no torch import.
+PROBE = r'''
+import json, os, re, sys
+out = {"executable": sys.executable, "prefix": sys.prefix,
+       "in_venv": sys.prefix != getattr(sys, "base_prefix", sys.prefix) or bool(os.environ.get("CONDA_PREFIX")),
+       "torch": None}
+try:
+    import importlib.util
+    spec = importlib.util.find_spec("torch")
+except Exception as exc:
+    spec = None
+    out["find_error"] = "%s: %s" % (type(exc).__name__, exc)
+if spec is not None and spec.origin:
+    d = os.path.dirname(spec.origin)
+    t = {"path": d}
+    try:
+        with open(os.path.join(d, "version.py")) as fh:
+            text = fh.read()
+    except OSError:
+        text = ""
+    for key in ("__version__", "cuda", "hip"):
+        m = re.search(r"^%s\s*(?::[^=\n]*)?=\s*(.+)$" % key, text, re.M)
+        v = m.group(1).strip() if m else "None"
+        t[key] = None if v == "None" else v.strip("'\"")
+    dists = {}
+    try:
+        import importlib.metadata as md
+        for name in ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12", "nvidia-cudnn-cu11",
+                     "nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11"):
+            try:
+                dists[name] = md.version(name)
+            except Exception:
+                pass
+    except ImportError:
+        pass
+    t["dists"] = dists
+    libs = []
+    for ld in (os.path.join(d, "lib"), os.path.join(sys.prefix, "lib")):
+        try:
+            libs += [n for n in os.listdir(ld) if n.startswith(("libcudnn.so", "libnccl.so"))]
+        except OSError:
+            pass
+    t["libs"] = libs
+    out["torch"] = t
+print(json.dumps(out))
+'''
+
+
+def default_python() -> Optional[str]:
+    return shutil.which("python3")
+
+
+def run_probe(io: HostIO, python: str, timeout: float = PROBE_TIMEOUT_S) -> Dict[str, Any]:
+    """The probe's JSON, or {"error": why}. Live hosts only (io.run refuses a foreign root)."""
+    if not io.live:
+        return {"error": "not probed with a foreign root"}
+    done = io.run([python, "-c", PROBE], timeout=timeout, note=False)
+    if done is None:
+        return {"error": f"probe: {io.last_error}"}
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return {"error": f"probe failed: {tail[:200]}"}
+    try:
+        data = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"error": "probe printed no JSON"}
+    return data if isinstance(data, dict) else {"error": "probe printed no JSON object"}
+
+
+def _short(version: str, parts: int = 3) -> str:
+    return ".".join(version.split("+")[0].split(".")[:parts])
+
+
+def _lib_version(torch: Dict[str, Any], what: str) -> Optional[str]:
+    for name, version in sorted(torch.get("dists", {}).items()):
+        if name.startswith(f"nvidia-{what}-cu"):
+            return _short(str(version))
+    best: Optional[str] = None
+    for lib in torch.get("libs", []):
+        if lib.startswith(f"lib{what}.so."):
+            v = lib[len(f"lib{what}.so."):]
+            if all(p.isdigit() for p in v.split(".")) and (best is None or v.count(".") > best.count(".")):
+                best = v
+    return best
+
+
+def _major(version: Optional[str]) -> Optional[int]:
+    try:
+        return int(str(version).split(".")[0])
+    except ValueError:
+        return None
+
+
+def infer_cuda(torch_cuda: Optional[str], driver_cuda: Optional[str], gpus: Sequence[Gpu]) -> bool:
+    """CUDA build + visible GPUs + the driver's CUDA major >= torch's (minor-version compatibility)."""
+    tm, dm = _major(torch_cuda), _major(driver_cuda)
+    return bool(torch_cuda and gpus and tm is not None and dm is not None and dm >= tm)
+
+
+def from_probe(python: str, data: Dict[str, Any], driver_cuda: Optional[str],
+               visible_gpus: Sequence[Gpu]) -> Optional[TorchInstall]:
+    if "error" in data:
+        return TorchInstall(python=python, error=str(data["error"]))
+    torch = data.get("torch")
+    if not torch:
+        return None
+    cuda = torch.get("cuda")
+    available = infer_cuda(cuda, driver_cuda, visible_gpus)
+    return TorchInstall(
+        python=str(data.get("executable") or python),
+        version=torch.get("__version__"),
+        cuda=cuda,
+        cudnn=_lib_version(torch, "cudnn") if cuda else None,
+        nccl=_lib_version(torch, "nccl") if cuda else None,
+        cuda_available=available,
+        device_count=len(visible_gpus) if available else 0,
+        in_venv=data.get("in_venv"),
+    )
+
+
+def env_lib_dirs(data: Dict[str, Any]) -> Sequence[str]:
+    """The target interpreter's env lib dir (venv/conda), searched for allocators before the system dirs."""
+    prefix = data.get("prefix")
+    return [os.path.join(prefix, "lib")] if prefix else []
