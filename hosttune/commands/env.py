@@ -1,0 +1,64 @@
+"""`hosttune env`: one rank's environment as `export K=V` lines (eval-safe) or JSON, with the reasons."""
+
+import json
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from hosttune.errors import UserError
+
+
+def _int_env(name: str) -> Optional[int]:
+    v = os.environ.get(name)
+    if v is None or v == "":
+        return None
+    if not re.fullmatch(r"\d+", v.strip()):
+        raise UserError(f"${name}={v!r} is not a number")
+    return int(v)
+
+
+def _comment(text: str) -> str:
+    # A comment ends at a newline; no other byte can leave it, so control characters are flattened.
+    return "# " + re.sub(r"[\x00-\x1f\x7f]+", " ", text)
+
+
+@click.command("env")
+@click.option("--profile", "profile_name", default=None, help="Profile name or file (default: the one in use).")
+@click.option("--root", "root", type=str, default=None, help="Plan for a captured host (proc/, sys/, etc/).")
+@click.option("--local-rank", type=int, default=None, help="Local rank (default: $LOCAL_RANK or 0).")
+@click.option("--local-world-size", type=int, default=None, help="Ranks on this node (default: $LOCAL_WORLD_SIZE or 1).")
+@click.option("--json", "as_json", is_flag=True, help="Print {local_rank, local_world_size, cpus, mems, env} as JSON.")
+def cmd(profile_name: Optional[str], root: Optional[str], local_rank: Optional[int],
+        local_world_size: Optional[int], as_json: bool) -> None:
+    """Print one rank's environment: `eval "$(hosttune env)"`."""
+    from hosttune import plan, profile
+    from hosttune.detect import collect
+
+    if root is not None and not os.path.isdir(root):
+        raise UserError(f"--root {root}: {'not a directory' if os.path.exists(root) else 'no such directory'}")
+    rank = local_rank if local_rank is not None else (_int_env("LOCAL_RANK") or 0)
+    size = local_world_size if local_world_size is not None else _int_env("LOCAL_WORLD_SIZE")
+    if size is None:
+        size = max(1, rank + 1) if local_rank is None else 1
+    if local_rank is not None and local_world_size is None and _int_env("LOCAL_WORLD_SIZE") is None and rank >= 1:
+        raise UserError("--local-rank needs --local-world-size (how many ranks share this node)")
+    facts = collect(Path(root) if root is not None else Path("/"), probe_torch=False)
+    prof = profile.active(profile_name, facts)
+    rp = plan.resolve(facts, prof, rank, size)
+    if as_json:
+        out = rp.to_dict()
+        out["profile"] = {"name": prof.name, "source": prof.source}
+        click.echo(json.dumps(out, indent=2))
+        return
+    lines = [
+        _comment(f"hosttune env: profile {prof.name} ({prof.source}), local rank {rank} of {size}"),
+        _comment(f"cpus {plan.cpulist(rp.cpus) or 'unbound'}; mems {plan.cpulist(rp.mems) or '-'} ({rp.mem_policy})"),
+    ]
+    lines.extend(_comment(r) for r in rp.reasons)
+    for key in sorted(rp.env):
+        lines.append(f"export {key}={shlex.quote(rp.env[key])}")
+    click.echo("\n".join(lines))

@@ -1,0 +1,126 @@
+"""`hosttune profile list | show [NAME|FILE] | generate`: the profiles on the search path, one resolved, a new one."""
+
+import json
+import os
+from pathlib import Path
+from typing import Any, List, Optional, Tuple
+
+import click
+
+from hosttune.errors import UserError
+
+
+def _facts(root: Optional[str]) -> Any:
+    from hosttune.detect import collect
+
+    if root is not None and not os.path.isdir(root):
+        raise UserError(f"--root {root}: {'not a directory' if os.path.exists(root) else 'no such directory'}")
+    return collect(Path(root) if root is not None else Path("/"), probe_torch=False)
+
+
+def _table(rows: List[Tuple[str, str]]) -> str:
+    width = max((len(k) for k, _v in rows), default=0)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+@click.group("profile")
+def cmd() -> None:
+    """List, show and generate environment profiles."""
+
+
+@cmd.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_cmd(as_json: bool) -> None:
+    """The profiles on the search path (later directories override earlier ones)."""
+    from hosttune import profile
+
+    rows = []
+    for name, path, overridden in profile.available():
+        try:
+            summary = profile.load(str(path)).summary
+        except UserError as exc:
+            summary = f"INVALID: {exc}"
+        rows.append({"name": name, "summary": summary, "source": str(path), "overrides": [str(p) for p in overridden]})
+    if as_json:
+        click.echo(json.dumps({"profiles": rows, "search_path": [str(p) for p in profile.search_path()]}, indent=2))
+        return
+    width = max((len(r["name"]) for r in rows), default=4)
+    for r in rows:
+        click.echo(f"{r['name'].ljust(width)}  {r['summary']}")
+        click.echo(f"{''.ljust(width)}  {r['source']}" + (" (overrides " + ", ".join(r["overrides"]) + ")"
+                                                          if r["overrides"] else ""))
+
+
+@cmd.command("show")
+@click.argument("name", required=False)
+@click.option("--root", "root", type=str, default=None, help="A captured host, for the generated default.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def show_cmd(name: Optional[str], root: Optional[str], as_json: bool) -> None:
+    """The resolved profile (default: the one in use) and where each value came from."""
+    from hosttune import profile
+
+    facts = _facts(root) if (root is not None or not name) and not _has_configured(name) else None
+    prof = profile.active(name, facts)
+    if as_json:
+        click.echo(json.dumps(prof.to_dict(), indent=2))
+        return
+    rows = [("profile", prof.name), ("summary", prof.summary), ("source", prof.source)]
+    if len(prof.chain) > 1:
+        rows.append(("inherits", " <- ".join(reversed(prof.chain))))
+    if prof.fingerprint:
+        rows.append(("fingerprint", prof.fingerprint))
+    click.echo(_table(rows))
+    click.echo("")
+    settings: List[Tuple[str, str, str]] = []
+    for key in ("allocator", "allocator_path", "malloc_conf", "threads", "binding", "memory_policy",
+                "cuda_alloc_conf", "deterministic", "debug", "device", "openmp"):
+        settings.append((key, _val(getattr(prof, key)), prof.provenance.get(key, "default")))
+    for key in ("num_workers", "pin_memory", "prefetch_factor", "persistent_workers"):
+        settings.append((f"dataloader.{key}", _val(getattr(prof.dataloader, key)),
+                         prof.provenance.get(f"dataloader.{key}", "default")))
+    for sect, mapping in (("tcmalloc", prof.tcmalloc), ("env", prof.env)):
+        for k, v in mapping.items():
+            settings.append((f"{sect}.{k}", repr(v), prof.provenance.get(f"{sect}.{k}", "")))
+    w1 = max(len(s[0]) for s in settings)
+    w2 = min(40, max(len(s[1]) for s in settings))
+    for k, v, src in settings:
+        click.echo(f"{k.ljust(w1)}  {v.ljust(w2)}  {src}")
+
+
+def _has_configured(name: Optional[str]) -> bool:
+    """True when `active()` will not need Facts (a name, $HOSTTUNE_PROFILE or a generated file exists)."""
+    from hosttune import profile
+
+    return bool(name) or bool(os.environ.get("HOSTTUNE_PROFILE")) or any(p.is_file() for p in profile.generated_paths())
+
+
+def _val(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+@cmd.command("generate")
+@click.option("--base", default="throughput", show_default=True, help="The base profile to make concrete.")
+@click.option("-o", "--output", "output", type=str, default=None,
+              help="Where to write (default: /etc/hosttune/profile.yaml as root, else ~/.config/hosttune/profile.yaml).")
+@click.option("--root", "root", type=str, default=None, help="Generate for a captured host (proc/, sys/, etc/).")
+@click.option("--force", is_flag=True, help="Replace an existing file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the generated profile as JSON too.")
+def generate_cmd(base: str, output: Optional[str], root: Optional[str], force: bool, as_json: bool) -> None:
+    """Turn this host's facts into a profile file, every value with its reason."""
+    from hosttune import profile
+
+    facts = _facts(root)
+    prof = profile.generate(facts, base)
+    path = profile.write(prof, Path(output) if output else profile.default_generate_path(), force)
+    if as_json:
+        click.echo(json.dumps({"path": str(path), "profile": prof.to_dict()}, indent=2))
+        return
+    click.echo(f"wrote {path} (profile {prof.name}, fingerprint {prof.fingerprint})")
+    for key in ("allocator", "threads", "binding", "memory_policy", "cuda_alloc_conf", "dataloader.num_workers",
+                "dataloader.pin_memory"):
+        if key in prof.reasons:
+            click.echo(f"  {key}: {prof.reasons[key]}")
