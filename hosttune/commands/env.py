@@ -30,7 +30,7 @@ def _comment(text: str) -> str:
 @click.option("--profile", "profile_name", default=None, help="Profile name or file (default: the one in use).")
 @click.option("--root", "root", type=str, default=None, help="Plan for a captured host (proc/, sys/, etc/).")
 @click.option("--local-rank", type=int, default=None, help="Local rank (default: $LOCAL_RANK or 0).")
-@click.option("--local-world-size", type=int, default=None, help="Ranks on this node (default: $LOCAL_WORLD_SIZE or 1).")
+@click.option("--local-world-size", type=int, default=None, help="Ranks on this node ($LOCAL_WORLD_SIZE or 1).")
 @click.option("--json", "as_json", is_flag=True, help="Print {local_rank, local_world_size, cpus, mems, env} as JSON.")
 def cmd(profile_name: Optional[str], root: Optional[str], local_rank: Optional[int],
         local_world_size: Optional[int], as_json: bool) -> None:

@@ -105,7 +105,7 @@ def _val(v: Any) -> str:
 @cmd.command("generate")
 @click.option("--base", default="throughput", show_default=True, help="The base profile to make concrete.")
 @click.option("-o", "--output", "output", type=str, default=None,
-              help="Where to write (default: /etc/hosttune/profile.yaml as root, else ~/.config/hosttune/profile.yaml).")
+              help="Output file (default: /etc/hosttune/profile.yaml as root, else ~/.config/hosttune/profile.yaml).")
 @click.option("--root", "root", type=str, default=None, help="Generate for a captured host (proc/, sys/, etc/).")
 @click.option("--force", is_flag=True, help="Replace an existing file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the generated profile as JSON too.")
