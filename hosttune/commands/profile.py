@@ -3,7 +3,7 @@
 import json
 import os
 from pathlib import Path
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import click
 
@@ -34,7 +34,7 @@ def list_cmd(as_json: bool) -> None:
     """The profiles on the search path (later directories override earlier ones)."""
     from hosttune import profile
 
-    rows = []
+    rows: List[Dict[str, Any]] = []
     for name, path, overridden in profile.available():
         try:
             summary = profile.load(str(path)).summary
