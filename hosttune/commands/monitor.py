@@ -1,0 +1,66 @@
+"""`hosttune monitor`: run the GPU/host monitor (or one sample with --once); `hosttune monitor report` reads it back."""
+
+import json
+import sys
+from typing import Optional
+
+import click
+
+from hosttune.monitor import config as mconfig
+
+
+@click.group("monitor", invoke_without_command=True)
+@click.option("--interval", type=float, default=None, help="Seconds between samples (default 5, or the config's).")
+@click.option("--log-dir", default=None, help="Directory for monitor.jsonl and its rotated backups.")
+@click.option("--textfile-dir", default=None,
+              help="Directory for hosttune.prom (node_exporter textfile collector); '' disables it.")
+@click.option("--once", is_flag=True, help="Print one sample as JSON and exit.")
+@click.option("--config", "config_path", default=None, metavar="FILE",
+              help=f"Monitor config (default {mconfig.DEFAULT_CONFIG} when it exists).")
+@click.pass_context
+def cmd(ctx: click.Context, interval: Optional[float], log_dir: Optional[str], textfile_dir: Optional[str],
+        once: bool, config_path: Optional[str]) -> None:
+    """Log GPU and host temperature, memory, power and throttling to JSONL, a Prometheus textfile and the journal.
+
+    Runs until SIGTERM/SIGINT (exit 0); SIGHUP reopens the log file. Subcommand `report` summarises the log.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["config_path"] = config_path
+    ctx.obj["log_dir"] = log_dir
+    if ctx.invoked_subcommand is not None:
+        return
+    cfg = mconfig.load(config_path, {"interval": interval, "log_dir": log_dir, "textfile_dir": textfile_dir})
+    from hosttune.monitor import daemon
+
+    if once:
+        click.echo(daemon.dumps(daemon.once(cfg)))
+        return
+    sys.exit(daemon.run(cfg))
+
+
+@cmd.command("report")
+@click.option("--log-dir", default=None, help="Where monitor.jsonl is (default: the config's log_dir).")
+@click.option("--since", default=None, metavar="DURATION", help="Only the last DURATION (30m, 2h, 1d, 1h30m).")
+@click.option("--plot", default=None, metavar="FILE", help="Draw temperature and memory over time (.svg or .png).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--config", "config_path", default=None, metavar="FILE", help="Monitor config for dirs and thresholds.")
+@click.pass_context
+def report_cmd(ctx: click.Context, log_dir: Optional[str], since: Optional[str], plot: Optional[str],
+               as_json: bool, config_path: Optional[str]) -> None:
+    """Min/mean/max per metric, time above each threshold, and the events, from the monitor's JSONL log."""
+    from hosttune.monitor import report
+
+    parent = ctx.obj or {}
+    cfg = mconfig.load(config_path or parent.get("config_path"))
+    where = log_dir or parent.get("log_dir") or cfg.log_dir
+    since_s = report.parse_duration(since) if since else None
+    samples, bad = report.read_samples(where, since_s)
+    summary = report.summarize(samples, cfg.thresholds)
+    if plot:
+        report.write_plot(plot, samples, cfg.thresholds, f"hosttune monitor: {where}")
+    if as_json:
+        click.echo(json.dumps(dict(summary, log_dir=where, unreadable_lines=bad, plot=plot), indent=2))
+    else:
+        click.echo(report.render_text(summary, where, bad), nl=False)
+        if plot:
+            click.echo(f"plot written to {plot}")

@@ -1,0 +1,301 @@
+"""The monitor daemon: one composition root that wires the readers, the alerts and the sinks, and the loop.
+
+Lifetime: NVML is initialised once and `static()` read once per GPU; each tick reads the host and `sample()`s
+every GPU that is not lost, appends the JSONL line, rewrites the textfile and prints events. Faults are survived,
+not fatal: no NVML (host metrics only, said once), a lost GPU (event, never asked again), a full disk (sample
+dropped, error at most once a minute), SIGHUP (reopen the log). SIGTERM/SIGINT end the loop, flush, exit 0.
+Under systemd (Type=notify) it sends READY=1, WATCHDOG=1 and STOPPING=1 over $NOTIFY_SOCKET itself.
+"""
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from typing import IO, Any, Dict, List, Optional, Set
+
+from hosttune import nvml
+from hosttune.errors import UserError
+from hosttune.monitor.config import MonitorConfig
+from hosttune.monitor.events import PRIORITY, Alerts, Event
+from hosttune.monitor.sample import HostReader, gpu_fields, now_fields
+from hosttune.monitor.sinks import JsonlSink, TextfileSink, render_textfile
+
+ERROR_PERIOD_S = 60.0  # a repeating error is printed at most this often
+
+
+class Notifier:
+    """sd_notify(3) without libsystemd: one AF_UNIX datagram per message to $NOTIFY_SOCKET ('@' = abstract)."""
+
+    def __init__(self, environ: Optional[Dict[str, str]] = None) -> None:
+        env = os.environ if environ is None else environ
+        addr = env.get("NOTIFY_SOCKET", "")
+        self.addr = ("\0" + addr[1:]) if addr.startswith("@") else addr
+        self.sock: Optional[socket.socket] = None
+        if self.addr:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+            except OSError:
+                self.sock = None
+        usec = env.get("WATCHDOG_USEC", "")
+        pid = env.get("WATCHDOG_PID", "")
+        # WATCHDOG_PID names the process the watchdog is meant for; another process must not ping for it.
+        ok = usec.isdigit() and int(usec) > 0 and (not pid or pid == str(os.getpid()))
+        self.watchdog_s: Optional[float] = int(usec) / 1e6 if ok else None
+
+    def send(self, message: str) -> None:
+        if self.sock is None:
+            return
+        try:
+            self.sock.sendto(message.encode(), self.addr)
+        except OSError:
+            pass  # systemd gone or not listening: nothing useful to do about it
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+
+class Say:
+    """Lines for the journal: events on stdout, problems on stderr; repeated problems rate-limited per key.
+
+    Under systemd (JOURNAL_STREAM set) each line starts with a "<N>" syslog priority, which journald turns into the
+    entry's PRIORITY, so `journalctl -p warning -u hosttune-monitor` shows exactly the warnings.
+    """
+
+    def __init__(self, out: IO[str], err: IO[str], journal: bool) -> None:
+        self.out, self.err, self.journal = out, err, journal
+        self._last: Dict[str, float] = {}
+        self._suppressed: Dict[str, int] = {}
+
+    def _line(self, stream: IO[str], level: str, text: str) -> None:
+        prefix = f"<{PRIORITY.get(level, 6)}>" if self.journal else f"hosttune monitor: {level}: "
+        try:
+            stream.write(prefix + text + "\n")
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def event(self, ev: Event) -> None:
+        tag = {"start": "", "clear": "cleared: ", "once": ""}[ev.state]
+        self._line(self.out, ev.level, f"{tag}{ev.message}")
+
+    def problem(self, level: str, text: str, key: Optional[str] = None) -> None:
+        if key is None:
+            self._line(self.err, level, text)
+            return
+        now = time.monotonic()
+        last = self._last.get(key)
+        if last is not None and now - last < ERROR_PERIOD_S:
+            self._suppressed[key] = self._suppressed.get(key, 0) + 1
+            return
+        more = self._suppressed.pop(key, 0)
+        self._last[key] = now
+        self._line(self.err, level, text + (f" ({more} more since the last report)" if more else ""))
+
+    def recovered(self, key: str, text: str) -> None:
+        if key in self._last:
+            more = self._suppressed.pop(key, 0)
+            del self._last[key]
+            self._line(self.err, "notice", text + (f" ({more} more failures were not printed)" if more else ""))
+
+
+class Monitor:
+    def __init__(self, cfg: MonitorConfig, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr,
+                 environ: Optional[Dict[str, str]] = None) -> None:
+        self.cfg = cfg
+        env = os.environ if environ is None else environ
+        self.say = Say(out, err, journal=bool(env.get("JOURNAL_STREAM")))
+        self.alerts = Alerts(cfg.thresholds)
+        self.nv: Optional[nvml.Nvml] = None
+        self.nvml_status = "ok"
+        self.gpus: List[Dict[str, Any]] = []  # static identity per GPU
+        self.lost: Set[int] = set()
+        self.host: Optional[HostReader] = None
+        self.jsonl: Optional[JsonlSink] = None
+        self.textfile: Optional[TextfileSink] = None
+        self.stats: Dict[str, Any] = {"samples": 0, "write_errors": {"jsonl": 0, "textfile": 0}}
+
+    # ---- setup ----------------------------------------------------------------------------------------------
+    def open_sinks(self) -> None:
+        """Fail at start, with one line and exit 2, when the log or textfile directory cannot be written."""
+        try:
+            self.jsonl = JsonlSink(self.cfg.log_dir, self.cfg.max_bytes, self.cfg.backups)
+        except OSError as exc:
+            raise UserError(f"log dir {self.cfg.log_dir} is not writable: {exc.strerror or exc}") from None
+        if self.cfg.textfile_dir:
+            try:
+                self.textfile = TextfileSink(self.cfg.textfile_dir)
+            except OSError as exc:
+                raise UserError(
+                    f"textfile dir {self.cfg.textfile_dir} is not writable: {exc.strerror or exc}") from None
+
+    def open_sources(self) -> None:
+        self.host = HostReader(disks=self.cfg.disks)
+        try:
+            self.nv = nvml.Nvml()
+        except nvml.NvmlUnavailable as exc:
+            self.nvml_status = exc.status
+            self.say.problem("notice", f"NVML unavailable ({exc.status}: {exc}); sampling host metrics only")
+            return
+        count = self.nv.count()
+        if count == 0:
+            self.say.problem("notice", "NVML found no GPU; sampling host metrics only")
+        for i in range(count):
+            try:
+                self.gpus.append(self.nv.static(i))
+            except nvml.GpuLost:
+                self.gpus.append({"index": i, "uuid": None})
+                self.lost.add(i)
+            except Exception as exc:  # noqa: BLE001 - one broken GPU must not stop the others being watched
+                self.say.problem("error", f"GPU {i}: cannot read its identity ({exc}); not sampled")
+
+    # ---- one sample -----------------------------------------------------------------------------------------
+    def take(self) -> Dict[str, Any]:
+        started = time.monotonic()
+        record = now_fields()
+        record["nvml"] = self.nvml_status
+        assert self.host is not None
+        record["host"] = self.host.read()
+        gpus: List[Dict[str, Any]] = []
+        for st in self.gpus:
+            i = st["index"]
+            if i in self.lost:
+                gpus.append({"index": i, "uuid": st.get("uuid"), "lost": True})
+                continue
+            assert self.nv is not None
+            try:
+                gpus.append(gpu_fields(st, self.nv.sample(i)))
+            except nvml.GpuLost:
+                self.lost.add(i)
+                gpus.append({"index": i, "uuid": st.get("uuid"), "lost": True})
+            except Exception as exc:  # noqa: BLE001 - an unexpected NVML error skips this GPU for this sample
+                self.say.problem("error", f"GPU {i}: sample failed: {exc}", key=f"gpu{i}")
+        record["gpus"] = gpus
+        events = self.alerts.update(record)
+        if events:
+            record["events"] = [ev.to_dict() for ev in events]
+            for ev in events:
+                self.say.event(ev)
+        self.stats["sample_seconds"] = round(time.monotonic() - started, 6)
+        return record
+
+    def emit(self, record: Dict[str, Any]) -> None:
+        self.stats["samples"] += 1
+        if self.jsonl is not None:
+            try:
+                self.jsonl.write(record)
+                self.say.recovered("jsonl", f"writing {self.jsonl.path} again")
+            except OSError as exc:
+                self.stats["write_errors"]["jsonl"] += 1
+                self.say.problem("error", f"sample dropped: cannot write {self.jsonl.path}: {exc.strerror or exc}",
+                                 key="jsonl")
+        if self.textfile is not None:
+            try:
+                self.textfile.write(render_textfile(record, self.stats, self.gpus))
+                self.say.recovered("textfile", f"writing {self.textfile.path} again")
+            except OSError as exc:
+                self.stats["write_errors"]["textfile"] += 1
+                self.say.problem("error", f"cannot write {self.textfile.path}: {exc.strerror or exc}",
+                                 key="textfile")
+
+    def close(self) -> None:
+        if self.jsonl is not None:
+            self.jsonl.close()
+        if self.nv is not None:
+            self.nv.close()
+
+
+class _Signals:
+    """SIGTERM/SIGINT/SIGHUP set flags; a self-pipe (signal.set_wakeup_fd) wakes the sleeping select()."""
+
+    def __init__(self) -> None:
+        self.stop = False
+        self.reopen = False
+        self.rfd, self.wfd = os.pipe()
+        for fd in (self.rfd, self.wfd):
+            os.set_blocking(fd, False)
+        signal.set_wakeup_fd(self.wfd)
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGINT, self._stop)
+        signal.signal(signal.SIGHUP, self._hup)
+        # RLIMIT_FSIZE (and some filesystems) signal SIGXFSZ on an oversized write; we want EFBIG instead.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    def _stop(self, signum: int, frame: Any) -> None:
+        self.stop = True
+
+    def _hup(self, signum: int, frame: Any) -> None:
+        self.reopen = True
+
+    def wait(self, seconds: float) -> None:
+        if seconds > 0 and not self.stop:
+            try:
+                ready, _, _ = select.select([self.rfd], [], [], seconds)
+            except InterruptedError:
+                ready = []
+            if ready:
+                try:
+                    while os.read(self.rfd, 512):
+                        pass
+                except BlockingIOError:
+                    pass
+
+
+def run(cfg: MonitorConfig, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> int:
+    """The daemon. Returns the exit code (0 after SIGTERM/SIGINT); raises UserError when it cannot start."""
+    mon = Monitor(cfg, out, err)
+    mon.open_sinks()
+    sig = _Signals()
+    notify = Notifier()
+    mon.open_sources()
+    n_gpu = len(mon.gpus) - len(mon.lost)
+    notify.send(f"READY=1\nSTATUS=sampling {n_gpu} GPU(s) and the host every {cfg.interval:g} s")
+    watchdog = notify.watchdog_s / 2 if notify.watchdog_s else None
+    next_sample = time.monotonic()
+    next_ping = next_sample
+    try:
+        while not sig.stop:
+            if sig.reopen:
+                sig.reopen = False
+                if mon.jsonl is not None:
+                    try:
+                        mon.jsonl.reopen()
+                    except OSError as exc:
+                        mon.say.problem("error", f"cannot reopen {mon.jsonl.path}: {exc.strerror or exc}",
+                                        key="jsonl")
+            now = time.monotonic()
+            if now >= next_sample:
+                mon.emit(mon.take())
+                # keep a fixed cadence; after a stall (suspend, a slow NVML call) skip the missed ticks
+                next_sample += cfg.interval
+                if next_sample <= time.monotonic():
+                    next_sample = time.monotonic() + cfg.interval
+            if watchdog is not None and time.monotonic() >= next_ping:
+                notify.send("WATCHDOG=1")
+                next_ping = time.monotonic() + watchdog
+            wake = next_sample if watchdog is None else min(next_sample, next_ping)
+            sig.wait(wake - time.monotonic())
+    finally:
+        notify.send("STOPPING=1")
+        mon.close()
+        notify.close()
+    return 0
+
+
+def once(cfg: MonitorConfig, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> Dict[str, Any]:
+    """One sample, no sinks. CPU utilisation needs two readings of /proc/stat, so it waits a quarter second."""
+    mon = Monitor(cfg, out=err, err=err)  # events go to stderr here: stdout carries the JSON
+    try:
+        mon.open_sources()
+        time.sleep(0.25)
+        return mon.take()
+    finally:
+        mon.close()
+
+
+def dumps(record: Dict[str, Any]) -> str:
+    return json.dumps(record, indent=2)

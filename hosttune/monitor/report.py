@@ -1,0 +1,425 @@
+"""`hosttune monitor report`: read the JSONL log back, summarise it, and draw it as an SVG.
+
+Reading is the only I/O here besides writing the picture. Summary: min/mean/max per metric, the time spent above
+each threshold (a sample's condition counts until the next sample, but never across a gap longer than three typical
+intervals, i.e. while the monitor was not running), and the events. The SVG is written by hand so that the
+distribution packages need no matplotlib; a .png is drawn with matplotlib when it happens to be importable.
+"""
+
+import json
+import math
+import re
+import time
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from hosttune import nvml
+from hosttune.errors import UserError
+from hosttune.monitor.config import Thresholds
+from hosttune.monitor.sinks import jsonl_files
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# per-GPU fields that do not change and so say nothing as min/mean/max
+_STATIC = {"index", "memory_total_mb", "power_limit_w", "clock_event_reasons", "remapped_rows_pending",
+           "remapped_rows_failure", "retired_pages_pending"}
+_HOST_STATIC = {"mem_total_bytes", "swap_total_bytes", "shm_total_bytes"}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in "90s", "15m", "2h30m", "1d", "1w" (a bare number is seconds)."""
+    s = text.strip()
+    if re.fullmatch(r"\d+(\.\d+)?", s):
+        return float(s)
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(s):
+        if s[pos:m.start()].strip():
+            break
+        total += float(m.group(1)) * _UNIT_S[m.group(2).lower()]
+        pos = m.end()
+    if pos == 0 or s[pos:].strip() or total <= 0:
+        raise UserError(f"--since: cannot read duration {text!r} (use e.g. 30m, 2h, 1d, 1h30m)")
+    return total
+
+
+def read_samples(log_dir: str, since_s: Optional[float] = None, now: Optional[float] = None
+                 ) -> Tuple[List[Dict[str, Any]], int]:
+    """All samples in the log files, oldest first, and the number of lines that did not parse."""
+    files = jsonl_files(log_dir)
+    if not files:
+        raise UserError(f"no monitor log in {log_dir} (expected monitor.jsonl; is `hosttune monitor` running?)")
+    cutoff = (now if now is not None else time.time()) - since_s if since_s else None
+    samples: List[Dict[str, Any]] = []
+    bad = 0
+    for path in files:
+        try:
+            f = open(path, encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        with f:
+            for line in f:
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    bad += 1
+                    continue
+                if not isinstance(rec, dict) or not isinstance(rec.get("ts"), (int, float)):
+                    bad += 1
+                    continue
+                if cutoff is None or rec["ts"] >= cutoff:
+                    samples.append(rec)
+    samples.sort(key=lambda r: r["ts"])
+    return samples, bad
+
+
+def _numbers(rec: Dict[str, Any]) -> Iterator[Tuple[str, float]]:
+    host = rec.get("host") or {}
+    for key, value in host.items():
+        if key in _HOST_STATIC:
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            yield f"host.{key}", float(value)
+    for sensor, value in (host.get("cpu_temps_c") or {}).items():
+        yield f"cpu_temp.{sensor}", float(value)
+    for path, usage in (host.get("disks") or {}).items():
+        if "used_pct" in usage:
+            yield f"disk.{path}.used_pct", float(usage["used_pct"])
+    for gpu in rec.get("gpus") or []:
+        if gpu.get("lost"):
+            continue
+        for key, value in gpu.items():
+            if key in _STATIC or isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            yield f"gpu{gpu['index']}.{key}", float(value)
+
+
+def _durations(samples: Sequence[Dict[str, Any]]) -> List[float]:
+    """How long each sample stands for: until the next one, capped at 3 typical intervals (monitor down)."""
+    if len(samples) < 2:
+        return [0.0] * len(samples)
+    gaps = [b["ts"] - a["ts"] for a, b in zip(samples, samples[1:])]
+    typical = sorted(gaps)[len(gaps) // 2] or 1.0
+    cap = 3 * typical
+    return [min(g, cap) for g in gaps] + [typical]
+
+
+def summarize(samples: Sequence[Dict[str, Any]], thresholds: Thresholds) -> Dict[str, Any]:
+    metrics: Dict[str, Dict[str, float]] = {}
+    for rec in samples:
+        for name, value in _numbers(rec):
+            m = metrics.get(name)
+            if m is None:
+                metrics[name] = {"min": value, "max": value, "sum": value, "n": 1}
+            else:
+                m["min"] = min(m["min"], value)
+                m["max"] = max(m["max"], value)
+                m["sum"] += value
+                m["n"] += 1
+    table = {name: {"min": m["min"], "mean": round(m["sum"] / m["n"], 3), "max": m["max"], "samples": int(m["n"])}
+             for name, m in sorted(metrics.items())}
+
+    t = thresholds
+    above: Dict[str, float] = {}
+    order: List[str] = []
+
+    def add(label: str, held: bool, dt: float) -> None:
+        if label not in above:
+            above[label] = 0.0
+            order.append(label)
+        if held:
+            above[label] += dt
+
+    durations = _durations(samples)
+    for rec, dt in zip(samples, durations):
+        pct = (rec.get("host") or {}).get("mem_used_pct")
+        if pct is not None:
+            add(f"host memory >= {t.memory_pct:g} %", pct >= t.memory_pct, dt)
+        for gpu in rec.get("gpus") or []:
+            if gpu.get("lost"):
+                continue
+            g = f"gpu{gpu['index']}"
+            temp = gpu.get("temperature_c")
+            if temp is not None:
+                add(f"{g} temperature >= {t.gpu_temp_warn_c:g} C (warning)", temp >= t.gpu_temp_warn_c, dt)
+                add(f"{g} temperature > {t.gpu_temp_crit_c:g} C (critical)", temp > t.gpu_temp_crit_c, dt)
+            mem = gpu.get("memory_used_pct")
+            if mem is not None:
+                add(f"{g} memory >= {t.memory_pct:g} %", mem >= t.memory_pct, dt)
+            reasons = gpu.get("clock_event_reasons")
+            if reasons is not None:
+                add(f"{g} thermal slowdown", bool(reasons & (nvml.THERMAL_REASONS | 0x8)), dt)
+                add(f"{g} power capping", bool(reasons & nvml.POWER_REASONS), dt)
+    span = sum(durations)
+    events = [dict(ev, ts=rec["ts"], time=rec.get("time")) for rec in samples for ev in rec.get("events") or []]
+    return {
+        "samples": len(samples),
+        "first": samples[0]["ts"] if samples else None,
+        "last": samples[-1]["ts"] if samples else None,
+        "covered_seconds": round(span, 3),
+        "metrics": table,
+        "above": [{"condition": label, "seconds": round(above[label], 3),
+                   "fraction": round(above[label] / span, 4) if span else 0.0} for label in order],
+        "events": events,
+    }
+
+
+def _hms(seconds: float) -> str:
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+
+
+def _utc(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(ts))
+
+
+def render_text(summary: Dict[str, Any], log_dir: str, bad_lines: int) -> str:
+    lines: List[str] = []
+    if not summary["samples"]:
+        return f"hosttune monitor report: {log_dir}: no samples in the chosen period\n"
+    lines.append(f"hosttune monitor report: {log_dir}, {summary['samples']} samples, "
+                 f"{_utc(summary['first'])} .. {_utc(summary['last'])} ({_hms(summary['covered_seconds'])})"
+                 + (f", {bad_lines} unreadable lines skipped" if bad_lines else ""))
+    lines.append("")
+    width = max([len(n) for n in summary["metrics"]] + [6])
+    lines.append(f"{'metric':<{width}}  {'min':>12}  {'mean':>12}  {'max':>12}")
+    for name, m in summary["metrics"].items():
+        lines.append(f"{name:<{width}}  {_fmt(m['min']):>12}  {_fmt(m['mean']):>12}  {_fmt(m['max']):>12}")
+    lines.append("")
+    lines.append("time above thresholds")
+    if not summary["above"]:
+        lines.append("  (no readings to compare)")
+    cw = max([len(a["condition"]) for a in summary["above"]] + [10])
+    for a in summary["above"]:
+        lines.append(f"  {a['condition']:<{cw}}  {_hms(a['seconds']):>14}  {100 * a['fraction']:5.1f} %")
+    lines.append("")
+    lines.append(f"events ({len(summary['events'])})")
+    for ev in summary["events"]:
+        state = "cleared " if ev.get("state") == "clear" else ""
+        lines.append(f"  {_utc(ev['ts'])}  {ev.get('level', ''):<8}  {state}{ev.get('message', '')}")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(v: float) -> str:
+    if abs(v) >= 1e6:
+        return f"{v:.4g}"
+    return f"{v:.2f}".rstrip("0").rstrip(".") if v != int(v) else str(int(v))
+
+
+# ---- the picture -----------------------------------------------------------------------------------------------
+_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
+           "#bcbd22"]
+
+
+def _series(samples: Sequence[Dict[str, Any]]) -> Tuple[Dict[str, List[Tuple[float, float]]],
+                                                         Dict[str, List[Tuple[float, float]]]]:
+    temps: Dict[str, List[Tuple[float, float]]] = {}
+    mems: Dict[str, List[Tuple[float, float]]] = {}
+    for rec in samples:
+        ts = rec["ts"]
+        host = rec.get("host") or {}
+        for gpu in rec.get("gpus") or []:
+            if gpu.get("temperature_c") is not None:
+                temps.setdefault(f"GPU {gpu['index']}", []).append((ts, float(gpu["temperature_c"])))
+            if gpu.get("memory_used_pct") is not None:
+                mems.setdefault(f"GPU {gpu['index']} memory", []).append((ts, float(gpu["memory_used_pct"])))
+        for sensor, value in (host.get("cpu_temps_c") or {}).items():
+            temps.setdefault(f"CPU {sensor}", []).append((ts, float(value)))
+        if host.get("mem_used_pct") is not None:
+            mems.setdefault("host memory", []).append((ts, float(host["mem_used_pct"])))
+        if host.get("swap_total_bytes"):
+            mems.setdefault("swap", []).append((ts, 100.0 * host.get("swap_used_bytes", 0) / host["swap_total_bytes"]))
+    return temps, mems
+
+
+def _esc(text: Any) -> str:
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def _nice_ticks(lo: float, hi: float, n: int = 5) -> List[float]:
+    span = hi - lo or 1.0
+    raw = span / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step) * step
+    return [first + i * step for i in range(int((hi - first) / step) + 1)]
+
+
+def _time_ticks(t0: float, t1: float) -> List[float]:
+    span = max(t1 - t0, 1.0)
+    steps = [60, 300, 600, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400]
+    step = next((s for s in steps if span / s <= 8), steps[-1])
+    if span / step > 8 or span < 60:
+        step = max(1, int(span / 6))
+    first = math.ceil(t0 / step) * step
+    return [first + i * step for i in range(int((t1 - first) / step) + 1)]
+
+
+def render_svg(samples: Sequence[Dict[str, Any]], thresholds: Thresholds, title: str = "") -> str:
+    """Two panels over time: temperatures (GPU, CPU package) with the warning/critical lines, and memory use in %.
+    Each series is reduced to the maximum per pixel column, so a short spike to 88 C stays visible."""
+    temps, mems = _series(samples)
+    w, panel_h, left, right, top = 960, 260, 64, 190, 40
+    plot_w = w - left - right
+    h = top + 2 * (panel_h + 50) + 10
+    t0 = samples[0]["ts"] if samples else 0.0
+    t1 = samples[-1]["ts"] if samples else 1.0
+    if t1 <= t0:
+        t1 = t0 + 1.0
+    durations = _durations(samples)
+    gap = 3 * (sorted(durations)[len(durations) // 2] if durations else 1.0) or 1.0
+
+    def x_of(ts: float) -> float:
+        return left + (ts - t0) / (t1 - t0) * plot_w
+
+    out: List[str] = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+        'font-family="sans-serif" font-size="12">',
+        f'<rect width="{w}" height="{h}" fill="white"/>',
+        f'<text x="{left}" y="22" font-size="15" font-weight="bold">{_esc(title or "hosttune monitor")}</text>',
+    ]
+
+    def panel(y0: float, name: str, unit: str, series: Dict[str, List[Tuple[float, float]]],
+              lines: Sequence[Tuple[float, str, str]], floor: Optional[float], ceil: Optional[float]) -> None:
+        values = [v for pts in series.values() for _, v in pts] + [v for v, _, _ in lines]
+        lo = min(values) if values else 0.0
+        hi = max(values) if values else 100.0
+        lo = floor if floor is not None else math.floor(lo / 10) * 10 - 5
+        hi = max(hi + 5, lo + 10) if ceil is None else ceil
+        ticks = _nice_ticks(lo, hi)
+
+        def y_of(v: float) -> float:
+            return y0 + panel_h - (v - lo) / (hi - lo) * panel_h
+
+        out.append(f'<g class="panel" id="{_esc(name.lower().replace(" ", "-"))}">')
+        out.append(f'<text x="{left}" y="{y0 - 8}" font-weight="bold">{_esc(name)} ({_esc(unit)})</text>')
+        out.append(f'<rect x="{left}" y="{y0}" width="{plot_w}" height="{panel_h}" fill="none" stroke="#999"/>')
+        for tv in ticks:
+            y = y_of(tv)
+            out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
+            out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{tv:g}</text>')
+        for tt in _time_ticks(t0, t1):
+            x = x_of(tt)
+            label = time.strftime("%H:%M" if t1 - t0 < 2 * 86400 else "%m-%d %H:%M", time.gmtime(tt))
+            out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y0}" y2="{y0 + panel_h}" stroke="#eee"/>')
+            out.append(f'<text x="{x:.1f}" y="{y0 + panel_h + 16}" text-anchor="middle">{label}</text>')
+        for value, label, color in lines:
+            y = y_of(value)
+            out.append(f'<line class="threshold" x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" '
+                       f'stroke="{color}" stroke-dasharray="6,4"/>')
+            out.append(f'<text x="{left + plot_w + 6}" y="{y + 4:.1f}" fill="{color}">{_esc(label)}</text>')
+        for n, (label, pts) in enumerate(sorted(series.items())):
+            color = _COLORS[n % len(_COLORS)]
+            for run in _runs(pts, gap):
+                coords = " ".join(f"{x:.1f},{y_of(v):.1f}" for x, v in _max_per_pixel(run, x_of))
+                out.append(f'<polyline class="series" data-series="{_esc(label)}" fill="none" stroke="{color}" '
+                           f'stroke-width="1.5" points="{coords}"/>')
+            ly = y0 + 14 + 16 * n
+            lx = left + plot_w + 70
+            out.append(f'<line x1="{lx}" x2="{lx + 16}" y1="{ly - 4}" y2="{ly - 4}" stroke="{color}" '
+                       'stroke-width="3"/>')
+            out.append(f'<text x="{lx + 20}" y="{ly}">{_esc(label)}</text>')
+        if not series:
+            out.append(f'<text x="{left + plot_w / 2}" y="{y0 + panel_h / 2}" text-anchor="middle" fill="#888">'
+                       'no readings</text>')
+        out.append("</g>")
+
+    t = thresholds
+    panel(top + 20, "Temperature", "C", temps,
+          [(t.gpu_temp_warn_c, f"warn {t.gpu_temp_warn_c:g} C", "#e69500"),
+           (t.gpu_temp_crit_c, f"critical {t.gpu_temp_crit_c:g} C", "#d62728")], None, None)
+    panel(top + 20 + panel_h + 50, "Memory used", "%", mems,
+          [(t.memory_pct, f"{t.memory_pct:g} %", "#d62728")], 0.0, 100.0)
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def _runs(pts: List[Tuple[float, float]], gap: float) -> List[List[Tuple[float, float]]]:
+    """Split a series where the monitor was not running, so the line does not bridge the hole."""
+    runs: List[List[Tuple[float, float]]] = []
+    for p in pts:
+        if runs and p[0] - runs[-1][-1][0] <= gap:
+            runs[-1].append(p)
+        else:
+            runs.append([p])
+    return runs
+
+
+def _max_per_pixel(pts: List[Tuple[float, float]], x_of: Any) -> List[Tuple[float, float]]:
+    out: List[Tuple[float, float]] = []
+    for ts, v in pts:
+        x = round(x_of(ts))
+        if out and out[-1][0] == x:
+            if v > out[-1][1]:
+                out[-1] = (x, v)
+        else:
+            out.append((x, v))
+    if len(out) == 1:  # a single point still needs two ends to be drawn
+        out.append((out[0][0] + 1, out[0][1]))
+    return out
+
+
+def write_plot(path: str, samples: Sequence[Dict[str, Any]], thresholds: Thresholds, title: str) -> None:
+    if path.lower().endswith(".png"):
+        _write_png(path, samples, thresholds, title)
+        return
+    if not path.lower().endswith(".svg"):
+        raise UserError(f"--plot {path}: name the picture .svg (or .png when matplotlib is installed)")
+    _atomic_write(path, render_svg(samples, thresholds, title).encode())
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    import os
+
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise UserError(f"--plot {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _write_png(path: str, samples: Sequence[Dict[str, Any]], thresholds: Thresholds, title: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UserError(f"--plot {path}: PNG needs matplotlib, which is not installed; use a .svg name") from None
+    import datetime as dt
+    import os
+
+    temps, mems = _series(samples)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+    for label, pts in sorted(temps.items()):
+        ax1.plot([dt.datetime.utcfromtimestamp(t) for t, _ in pts], [v for _, v in pts], label=label)
+    ax1.axhline(thresholds.gpu_temp_warn_c, ls="--", color="orange")
+    ax1.axhline(thresholds.gpu_temp_crit_c, ls="--", color="red")
+    ax1.set_ylabel("C")
+    for label, pts in sorted(mems.items()):
+        ax2.plot([dt.datetime.utcfromtimestamp(t) for t, _ in pts], [v for _, v in pts], label=label)
+    ax2.axhline(thresholds.memory_pct, ls="--", color="red")
+    ax2.set_ylabel("% used")
+    ax2.set_ylim(0, 100)
+    for ax in (ax1, ax2):
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="upper left", fontsize="small")
+    fig.suptitle(title or "hosttune monitor")
+    tmp = f"{path}.{os.getpid()}.tmp.png"
+    try:
+        fig.savefig(tmp)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise UserError(f"--plot {path}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)

@@ -1,0 +1,277 @@
+"""Where samples go: a size-rotated JSONL log and a Prometheus textfile for node_exporter.
+
+JSONL: one whole line per sample or nothing. The line is written with a single write(2) on an O_APPEND descriptor;
+a short write (disk full, RLIMIT_FSIZE) is cut back with ftruncate so the file never holds a partial line, and the
+sample is dropped with an OSError for the caller to report. `reopen()` (SIGHUP) lets logrotate move the file away.
+
+Textfile: the Prometheus text exposition format 0.0.4 written by hand (prometheus_client is not packaged on EL9),
+to a dot-temp file in the same directory and renamed over `hosttune.prom`, so node_exporter's textfile collector
+(which reads only *.prom) never sees half a file. No timestamps, base units (celsius, bytes, watts, hertz, ratio).
+"""
+
+import errno
+import json
+import math
+import os
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+JSONL_NAME = "monitor.jsonl"
+TEXTFILE_NAME = "hosttune.prom"
+
+
+def jsonl_files(log_dir: str) -> List[str]:
+    """The log files oldest first: monitor.jsonl.N ... monitor.jsonl.1, monitor.jsonl."""
+    backups: List[Tuple[int, str]] = []
+    try:
+        names = os.listdir(log_dir)
+    except OSError:
+        return []
+    for name in names:
+        if name.startswith(JSONL_NAME + "."):
+            suffix = name[len(JSONL_NAME) + 1:]
+            if suffix.isdigit():
+                backups.append((int(suffix), os.path.join(log_dir, name)))
+    out = [path for _, path in sorted(backups, reverse=True)]
+    if JSONL_NAME in names:
+        out.append(os.path.join(log_dir, JSONL_NAME))
+    return out
+
+
+class JsonlSink:
+    def __init__(self, log_dir: str, max_bytes: int, backups: int) -> None:
+        self.dir = log_dir
+        self.path = os.path.join(log_dir, JSONL_NAME)
+        self.max_bytes = max_bytes
+        self.backups = backups
+        self.fd: Optional[int] = None
+        self.size = 0
+        os.makedirs(log_dir, exist_ok=True)
+        self.open()
+
+    def open(self) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        self.fd, self.size = fd, os.fstat(fd).st_size
+
+    def close(self) -> None:
+        if self.fd is not None:
+            try:
+                os.fsync(self.fd)
+            except OSError:
+                pass
+            os.close(self.fd)
+            self.fd = None
+
+    def reopen(self) -> None:
+        """SIGHUP: logrotate (or an admin) moved the file; continue in a new one at the same path."""
+        self.close()
+        self.open()
+
+    def _rotate(self) -> None:
+        self.close()
+        if self.backups == 0:
+            os.unlink(self.path)
+        else:
+            for n in range(self.backups - 1, 0, -1):
+                src = f"{self.path}.{n}"
+                if os.path.exists(src):
+                    os.replace(src, f"{self.path}.{n + 1}")
+            os.replace(self.path, f"{self.path}.1")
+        self.open()
+
+    def write(self, record: Dict[str, Any]) -> None:
+        data = (json.dumps(record, separators=(",", ":"), sort_keys=False) + "\n").encode()
+        if self.fd is None:
+            self.open()
+        if self.size > 0 and self.size + len(data) > self.max_bytes:
+            self._rotate()
+        assert self.fd is not None
+        before = self.size
+        try:
+            written = os.write(self.fd, data)
+        except OSError:
+            self._cut(before)
+            raise
+        if written != len(data):
+            self._cut(before)
+            raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes)")
+        self.size = before + written
+
+    def _cut(self, size: int) -> None:
+        """Remove a partial line: the file must end at a line boundary whatever happened."""
+        assert self.fd is not None
+        try:
+            os.ftruncate(self.fd, size)
+        except OSError:
+            pass
+        try:
+            self.size = os.fstat(self.fd).st_size
+        except OSError:
+            self.size = size
+
+
+# ---- Prometheus exposition ------------------------------------------------------------------------------------
+def _escape(value: Any) -> str:
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    f = float(value)
+    if math.isnan(f):
+        return "NaN"
+    if math.isinf(f):
+        return "+Inf" if f > 0 else "-Inf"
+    return repr(f)
+
+
+class _Exposition:
+    def __init__(self) -> None:
+        self.families: Dict[str, Tuple[str, str, List[str]]] = {}
+
+    def add(self, name: str, kind: str, help_text: str, labels: Dict[str, Any], value: Any) -> None:
+        if value is None:
+            return
+        fam = self.families.setdefault(name, (kind, help_text, []))
+        label_text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
+        fam[2].append(f"{name}{{{label_text}}} {_num(value)}" if label_text else f"{name} {_num(value)}")
+
+    def text(self) -> str:
+        lines: List[str] = []
+        for name, (kind, help_text, samples) in self.families.items():
+            lines.append(f"# HELP {name} {help_text}")
+            lines.append(f"# TYPE {name} {kind}")
+            lines.extend(samples)
+        return "\n".join(lines) + "\n"
+
+
+# (sample key, metric name, type, help, scale)
+_GPU_METRICS: Tuple[Tuple[str, str, str, str, float], ...] = (
+    ("temperature_c", "hosttune_gpu_temperature_celsius", "gauge", "GPU core temperature.", 1),
+    ("memory_used_mb", "hosttune_gpu_memory_used_bytes", "gauge", "GPU memory in use.", 1024 * 1024),
+    ("memory_total_mb", "hosttune_gpu_memory_total_bytes", "gauge", "GPU memory size.", 1024 * 1024),
+    ("utilization_gpu_pct", "hosttune_gpu_utilization_ratio", "gauge",
+     "Fraction of the last sample period in which a kernel ran.", 0.01),
+    ("utilization_memory_pct", "hosttune_gpu_memory_utilization_ratio", "gauge",
+     "Fraction of the last sample period in which device memory was read or written.", 0.01),
+    ("power_w", "hosttune_gpu_power_watts", "gauge", "GPU board power draw.", 1),
+    ("power_limit_w", "hosttune_gpu_power_limit_watts", "gauge", "Enforced GPU power limit.", 1),
+    ("ecc_uncorrected_volatile", "hosttune_gpu_ecc_uncorrected_errors_total", "counter",
+     "Uncorrected ECC errors since the driver loaded (volatile counter).", 1),
+    ("retired_pages_pending", "hosttune_gpu_retired_pages_pending", "gauge",
+     "1 when retired pages wait for a GPU reset.", 1),
+    ("remapped_rows_correctable", "hosttune_gpu_remapped_rows_correctable_total", "counter",
+     "Rows remapped for correctable errors.", 1),
+    ("remapped_rows_uncorrectable", "hosttune_gpu_remapped_rows_uncorrectable_total", "counter",
+     "Rows remapped for uncorrectable errors.", 1),
+    ("remapped_rows_pending", "hosttune_gpu_remapped_rows_pending", "gauge",
+     "1 when a row remapping waits for a GPU reset.", 1),
+    ("remapped_rows_failure", "hosttune_gpu_remapped_rows_failure", "gauge", "1 when a row remapping failed.", 1),
+    ("pcie_gen", "hosttune_gpu_pcie_link_generation", "gauge", "Current PCIe link generation.", 1),
+    ("pcie_width", "hosttune_gpu_pcie_link_width", "gauge", "Current PCIe link width (lanes).", 1),
+)
+
+_CLOCK_REASON_HELP = "1 while NVML reports this clock event (throttle) reason."
+
+
+def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Iterable[Dict[str, Any]] = ()) -> str:
+    """The textfile for one sample. `stats` holds the daemon's own counters; `gpu_info` the static GPU identity."""
+    from hosttune import nvml
+
+    ex = _Exposition()
+    ex.add("hosttune_monitor_last_success_timestamp_seconds", "gauge",
+           "Unix time of the last sample the monitor completed.", {}, sample["ts"])
+    ex.add("hosttune_monitor_samples_total", "counter", "Samples taken since the monitor started.", {},
+           stats.get("samples", 0))
+    for sink, count in sorted((stats.get("write_errors") or {}).items()):
+        ex.add("hosttune_monitor_write_errors_total", "counter", "Samples a sink could not write (e.g. disk full).",
+               {"sink": sink}, count)
+    ex.add("hosttune_monitor_sample_duration_seconds", "gauge", "Time the last sample took to read.", {},
+           stats.get("sample_seconds"))
+    ex.add("hosttune_monitor_nvml_up", "gauge", "1 when NVML is initialised.", {}, sample.get("nvml") == "ok")
+
+    for info in gpu_info:
+        ex.add("hosttune_gpu_info", "gauge", "GPU identity (value is always 1).",
+               {"gpu": info["index"], "uuid": info.get("uuid") or "", "name": info.get("name") or "",
+                "pci_bus_id": info.get("pci_bus_id") or ""}, 1)
+    for gpu in sample.get("gpus") or []:
+        labels = {"gpu": gpu["index"], "uuid": gpu.get("uuid") or ""}
+        ex.add("hosttune_gpu_up", "gauge", "1 while the GPU answers NVML, 0 once it is lost.", labels,
+               not gpu.get("lost"))
+        if gpu.get("lost"):
+            continue
+        for key, name, kind, help_text, scale in _GPU_METRICS:
+            if key in gpu:
+                value = gpu[key]
+                ex.add(name, kind, help_text, labels, value if scale == 1 else value * scale)
+        for key, clock in (("sm_clock_mhz", "sm"), ("mem_clock_mhz", "memory")):
+            if key in gpu:
+                ex.add("hosttune_gpu_clock_hertz", "gauge", "Current GPU clock.", dict(labels, clock=clock),
+                       gpu[key] * 1_000_000)
+        if "clock_event_reasons" in gpu:
+            mask = gpu["clock_event_reasons"]
+            for bit, reason in nvml.CLOCK_REASONS.items():
+                ex.add("hosttune_gpu_clock_event_reason", "gauge", _CLOCK_REASON_HELP, dict(labels, reason=reason),
+                       1 if mask & bit else 0)
+
+    host = sample.get("host") or {}
+    for sensor, temp in sorted((host.get("cpu_temps_c") or {}).items()):
+        ex.add("hosttune_cpu_temperature_celsius", "gauge", "CPU package temperature (hwmon).", {"sensor": sensor},
+               temp)
+    if "cpu_util_pct" in host:
+        ex.add("hosttune_cpu_utilization_ratio", "gauge", "Busy fraction of all CPUs over the last interval.", {},
+               host["cpu_util_pct"] / 100.0)
+    for n in ("1", "5", "15"):
+        ex.add(f"hosttune_load{n}", "gauge", f"{n}-minute load average.", {}, host.get(f"load{n}"))
+    for key, name, help_text in (
+        ("mem_total_bytes", "hosttune_memory_total_bytes", "Host memory size (MemTotal)."),
+        ("mem_available_bytes", "hosttune_memory_available_bytes", "Host memory available (MemAvailable)."),
+        ("mem_used_bytes", "hosttune_memory_used_bytes", "Host memory in use (MemTotal - MemAvailable)."),
+        ("swap_total_bytes", "hosttune_swap_total_bytes", "Swap size."),
+        ("swap_used_bytes", "hosttune_swap_used_bytes", "Swap in use."),
+        ("shm_total_bytes", "hosttune_shm_size_bytes", "Size of /dev/shm."),
+        ("shm_used_bytes", "hosttune_shm_used_bytes", "Bytes used in /dev/shm."),
+    ):
+        ex.add(name, "gauge", help_text, {}, host.get(key))
+    for path, usage in sorted((host.get("disks") or {}).items()):
+        ex.add("hosttune_filesystem_size_bytes", "gauge", "Size of a configured filesystem.", {"path": path},
+               usage["total_bytes"])
+        ex.add("hosttune_filesystem_used_bytes", "gauge", "Bytes used on a configured filesystem.", {"path": path},
+               usage["used_bytes"])
+    return ex.text()
+
+
+class TextfileSink:
+    def __init__(self, textfile_dir: str) -> None:
+        self.dir = textfile_dir
+        self.path = os.path.join(textfile_dir, TEXTFILE_NAME)
+        os.makedirs(textfile_dir, exist_ok=True)
+        # fail now, not at the first sample, when the directory is not writable
+        probe = os.path.join(textfile_dir, f".{TEXTFILE_NAME}.{os.getpid()}.probe")
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644))
+        os.unlink(probe)
+
+    def write(self, text: str) -> None:
+        tmp = os.path.join(self.dir, f".{TEXTFILE_NAME}.{os.getpid()}.tmp")
+        data = text.encode()
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            try:
+                os.fchmod(fd, 0o644)  # node_exporter runs as another user; the unit's UMask must not hide it
+                view = memoryview(data)
+                while view:
+                    n = os.write(fd, view)
+                    if n == 0:
+                        raise OSError(errno.ENOSPC, "short write")
+                    view = view[n:]
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.path)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
