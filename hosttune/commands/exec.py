@@ -1,0 +1,56 @@
+"""`hosttune exec`: run COMMAND (torchrun, an srun task, anything) with the profile applied per rank."""
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional, Tuple
+
+import click
+
+from hosttune.errors import UserError
+
+
+@click.command(
+    "exec",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@click.option("--profile", "profile_name", default=None, help="Profile name or file (default: the one in use).")
+@click.option("--dry-run", is_flag=True, help="Print the final argv and each local rank's CPUs, memory and env.")
+@click.option("--json", "as_json", is_flag=True, help="With --dry-run: print {argv, ranks:[...]} as JSON.")
+@click.option("--root", default=None, help="With --dry-run: plan for a captured host (proc/, sys/, etc/).")
+@click.option("--no-bind", is_flag=True, help="Set the environment only; no CPU or memory binding.")
+@click.option("--verify", is_flag=True, help="Read each rank's affinity, memory policy and env back from /proc.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def cmd(
+    profile_name: Optional[str],
+    dry_run: bool,
+    as_json: bool,
+    root: Optional[str],
+    no_bind: bool,
+    verify: bool,
+    command: Tuple[str, ...],
+) -> None:
+    """Run COMMAND with the profile applied per rank.
+
+    \b
+      hosttune exec -- torchrun --nproc_per_node=2 train.py
+      hosttune exec -- python train.py
+      srun -n 4 hosttune exec -- python train.py
+    """
+    from hosttune import launch
+
+    if root is not None and not dry_run:
+        raise UserError("--root describes another host: use it with --dry-run")
+    if as_json and not dry_run:
+        raise UserError("--json prints the plan: use it with --dry-run")
+    if root is not None and not os.path.isdir(root):
+        raise UserError(f"--root {root}: no such directory")
+    job = launch.prepare(list(command), profile=profile_name, root=Path(root) if root else None, no_bind=no_bind)
+    if dry_run:
+        if as_json:
+            click.echo(json.dumps(job.to_dict(), indent=2))
+        else:
+            click.echo(launch.render_text(job))
+        return
+    sys.exit(launch.run(job, verify=verify))

@@ -1,0 +1,166 @@
+"""The per-rank shim: `python -m hosttune.shim COMMAND...` binds this rank to its plan, then execs COMMAND.
+
+`hosttune exec -- torchrun ...` rewrites torchrun's argv so that torchrun starts every rank (and every restart of a
+rank) through this module. It reads LOCAL_RANK and LOCAL_WORLD_SIZE from torchrun's environment on each start, so
+a restarted rank is bound again and an elastic change of the world size gets a fresh layout. Facts and profile come
+from the launcher's handoff file ($HOSTTUNE_HANDOFF); without one (someone ran an argv printed by --dry-run) the
+shim detects the host itself.
+
+Binding happens before exec: affinity and memory policy set here are inherited by the program and all its threads.
+Exit status: the program's own (exec); 127 when COMMAND cannot be found, 126 when it cannot be run, 2 on bad input.
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import sys
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from hosttune import launch
+from hosttune.errors import UserError
+
+
+def _say(msg: str) -> None:
+    sys.stderr.write(f"hosttune.shim: {msg}\n")
+    sys.stderr.flush()
+
+
+def _int_env(environ: Mapping[str, str], *keys: str) -> Optional[int]:
+    for key in keys:
+        raw = environ.get(key)
+        if raw not in (None, ""):
+            try:
+                return int(str(raw))
+            except ValueError:
+                raise UserError(f"{key}={raw!r} is not an integer") from None
+    return None
+
+
+def profile_from_dict(data: Mapping[str, Any]) -> Any:
+    """Rebuild the launcher's Profile from `Profile.to_dict()` (nested DataLoader, tuples)."""
+    from hosttune import profile as profmod
+
+    known = {f.name: f for f in dataclasses.fields(profmod.Profile)}
+    kwargs: Dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in known:
+            continue
+        if key == "dataloader" and isinstance(value, Mapping):
+            value = profmod.DataLoader(**value)
+        elif key == "chain" and isinstance(value, list):
+            value = tuple(value)
+        kwargs[key] = value
+    return profmod.Profile(**kwargs)
+
+
+def load_context(environ: Mapping[str, str]) -> Tuple[Any, Any, Dict[str, Optional[str]], bool]:
+    """(facts, profile, touched, no_bind) from the handoff file, or detected here when there is none."""
+    from hosttune.facts import Facts
+
+    path = environ.get(launch.ENV_HANDOFF)
+    if path:
+        try:
+            with open(path) as fh:
+                data = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise UserError(f"cannot read the launcher's handoff file {path}: {exc}") from None
+        facts = Facts.from_dict(data["facts"])
+        if data.get("profile") is not None:
+            prof = profile_from_dict(data["profile"])
+        else:
+            from hosttune import profile as profmod
+
+            prof = profmod.active(None, facts)
+        return facts, prof, dict(data.get("touched") or {}), bool(data.get("no_bind"))
+    from pathlib import Path
+
+    from hosttune import detect
+    from hosttune import profile as profmod
+
+    facts = detect.collect(Path("/"), probe_torch=False)
+    return facts, profmod.active(None, facts), {}, False
+
+
+def parent_python() -> Optional[str]:
+    """The interpreter torchrun runs on: argv[0] of our parent (the kernel puts the `#!` interpreter there)."""
+    ppid = os.getppid()
+    try:
+        with open(f"/proc/{ppid}/cmdline", "rb") as fh:
+            argv0 = fh.read().split(b"\0")[0].decode("utf-8", "surrogateescape")
+    except OSError:
+        argv0 = ""
+    if argv0 and launch._is_python(argv0):
+        if os.path.isabs(argv0) and os.access(argv0, os.X_OK):
+            return argv0
+        found = shutil.which(argv0)
+        if found:
+            return found
+    try:
+        return os.readlink(f"/proc/{ppid}/exe")
+    except OSError:
+        return None
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args: List[str] = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "--":
+        args = args[1:]
+    if not args:
+        _say("usage: python -m hosttune.shim COMMAND [ARGS...] (started by `hosttune exec -- torchrun ...`)")
+        return 2
+    environ = dict(os.environ)
+    try:
+        local_rank = _int_env(environ, "LOCAL_RANK", "SLURM_LOCALID")
+        world = _int_env(environ, "LOCAL_WORLD_SIZE")
+        if local_rank is None:
+            local_rank, world = 0, 1
+        elif world is None:
+            slurm = launch.slurm_rank(environ)
+            world = slurm[1] if slurm else local_rank + 1
+        facts, prof, touched, no_bind = load_context(environ)
+        # Plan with the user's own environment: undo what the launcher set for torchrun (its common env), so
+        # LD_PRELOAD is not prepended twice and torchrun's OMP_NUM_THREADS is not taken for the user's choice.
+        user_env = dict(environ)
+        for key, orig in touched.items():
+            if orig is None:
+                user_env.pop(key, None)
+            else:
+                user_env[key] = orig
+        from hosttune import plan as planmod
+
+        rank_plan = planmod.resolve(facts, prof, local_rank, world, environ=user_env)
+    except UserError as exc:
+        _say(f"error: {exc}")
+        return 2
+
+    env = dict(environ)
+    env.update(rank_plan.env)
+    env[launch.ENV_LOCAL_RANK] = str(local_rank)
+    env[launch.ENV_LOCAL_WORLD_SIZE] = str(world)
+    env.pop(launch.ENV_HANDOFF, None)  # the rank's own children have no use for it
+    if args[0] == launch.TORCHRUN_PYTHON:
+        found = parent_python()
+        if found is None:
+            _say("cannot tell which python torchrun runs on; set PYTHON_EXEC")
+            return 127
+        args[0] = found
+    if not no_bind:
+        binding = launch.bind_self(rank_plan, facts.tools.libnuma, facts.tools.numactl)
+        for note in binding.notes:
+            _say(f"rank {local_rank}: {note}")
+        if binding.prefix:
+            args = [*binding.prefix, "--", *args]
+    try:
+        os.execvpe(args[0], args, env)
+    except FileNotFoundError:
+        _say(f"{args[0]}: command not found")
+        return 127
+    except OSError as exc:
+        _say(f"{args[0]}: {exc.strerror}")
+        return 126
+    return 0  # not reached: exec replaced this process
+
+
+if __name__ == "__main__":
+    sys.exit(main())
