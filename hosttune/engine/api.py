@@ -1,0 +1,38 @@
+"""The Python API: train your own model with the engine's loop (AMP, DDP, checkpoints, metrics, resume).
+
+    from hosttune.engine.api import fit
+    summary = fit(model, train_set, loss_fn, val_set=val_set, steps=500, micro_batch_size=64, run_dir="runs/me")
+
+Run the script alone or under `torchrun` / `hosttune exec -- torchrun`: the process group comes from torchrun's
+environment exactly as for the bundled presets. Datasets are map-style and yield `(input, target)` pairs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Union
+
+import torch
+from torch import nn
+from torch.utils.data import Dataset
+
+from .config import Config, ConfigError, load_config
+from .train import EngineError, Task, run
+
+__all__ = ["Config", "ConfigError", "EngineError", "fit"]
+
+
+def fit(model: nn.Module, train_set: Dataset, loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], *,
+        val_set: Optional[Dataset] = None, accuracy: bool = False, tokens_per_sample: int = 0,
+        config: Union[Config, str, None] = None, **settings: Any) -> Dict[str, Any]:
+    """Train `model` on `train_set` minimising `loss_fn(model(x), y)`; returns the run summary.
+
+    `config` is a Config, or the path of a YAML/JSON config file; keyword `settings` override single fields
+    (`steps=500, amp="bf16", ckpt_interval=100, resume=True`, ...). Unknown or ill-typed settings raise
+    ConfigError before anything runs.
+    """
+    if isinstance(config, Config):
+        cfg = Config(**{**config.to_dict(), **settings, "model": "custom"})
+    else:
+        cfg = load_config(None, config, None, {**settings, "model": "custom"})
+    task = Task(model, train_set, loss_fn, val_set, accuracy=accuracy, tokens_per_sample=tokens_per_sample)
+    return run(cfg, task)

@@ -1,0 +1,246 @@
+"""The engine's configuration: one typed dataclass, bundled presets, and loading from preset/file/--set.
+
+Nothing here imports torch, so a bad flag or key fails in a few milliseconds with one line instead of after
+torch's two-second import. Settings resolve in this order: field defaults < preset < config file < --set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Union
+
+AMP_MODES = ("auto", "bf16", "fp16", "off")
+DEVICES = ("auto", "cpu", "cuda")
+MODELS = ("gpt-tiny", "resnet-tiny", "custom")
+
+
+class ConfigError(Exception):
+    """A bad setting. `python -m hosttune.engine` prints it as one line and exits 2."""
+
+
+@dataclass
+class Config:
+    # -- what to train --
+    model: str = "gpt-tiny"  # gpt-tiny | resnet-tiny | custom (the Python API's own model)
+    preset: str = ""  # the preset these settings started from (names the default run dir)
+    # gpt-tiny: a character-level transformer on the bundled text
+    n_layer: int = 2
+    n_head: int = 4
+    n_embd: int = 128
+    block_size: int = 64
+    dropout: float = 0.0
+    # resnet-tiny: a small residual CNN on synthetic, separable image classes
+    width: int = 16
+    num_classes: int = 10
+    image_size: int = 16
+    train_samples: int = 4096
+    val_samples: int = 512
+    # -- optimisation --
+    steps: int = 300  # optimizer steps (each is grad_accum micro-batches per rank)
+    micro_batch_size: int = 32
+    grad_accum: int = 1
+    lr: float = 3e-3
+    min_lr: float = 3e-4  # cosine decays to this
+    warmup_steps: int = 20
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0  # 0 = no clipping (the norm is still measured for metrics)
+    # -- precision and speed --
+    amp: str = "auto"  # auto | bf16 | fp16 | off
+    compile: bool = False
+    activation_checkpointing: bool = False  # transformer blocks only
+    channels_last: bool = True  # image models only
+    deterministic: Optional[bool] = None  # None = HOSTTUNE_DETERMINISTIC from the profile, else off
+    seed: int = 1337
+    device: str = "auto"  # auto | cpu | cuda
+    # -- data loading: None = the launcher's profile (HOSTTUNE_* env), then a default for this host --
+    num_workers: Optional[int] = None
+    pin_memory: Optional[bool] = None
+    prefetch_factor: Optional[int] = None
+    persistent_workers: Optional[bool] = None
+    # -- bookkeeping --
+    run_dir: str = ""  # default runs/<preset>-<time>
+    log_interval: int = 10
+    eval_batches: int = 16  # per rank, at the end
+    ckpt_interval: int = 0  # steps between checkpoints; 0 = only at the end (and on SIGTERM)
+    keep_checkpoints: int = 3
+    resume: bool = False
+    profile_steps: str = ""  # "WAIT,WARMUP,ACTIVE" for torch.profiler, e.g. "2,2,5"
+    peak_tflops: float = 0.0  # per device, for MFU; 0 = known GPUs only (no MFU on CPU unless set)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            setattr(self, f.name, _coerce(f.name, f.type, getattr(self, f.name)))
+        _check(self.model in MODELS, f"model must be one of {', '.join(MODELS)}, got {self.model!r}")
+        _check(self.amp in AMP_MODES, f"amp must be one of {', '.join(AMP_MODES)}, got {self.amp!r}")
+        _check(self.device in DEVICES, f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        for name in ("steps", "micro_batch_size", "grad_accum", "log_interval", "keep_checkpoints", "n_layer",
+                     "n_head", "n_embd", "block_size", "width", "num_classes", "image_size", "eval_batches"):
+            _check(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("warmup_steps", "ckpt_interval", "weight_decay", "grad_clip", "dropout", "peak_tflops"):
+            _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+        _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
+        _check(0 <= self.min_lr <= self.lr, f"min_lr ({self.min_lr}) must be between 0 and lr ({self.lr})")
+        _check(self.warmup_steps <= self.steps, f"warmup_steps ({self.warmup_steps}) exceeds steps ({self.steps})")
+        _check(self.dropout < 1, f"dropout must be < 1, got {self.dropout}")
+        _check(self.n_embd % self.n_head == 0, f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
+        _check(self.num_classes >= 2, f"num_classes must be >= 2, got {self.num_classes}")
+        _check(self.train_samples >= self.num_classes and self.val_samples >= 1,
+               "train_samples must be >= num_classes and val_samples >= 1")
+        _check(self.num_workers is None or self.num_workers >= 0, f"num_workers must be >= 0, got {self.num_workers}")
+        _check(not (self.device == "cpu" and self.amp == "fp16"),
+               "amp=fp16 needs CUDA (GradScaler); on CPU use amp=bf16 or amp=off")
+        _check(not (self.device == "cpu" and self.pin_memory),
+               "pin_memory=true needs CUDA; it does nothing but warn on a CPU device")
+        _check(not (self.prefetch_factor is not None and self.num_workers == 0),
+               "prefetch_factor needs num_workers >= 1 (the main process does not prefetch)")
+        _check(not (self.persistent_workers and self.num_workers == 0),
+               "persistent_workers=true needs num_workers >= 1")
+        _check(not (self.activation_checkpointing and self.model == "resnet-tiny"),
+               "activation_checkpointing applies to the transformer (gpt-tiny), not resnet-tiny")
+        self.profile_schedule()  # validates the format
+
+    def profile_schedule(self) -> Optional[List[int]]:
+        """`profile_steps` as [wait, warmup, active], or None when profiling is off."""
+        if not self.profile_steps:
+            return None
+        parts = self.profile_steps.split(",")
+        try:
+            nums = [int(p) for p in parts]
+        except ValueError:
+            nums = []
+        if len(nums) != 3 or min(nums) < 0 or nums[2] < 1:
+            raise ConfigError(f"profile_steps must be WAIT,WARMUP,ACTIVE (e.g. 2,2,5), got {self.profile_steps!r}")
+        if sum(nums) > self.steps:
+            raise ConfigError(f"profile_steps {self.profile_steps} needs {sum(nums)} steps, the run has {self.steps}")
+        return nums
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+PRESETS: Dict[str, Dict[str, Any]] = {
+    # ~0.2M parameters; 2 CPU ranks x 300 steps in about a minute on a 2-core host.
+    "resnet-tiny": dict(model="resnet-tiny", steps=300, micro_batch_size=32, lr=3e-3, min_lr=3e-4,
+                        warmup_steps=20, weight_decay=0.05, width=16, image_size=16, num_classes=10),
+    # ~0.4M parameters, 64-character context; 2 CPU ranks x 300 steps in about a minute on a 2-core host.
+    "gpt-tiny": dict(model="gpt-tiny", steps=300, micro_batch_size=32, lr=3e-3, min_lr=3e-4, warmup_steps=20,
+                     n_layer=2, n_head=4, n_embd=128, block_size=64, dropout=0.0, weight_decay=0.1),
+}
+
+
+def _check(ok: bool, msg: str) -> None:
+    if not ok:
+        raise ConfigError(msg)
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def _coerce(name: str, annotation: Any, value: Any) -> Any:
+    """Type-check one field (annotations are strings under `from __future__ import annotations`)."""
+    ann = str(annotation)
+    optional = ann.startswith("Optional[")
+    base = {"int": int, "float": float, "bool": bool, "str": str}[ann[9:-1] if optional else ann]
+    if value is None and optional:
+        return None
+    if base is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, base) and not (base is int and isinstance(value, bool)):
+        return value
+    want = _TYPE_NAMES[base] + (" or null" if optional else "")
+    raise ConfigError(f"{name} must be {want}, got {value!r}")
+
+
+def _suggest(key: str) -> str:
+    close = difflib.get_close_matches(key, [f.name for f in fields(Config)], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _apply(values: Dict[str, Any], updates: Dict[str, Any], source: str) -> None:
+    known = {f.name for f in fields(Config)}
+    for key, value in updates.items():
+        if key not in known:
+            raise ConfigError(f"{source}: unknown key {key!r}{_suggest(str(key))}")
+        values[key] = value
+
+
+def preset_values(name: str) -> Dict[str, Any]:
+    if name not in PRESETS:
+        close = difflib.get_close_matches(name, list(PRESETS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else f"; presets: {', '.join(sorted(PRESETS))}"
+        raise ConfigError(f"unknown preset {name!r}{hint}")
+    return dict(PRESETS[name], preset=name)
+
+
+def read_config_file(path: Union[str, Path]) -> Dict[str, Any]:
+    """A YAML or JSON mapping of Config keys (a `preset:` key names the starting preset)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {p}: {exc.strerror}") from None
+    try:
+        if p.suffix == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as exc:  # noqa: BLE001 - any parser error is the user's file, reported in one line
+        where = ""
+        mark = getattr(exc, "problem_mark", None)
+        if mark is not None:
+            where = f" line {mark.line + 1}"
+        elif isinstance(exc, json.JSONDecodeError):
+            where = f" line {exc.lineno}"
+        problem = getattr(exc, "problem", None) or getattr(exc, "msg", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{p}{where}: malformed {'JSON' if p.suffix == '.json' else 'YAML'}: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a mapping of settings, got {type(data).__name__}")
+    return data
+
+
+def parse_set(item: str) -> Dict[str, Any]:
+    """`key=value` with a YAML-typed value (3 -> int, 1e-3 -> float, true -> bool, null -> None)."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set expects key=value, got {item!r}")
+    import yaml
+
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    if isinstance(value, (dict, list)):
+        value = raw
+    return {key.strip(): value}
+
+
+def load_config(preset: Optional[str] = None, config_file: Optional[str] = None, sets: Optional[List[str]] = None,
+                overrides: Optional[Dict[str, Any]] = None) -> Config:
+    values: Dict[str, Any] = {}
+    file_values: Dict[str, Any] = {}
+    if config_file:
+        file_values = read_config_file(config_file)
+        base = file_values.pop("preset", None)
+        if base is not None and preset is None:
+            preset = str(base)
+    if preset:
+        values.update(preset_values(preset))
+    if config_file:
+        _apply(values, file_values, str(config_file))
+    for item in sets or []:
+        _apply(values, parse_set(item), "--set")
+    _apply(values, overrides or {}, "option")
+    try:
+        return Config(**values)
+    except TypeError as exc:  # only reachable with a non-str key in a file
+        raise ConfigError(str(exc)) from None

@@ -1,0 +1,100 @@
+"""What the engine reports: metrics.jsonl (rank 0), a TTY-only progress bar, peak memory, FLOPs and MFU."""
+
+from __future__ import annotations
+
+import copy
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional
+
+import torch
+
+# Dense bf16/fp16 tensor-core peak per GPU, TFLOP/s, from the vendors' datasheets (without sparsity).
+GPU_PEAK_TFLOPS = {"H200": 989.0, "H100 SXM": 989.0, "H100 PCIe": 756.0, "H100": 756.0, "A100": 312.0,
+                   "L40S": 362.0, "L4": 121.0, "A10": 125.0, "V100": 125.0, "T4": 65.0, "RTX 4090": 165.0,
+                   "RTX 3090": 71.0}
+
+
+def peak_tflops(cfg_value: float, device: torch.device) -> Optional[float]:
+    """The configured peak, else a known GPU's datasheet peak, else None (no MFU; CPUs have no datasheet peak
+    we can trust - set peak_tflops yourself, e.g. from a measured matmul)."""
+    if cfg_value > 0:
+        return cfg_value
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        for key, value in GPU_PEAK_TFLOPS.items():
+            if key in name:
+                return value
+    return None
+
+
+def count_step_flops(model: torch.nn.Module, batch: Any, loss_fn: Callable, autocast: Any) -> int:
+    """FLOPs of one micro-batch's forward+backward, counted by torch's FlopCounterMode on a copy of the model.
+
+    The copy and fork_rng keep the count from touching the real model (BatchNorm statistics, gradients) or the
+    RNG streams, so counting does not change the training run.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    shadow = copy.deepcopy(model)
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() and torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=devices), FlopCounterMode(display=False) as counter:
+        x, y = batch
+        with autocast():
+            loss = loss_fn(shadow(x), y)
+        loss.backward()
+    return int(counter.get_total_flops())
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    # ru_maxrss is in KiB on Linux: the process's peak resident set.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class Metrics:
+    """Appends one JSON object per line to <run>/metrics.jsonl on rank 0; other ranks write nothing."""
+
+    def __init__(self, run_dir: Path, enabled: bool, total_steps: int, start_step: int):
+        self.enabled = enabled
+        self.path = run_dir / "metrics.jsonl"
+        self._f = open(self.path, "a", buffering=1) if enabled else None  # line-buffered: tail -f works
+        self.bar = None
+        if enabled and sys.stderr.isatty():  # a bar in a log file is just noise; only on a terminal
+            try:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=total_steps, initial=start_step, unit="step", dynamic_ncols=True)
+            except ImportError:
+                self.bar = None
+
+    def write(self, record: Dict[str, Any]) -> None:
+        if self._f is not None:
+            record = {"time": round(time.time(), 3), **record}
+            self._f.write(json.dumps(record) + "\n")
+
+    def progress(self, steps: int, loss: Optional[float] = None) -> None:
+        if self.bar is not None:
+            self.bar.update(steps)
+            if loss is not None:
+                self.bar.set_postfix(loss=f"{loss:.4f}")
+
+    def say(self, text: str) -> None:
+        """A human line on stderr (rank 0 only), kept clear of the progress bar."""
+        if not self.enabled:
+            return
+        if self.bar is not None:
+            self.bar.write(text, file=sys.stderr)
+        else:
+            print(text, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        if self._f is not None:
+            self._f.close()
+            self._f = None

@@ -1,0 +1,436 @@
+"""The training loop: one rank of an AMP/DDP run, alone or under torchrun. Read it top to bottom.
+
+`run(cfg, task)` is the whole engine; the CLI (`__main__.py`), the presets (`build_preset_task`) and the Python API
+(`api.fit`) all end up here. Settings come from `config.Config`; DataLoader settings from the launcher's profile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset
+
+from . import checkpoint as ckpt
+from .config import Config
+from .data import CharText, ResumableSampler, SeparableImages, deterministic_setting, loader_settings
+from .metrics import Metrics, count_step_flops, peak_memory_mb, peak_tflops
+from .models import GPT, TinyResNet, classification_loss, lm_loss
+
+
+class EngineError(Exception):
+    """A setting this host cannot honour (e.g. amp=fp16 without CUDA): one line, exit 2."""
+
+
+@dataclass
+class Task:
+    """What to train. The presets build one; the Python API builds one from the user's own pieces."""
+
+    model: nn.Module
+    train_set: Dataset
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    val_set: Optional[Dataset] = None
+    accuracy: bool = False  # also report top-1 accuracy on val_set
+    tokens_per_sample: int = 0  # > 0 for sequence models: metrics get tokens/s
+    notes: Dict[str, Any] = field(default_factory=dict)  # extra summary fields (e.g. unigram entropy)
+
+
+def build_preset_task(cfg: Config) -> Task:
+    torch.manual_seed(cfg.seed)  # the same initial weights on every rank (DDP broadcasts rank 0's anyway)
+    if cfg.model == "resnet-tiny":
+        train = SeparableImages(cfg.train_samples, cfg.num_classes, cfg.image_size, cfg.seed, "train")
+        val = SeparableImages(cfg.val_samples, cfg.num_classes, cfg.image_size, cfg.seed, "val")
+        model = TinyResNet(cfg.num_classes, cfg.width)
+        return Task(model, train, classification_loss, val, accuracy=True,
+                    notes={"chance_accuracy": round(1 / cfg.num_classes, 4)})
+    if cfg.model == "gpt-tiny":
+        train_text, val_text = CharText(cfg.block_size, "train"), CharText(cfg.block_size, "val")
+        model = GPT(train_text.vocab_size, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.dropout)
+        return Task(model, train_text, lm_loss, val_text, tokens_per_sample=cfg.block_size,
+                    notes={"unigram_entropy": round(train_text.unigram_entropy(), 4)})
+    raise EngineError("model=custom needs the Python API (hosttune.engine.api.fit) with your own model")
+
+
+def cpu_has_fast_bf16(cpuinfo: str) -> bool:
+    """True when /proc/cpuinfo's flags show native bf16 math. Without it bf16 autocast on CPU is emulated and
+    runs x0.03-0.10 of fp32 (measured on an AVX2 EPYC), so `amp=auto` must not pick it."""
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            return bool(flags & {"avx512_bf16", "amx_bf16"})
+    return False
+
+
+def resolve_amp(amp: str, device: torch.device) -> Optional[torch.dtype]:
+    """The autocast dtype (None = fp32). fp16 implies a GradScaler: its narrow range underflows small grads."""
+    if amp == "off":
+        return None
+    if device.type == "cuda":
+        if amp == "auto":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16  # Ampere+ has bf16
+        return torch.bfloat16 if amp == "bf16" else torch.float16
+    if amp == "fp16":
+        raise EngineError("amp=fp16 needs CUDA (GradScaler); on CPU use amp=bf16 or amp=off")
+    if amp == "bf16":
+        return torch.bfloat16
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        cpuinfo = ""
+    return torch.bfloat16 if cpu_has_fast_bf16(cpuinfo) else None
+
+
+def lr_at(step: int, cfg: Config) -> float:
+    """Linear warmup (Adam's early moment estimates are noisy), then cosine decay to min_lr."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
+    return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def oom_report(exc: BaseException, cfg: Config, device: torch.device) -> str:
+    """What to print instead of a bare CUDA OOM traceback: where memory went and what to change."""
+    lines = [f"hosttune.engine: error: out of GPU memory ({str(exc).splitlines()[0] if str(exc) else 'OOM'})"]
+    if device.type == "cuda" and torch.cuda.is_available():
+        lines.append(torch.cuda.memory_summary(device, abbreviated=True))
+    half = max(1, cfg.micro_batch_size // 2)
+    lines.append("advice:")
+    lines.append(f"  - halve the micro-batch and keep the effective batch: --set micro_batch_size={half} "
+                 f"--set grad_accum={cfg.grad_accum * cfg.micro_batch_size // half}")
+    if cfg.model != "resnet-tiny" and not cfg.activation_checkpointing:
+        lines.append("  - recompute activations instead of storing them: --set activation_checkpointing=true")
+    lines.append("  - reduce fragmentation: export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+                 "(hosttune's profiles set it)")
+    if cfg.amp == "off":
+        lines.append("  - halve activation memory with mixed precision: --set amp=auto")
+    return "\n".join(lines)
+
+
+def seed_all(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+def default_run_dir(cfg: Config, rank: int, world: int) -> Path:
+    """runs/<preset>-<time>, chosen once by rank 0. An elastic restart (new processes, same torchrun run id)
+    must land in the same directory to find its checkpoints, so the run id is recorded there."""
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID", "")
+    chosen = [""]
+    if rank == 0:
+        root = Path("runs")
+        if run_id and int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0:
+            chosen[0] = next((str(p.parent) for p in root.glob("*/.torchelastic-run-id")
+                              if p.read_text().strip() == run_id), "")
+        if not chosen[0]:
+            chosen[0] = str(root / f"{cfg.preset or cfg.model}-{time.strftime('%Y%m%d-%H%M%S')}")
+            Path(chosen[0]).mkdir(parents=True, exist_ok=True)
+            if run_id:
+                (Path(chosen[0]) / ".torchelastic-run-id").write_text(run_id + "\n")
+    if world > 1:
+        dist.broadcast_object_list(chosen, src=0)
+    return Path(chosen[0])
+
+
+def run(cfg: Config, task: Task) -> Dict[str, Any]:
+    """Train `task` for cfg.steps optimizer steps; returns the summary (the same on every rank)."""
+    # ---- where and how: device, process group, precision ----
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise EngineError("device=cuda but torch sees no CUDA device (CPU-only torch build, or no driver)")
+    use_cuda = cfg.device != "cpu" and torch.cuda.is_available()
+    device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
+    amp_dtype = resolve_amp(cfg.amp, device)
+    deterministic = deterministic_setting(cfg)
+    if deterministic:
+        # cuBLAS needs a fixed workspace to be deterministic; it must be set before the first cuBLAS call.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    if use_cuda:
+        torch.cuda.set_device(device)  # before init_process_group, so NCCL binds this rank to its GPU
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if use_cuda else "gloo")  # rendezvous from torchrun's env
+    torch.backends.cudnn.benchmark = not deterministic  # autotuned kernels are fastest but may differ run to run
+    torch.backends.cudnn.deterministic = deterministic
+    torch.use_deterministic_algorithms(deterministic)
+    if use_cuda:
+        # TF32 matmuls on Ampere+: ~8x the fp32 rate for the parts autocast leaves in fp32.
+        torch.backends.cuda.matmul.allow_tf32 = not deterministic
+        torch.backends.cudnn.allow_tf32 = not deterministic
+
+    def barrier() -> None:
+        if world > 1:
+            dist.barrier(device_ids=[local_rank]) if use_cuda else dist.barrier()
+
+    run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg, rank, world)
+    if rank == 0:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    barrier()
+    ckpt_dir = run_dir / "checkpoints"
+
+    # ---- model, optimizer, schedule ----
+    model = task.model.to(device)
+    image_model = any(isinstance(m, nn.Conv2d) for m in model.modules())
+    channels_last = cfg.channels_last and image_model  # NHWC: what cuDNN/oneDNN conv kernels prefer
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    if hasattr(model, "activation_checkpointing"):
+        model.activation_checkpointing = cfg.activation_checkpointing
+    raw_model = model
+    # Weight decay on matrices only: decaying biases and norm gains just fights the normalisation.
+    decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
+                                  **({"fused": True} if use_cuda else {}))  # fused: one kernel for all params
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_at(s, cfg) / cfg.lr)
+    scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)
+    if world > 1:
+        # bucket_cap default; gradient_as_bucket_view saves one gradient-sized copy per step.
+        model = DDP(model, device_ids=[local_rank] if use_cuda else None, gradient_as_bucket_view=True)
+    ddp_model = model
+    if cfg.compile:
+        model = torch.compile(model)  # compile the DDP wrapper: DDPOptimizer splits graphs at bucket boundaries
+
+    def autocast() -> Any:
+        return torch.autocast(device.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None)
+
+    # ---- data ----
+    loader_cfg = loader_settings(cfg, use_cuda)
+    sampler = ResumableSampler(task.train_set, world, rank, cfg.seed, shuffle=True)
+    batches_per_epoch = len(sampler.inner) // cfg.micro_batch_size
+    if batches_per_epoch == 0:
+        raise EngineError(f"the training set has {len(task.train_set)} samples: too few for "
+                          f"micro_batch_size={cfg.micro_batch_size} on {world} rank(s)")
+    # A private generator for the loader's worker seeds, so creating an iterator (each epoch, and again after
+    # a resume) never draws from the global RNG that dropout uses: resume stays exact.
+    loader_gen = torch.Generator().manual_seed(cfg.seed + rank)
+    loader = DataLoader(task.train_set, batch_size=cfg.micro_batch_size, sampler=sampler, drop_last=True,
+                        generator=loader_gen, **loader_cfg.kwargs())
+
+    def to_device(x: torch.Tensor) -> torch.Tensor:
+        # non_blocking only helps (and is only safe) from pinned memory to a GPU.
+        x = x.to(device, non_blocking=loader_cfg.pin_memory)
+        return x.contiguous(memory_format=torch.channels_last) if channels_last and x.dim() == 4 else x
+
+    # ---- state: fresh, or resumed from the last checkpoint ----
+    seed_all(cfg.seed + rank)  # per-rank streams: different dropout masks on each rank
+    step, epoch, pos = 0, 0, 0  # pos = micro-batches of `epoch` already consumed
+    elastic_restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0
+    metrics = Metrics(run_dir, rank == 0, cfg.steps, 0)
+    resumed_from = None
+    if cfg.resume or elastic_restart:
+        last = ckpt.latest_checkpoint(ckpt_dir)
+        if last is None:
+            metrics.say(f"hosttune.engine: no checkpoint in {ckpt_dir}; starting from step 0")
+        else:
+            state = ckpt.load(last, rank, device)
+            raw_model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+            scaler.load_state_dict(state["scaler"])
+            step, epoch, pos = state["step"], state["epoch"], state["pos"]
+            if state["rng"] is not None and state.get("world_size") == world:
+                ckpt.set_rng_state(state["rng"]["rng"], use_cuda)
+                loader_gen.set_state(state["rng"]["loader"])
+            else:  # a different world size reshards the data: continue, but not bit-exactly
+                metrics.say(f"hosttune.engine: warning: checkpoint was written by {state.get('world_size')} "
+                            f"rank(s), this run has {world}: data order and RNG streams restart")
+                pos = pos * state.get("world_size", world) // world
+            resumed_from = step
+            metrics.progress(step)
+            metrics.write({"event": "resume", "step": step, "epoch": epoch, "pos": pos, "checkpoint": str(last),
+                           "elastic_restart": int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))})
+            metrics.say(f"hosttune.engine: resumed from {last} (step {step}, epoch {epoch}, batch {pos})")
+    if rank == 0 and resumed_from is None:
+        metrics.write({"event": "start", "world_size": world, "device": str(device),
+                       "amp": str(amp_dtype).replace("torch.", "") if amp_dtype else "off",
+                       "deterministic": deterministic, "channels_last": channels_last,
+                       "loader": loader_cfg.__dict__, "config": cfg.to_dict(), **task.notes})
+
+    def save_checkpoint() -> None:
+        def shared() -> Dict[str, Any]:
+            return {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "step": step,
+                    "epoch": epoch, "pos": pos, "world_size": world, "config": cfg.to_dict()}
+        rng = {"rng": ckpt.rng_state(use_cuda), "loader": loader_gen.get_state()}
+        ckpt.save(ckpt_dir, step, rank, shared, rng, cfg.keep_checkpoints, barrier)
+
+    # SIGTERM (preemption, scancel, torchrun shutting down): finish the step, checkpoint, exit cleanly.
+    stop = {"requested": False}
+    signal.signal(signal.SIGTERM, lambda *_: stop.update(requested=True))
+
+    # ---- FLOPs for MFU: counted once, only when the device's peak is known ----
+    peak = peak_tflops(cfg.peak_tflops, device)
+    flops_per_step = 0
+    if peak:
+        x0, y0 = next(iter(DataLoader(task.train_set, batch_size=cfg.micro_batch_size)))
+        flops_per_step = cfg.grad_accum * count_step_flops(raw_model, (to_device(x0), y0.to(device)),
+                                                           task.loss_fn, autocast)
+
+    schedule = cfg.profile_schedule()
+    prof = None
+    if schedule:
+        wait, warmup, active = schedule
+        trace = run_dir / f"trace-rank{rank}.json"
+        prof = torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA]
+                                                               if use_cuda else []),
+            schedule=torch.profiler.schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+            on_trace_ready=lambda p: p.export_chrome_trace(str(trace)), record_shapes=True)
+        prof.start()
+        prof_end = step + sum(schedule)
+
+    # ---- the loop ----
+    sampler.set_epoch(epoch, skip=pos * cfg.micro_batch_size)
+    batch_iter = iter(loader)
+    model.train()
+    t_start = t_log = time.perf_counter()
+    wait_s, steps_since_log, start_step = 0.0, 0, step
+    loss_sum = torch.zeros((), device=device)  # stays on the device: reading it would sync every step
+    grad_norm = torch.zeros((), device=device)
+    last_loss = float("nan")
+    sample_per_step = cfg.micro_batch_size * cfg.grad_accum * world
+    while step < cfg.steps:
+        for micro in range(cfg.grad_accum):
+            t_wait = time.perf_counter()
+            if pos == batches_per_epoch:  # epoch boundary: a new shuffle, the same on every rank
+                epoch, pos = epoch + 1, 0
+                sampler.set_epoch(epoch)
+                batch_iter = iter(loader)
+            x, y = next(batch_iter)
+            pos += 1
+            x, y = to_device(x), y.to(device, non_blocking=loader_cfg.pin_memory)
+            wait_s += time.perf_counter() - t_wait
+            # Gradients are all-reduced only on the last micro-step; the others just accumulate locally.
+            sync_ctx = ddp_model.no_sync() if world > 1 and micro < cfg.grad_accum - 1 else contextlib.nullcontext()
+            with sync_ctx:
+                with autocast():
+                    loss = task.loss_fn(model(x), y) / cfg.grad_accum
+                scaler.scale(loss).backward()
+            loss_sum += loss.detach()
+        scaler.unscale_(optimizer)  # clip true gradients, not fp16-scaled ones
+        grad_norm = torch.nn.utils.clip_grad_norm_(raw_model.parameters(), cfg.grad_clip or math.inf)
+        scaler.step(optimizer)  # skips the update if fp16 gradients overflowed
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)  # frees gradient memory; the next backward writes, not adds
+        scheduler.step()
+        step += 1
+        steps_since_log += 1
+        if prof is not None:
+            prof.step()
+            if step >= prof_end:
+                prof.stop()
+                prof = None
+        if world == 1 and stop["requested"]:
+            break
+        if step % cfg.log_interval == 0 or step == cfg.steps:
+            # The only host sync of the step: the interval's loss (averaged over ranks) and grad norm.
+            stats = torch.stack([loss_sum, grad_norm.float(), torch.tensor(float(stop["requested"]), device=device)])
+            if world > 1:
+                dist.all_reduce(stats)
+                stats[:2] /= world
+            mean_loss, gnorm, stopping = stats.tolist()
+            mean_loss /= steps_since_log
+            now = time.perf_counter()
+            dt = now - t_log
+            rec = {"step": step, "epoch": epoch, "loss": round(mean_loss, 5), "lr": scheduler.get_last_lr()[0],
+                   "samples_per_s": round(steps_since_log * sample_per_step / dt, 2),
+                   "step_time_s": round(dt / steps_since_log, 5), "data_wait_frac": round(wait_s / dt, 4),
+                   "grad_norm": round(gnorm, 5), "peak_mem_mb": round(peak_memory_mb(device), 1)}
+            if task.tokens_per_sample:
+                rec["tokens_per_s"] = round(rec["samples_per_s"] * task.tokens_per_sample, 1)
+            if flops_per_step and peak:
+                rec["mfu"] = round(flops_per_step / rec["step_time_s"] / (peak * 1e12), 5)
+            metrics.write(rec)
+            metrics.progress(steps_since_log, mean_loss)
+            last_loss = mean_loss
+            loss_sum.zero_()
+            t_log, wait_s, steps_since_log = now, 0.0, 0
+            if stopping:
+                break
+        if cfg.ckpt_interval and step % cfg.ckpt_interval == 0 and step < cfg.steps:
+            save_checkpoint()
+    if prof is not None:
+        prof.stop()
+    train_s = time.perf_counter() - t_start
+    save_checkpoint()  # the final (or the SIGTERM) checkpoint
+    stopped_early = step < cfg.steps
+
+    # ---- evaluation and summary ----
+    summary: Dict[str, Any] = {"event": "summary", "model": cfg.preset or cfg.model, "step": step,
+                               "steps_this_run": step - start_step, "world_size": world,
+                               "train_s": round(train_s, 2), "final_train_loss": round(last_loss, 5),
+                               "stopped_early": stopped_early, "run_dir": str(run_dir), **task.notes}
+    if step > start_step:
+        summary["samples_per_s"] = round((step - start_step) * sample_per_step / train_s, 2)
+    if task.val_set is not None and not stopped_early:
+        summary.update(evaluate(model, task, cfg, world, rank, device, autocast, to_device))
+    metrics.write(summary)
+    metrics.close()
+    if rank == 0:
+        print(summary_line(summary), file=sys.stderr, flush=True)
+    if world > 1:
+        dist.destroy_process_group()
+    return summary
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, task: Task, cfg: Config, world: int, rank: int, device: torch.device,
+             autocast: Callable, to_device: Callable) -> Dict[str, Any]:
+    """Mean loss (and accuracy) over each rank's shard of the validation set, summed over ranks."""
+    assert task.val_set is not None
+    sampler = ResumableSampler(task.val_set, world, rank, cfg.seed, shuffle=False)
+    loader = DataLoader(task.val_set, batch_size=cfg.micro_batch_size, sampler=sampler)
+    totals = torch.zeros(3, device=device, dtype=torch.float64)  # loss*n, correct, n
+    model.eval()
+    for i, (x, y) in enumerate(loader):
+        if i == cfg.eval_batches:
+            break
+        x, y = to_device(x), y.to(device)
+        with autocast():
+            out = model(x)
+        totals[0] += task.loss_fn(out, y).double() * y.shape[0]
+        if task.accuracy:
+            totals[1] += (out.argmax(-1) == y).sum()
+        totals[2] += y.shape[0]
+    model.train()
+    if world > 1:
+        dist.all_reduce(totals)
+    loss_x_n, correct, n = totals.tolist()
+    result = {"val_loss": round(loss_x_n / max(n, 1), 5), "val_samples": int(n)}
+    if task.accuracy:
+        result["val_accuracy"] = round(correct / max(n, 1), 4)
+    return result
+
+
+def summary_line(s: Dict[str, Any]) -> str:
+    parts = [f"hosttune.engine: {'stopped' if s['stopped_early'] else 'done'}: {s['model']} step {s['step']} "
+             f"on {s['world_size']} rank(s) in {s['train_s']}s"]
+    if "samples_per_s" in s:
+        parts.append(f"{s['samples_per_s']} samples/s")
+    parts.append(f"train loss {s['final_train_loss']:.4f}")
+    if "val_loss" in s:
+        parts.append(f"val loss {s['val_loss']:.4f}")
+    if "unigram_entropy" in s:
+        parts.append(f"unigram entropy {s['unigram_entropy']:.4f} nats")
+    if "val_accuracy" in s:
+        parts.append(f"val accuracy {s['val_accuracy']:.3f} (chance {s.get('chance_accuracy', 0):.3f})")
+    if s["stopped_early"]:
+        parts.append("checkpoint saved; run again with --resume to continue")
+    return ", ".join(parts)
