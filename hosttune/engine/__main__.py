@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import List, NoReturn, Optional
+from typing import Any, Dict, List, NoReturn, Optional
 
 from .config import PRESETS, ConfigError, load_config
 
 PROG = "hosttune.engine"
 
 
+class ArgError(Exception):
+    pass
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse would print the usage block too)
-        print(f"{PROG}: error: {message}", file=sys.stderr)
-        sys.exit(2)
+        raise ArgError(message)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -36,18 +39,36 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    args = parser().parse_args(argv)
-    overrides = {}
+def check_args(argv: List[str]) -> Optional[str]:
+    """The error `main(argv)` would stop with before training, or None: lets `hosttune train` fail fast,
+    before torchrun starts N interpreters that would all print it."""
+    try:
+        args = parser().parse_args(argv)
+    except ArgError as exc:
+        return str(exc)
+    try:
+        load_config(args.preset, args.config, args.sets, _overrides(args))
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def _overrides(args: argparse.Namespace) -> Dict[str, Any]:
+    overrides: Dict[str, Any] = {}
     if args.run_dir:
         overrides["run_dir"] = args.run_dir
     if args.resume:
         overrides["resume"] = True
     if args.profile_steps:
         overrides["profile_steps"] = args.profile_steps
+    return overrides
+
+
+def main(argv: Optional[List[str]] = None) -> int:
     try:
-        cfg = load_config(args.preset, args.config, args.sets, overrides)
-    except ConfigError as exc:
+        args = parser().parse_args(argv)
+        cfg = load_config(args.preset, args.config, args.sets, _overrides(args))
+    except (ArgError, ConfigError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
 

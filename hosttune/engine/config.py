@@ -86,7 +86,6 @@ class Config:
             _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
         _check(0 <= self.min_lr <= self.lr, f"min_lr ({self.min_lr}) must be between 0 and lr ({self.lr})")
-        _check(self.warmup_steps <= self.steps, f"warmup_steps ({self.warmup_steps}) exceeds steps ({self.steps})")
         _check(self.dropout < 1, f"dropout must be < 1, got {self.dropout}")
         _check(self.n_embd % self.n_head == 0, f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
         _check(self.num_classes >= 2, f"num_classes must be >= 2, got {self.num_classes}")
