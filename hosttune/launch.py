@@ -625,14 +625,12 @@ def bind_self(plan: Any, libnuma_path: Optional[str] = None, numactl: Optional[s
 
 
 def handoff_payload(launch: Launch, marker: str) -> Dict[str, Any]:
-    import dataclasses
-
     prof = launch.profile
     return {
         "version": 1,
         "marker": marker,
         "facts": launch.facts.to_dict(),
-        "profile": _jsonable(dataclasses.asdict(prof)) if dataclasses.is_dataclass(prof) else None,
+        "profile": _jsonable(prof.to_dict()) if hasattr(prof, "to_dict") else None,
         "touched": launch.touched,
         "no_bind": launch.no_bind,
     }
@@ -691,27 +689,40 @@ def proc_status(pid: int, tid: Optional[int] = None) -> Dict[str, str]:
     return out
 
 
-def proc_mempolicy(pid: int) -> Optional[Tuple[str, Tuple[int, ...]]]:
-    """The task memory policy, from the first mapping of numa_maps that has none of its own (mpol_to_str format).
+def parse_numa_maps_policy(text: str) -> Optional[Tuple[str, Tuple[int, ...]]]:
+    """The task memory policy from the first line of /proc/PID/numa_maps, as (bind|preferred|interleave|none, nodes).
 
-    numa_maps prints the VMA's policy or, when the VMA has none, the task's policy: "default", "bind:0-1",
-    "prefer:0", "prefer (many):0-1", "interleave:0-3" ... (Documentation/admin-guide/mm/numa_memory_policy.rst).
+    numa_maps prints a mapping's own policy or, when it has none, the task's policy in mpol_to_str's format:
+    "default", "bind:0-1", "prefer:0", "prefer (many):0-1", "interleave:0-3", flags as "bind=static:0"
+    (Documentation/admin-guide/mm/numa_memory_policy.rst, mm/mempolicy.c).
     """
-    raw = _read(f"/proc/{pid}/numa_maps")
-    if raw is None:
-        return None
-    first = raw.split(b"\n", 1)[0].decode("utf-8", "replace").split(" ", 1)
-    if len(first) < 2:
+    first = text.split("\n", 1)[0].split(" ", 1)
+    if len(first) < 2 or not first[1]:
         return None
     rest = first[1]
     if rest.startswith("prefer (many)"):
-        name, nodes = "preferred", rest[len("prefer (many)") :].lstrip(":").split(" ")[0]
+        name, nodes = "preferred", rest[len("prefer (many)") :].split(" ")[0]
+        nodes = nodes.split(":", 1)[1] if ":" in nodes else ""
     else:
         word = rest.split(" ")[0]
         name, _, nodes = word.partition(":")
         name = name.split("=")[0]
     name = {"prefer": "preferred", "default": "none", "local": "none"}.get(name, name)
     return name, parse_cpulist(nodes) if nodes else ()
+
+
+def proc_mempolicy(pid: int) -> Optional[Tuple[str, Tuple[int, ...]]]:
+    raw = _read(f"/proc/{pid}/numa_maps")
+    return None if raw is None else parse_numa_maps_policy(raw.decode("utf-8", "replace"))
+
+
+def proc_ppid(pid: int) -> Optional[int]:
+    raw = _read(f"/proc/{pid}/stat")
+    if not raw:
+        return None
+    # the command name may hold spaces and parentheses: the fields after the last ")" are fixed
+    fields = raw[raw.rindex(b")") + 2 :].split()
+    return int(fields[1]) if len(fields) > 1 else None
 
 
 def _children(pid: int) -> List[int]:
@@ -955,8 +966,8 @@ def _supervise(launch: Launch, argv: List[str], env: Dict[str, str], marker: str
                 _verify_pass(launch, child.pid, checks)
         rc = child.returncode
     finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
         if child is not None and child.returncode is None:
             try:
                 os.killpg(child.pid, signal.SIGKILL)
@@ -981,6 +992,8 @@ def _verify_pass(launch: Launch, top: int, checks: Dict[int, RankCheck]) -> None
                 for m in check_rank(rc):
                     _say(f"verify: rank {rc.local_rank} (pid {pid}): MISMATCH {m}")
             continue
+        if proc_ppid(pid) in checks:
+            continue  # a child of a rank (DataLoader worker, compiler): it inherits the rank's binding
         env = proc_environ(pid)
         if not env or ENV_LOCAL_RANK not in env:
             continue  # the shim before its exec, torchrun itself, or a helper process

@@ -1,0 +1,1 @@
+"""A rank that does nothing: launch-overhead measurements."""

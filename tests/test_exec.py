@@ -1,0 +1,326 @@
+"""`hosttune exec` without torchrun: argv handling (pure), and real plain/srun jobs read back from /proc."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from hosttune import launch
+from hosttune.errors import UserError
+
+PROBES = Path(__file__).resolve().parent / "probes"
+PROBE = str(PROBES / "probe.py")
+PY = sys.executable
+
+
+def hosttune(*args: str, env: Optional[Dict[str, str]] = None, prefix: List[str] = (), timeout: float = 60,
+             **kw: Any) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([*prefix, PY, "-m", "hosttune", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def reports(out: Path) -> List[Dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(out.glob("rank-*.json"))]
+
+
+@pytest.fixture
+def probe_env(tmp_path: Path) -> Dict[str, str]:
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(os.environ)
+    env["PROBE_OUT"] = str(out)
+    env["PROBE_PYTHON"] = PY
+    return env
+
+
+def dry_run(*command: str, env: Optional[Dict[str, str]] = None, extra: List[str] = ()) -> Dict[str, Any]:
+    r = hosttune("exec", "--dry-run", "--json", *extra, "--", *command, env=env)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# torchrun argv (pure)
+
+ENV: Dict[str, str] = {"PATH": os.environ.get("PATH", "")}
+
+
+@pytest.mark.parametrize(
+    "argv, nproc, mode, script, script_args",
+    [
+        (["torchrun", "--nproc_per_node=2", "train.py", "--lr", "1"], "2", "python", "train.py", ["--lr", "1"]),
+        (["torchrun", "--nproc-per-node", "4", "--standalone", "train.py"], "4", "python", "train.py", []),
+        (["torchrun", "--nnodes", "1:2", "--rdzv-backend=c10d", "--rdzv_endpoint", "h:29400", "-m", "pkg.mod", "x"],
+         "1", "module", "pkg.mod", ["x"]),
+        (["torchrun", "--nproc_per_node", "2", "--no-python", "./run.sh", "-m", "y"], "2", "no_python", "./run.sh",
+         ["-m", "y"]),
+        (["torchrun", "--max-restarts=1", "--run-path", "t.py"], "1", "run_path", "t.py", []),
+        # options after the script belong to the script
+        (["torchrun", "t.py", "--nproc_per_node", "8"], "1", "python", "t.py", ["--nproc_per_node", "8"]),
+        (["torchrun", "--nproc_per_node=2", "--", "t.py", "--x"], "2", "python", "t.py", ["--x"]),
+        (["torchrun", "-r3", "-t", "3", "--nproc", "2", "t.py"], "2", "python", "t.py", []),
+        (["python3", "-m", "torch.distributed.run", "--nproc_per_node=2", "t.py"], "2", "python", "t.py", []),
+        (["python3", "-u", "-mtorch.distributed.run", "--nnodes=2", "--node-rank", "1", "t.py"], "1", "python",
+         "t.py", []),
+    ],
+)
+def test_parse_torchrun_forms(argv: List[str], nproc: str, mode: str, script: str, script_args: List[str]) -> None:
+    t = launch.parse_torchrun(argv, ENV)
+    assert t is not None
+    assert t.value("nproc_per_node", ENV, "1") == nproc
+    assert t.mode == mode
+    assert t.script == script
+    assert list(t.script_args) == script_args
+    # the mode flags are consumed: the rewritten argv says --no-python exactly once, before the shim
+    out = launch.rewrite_torchrun(t, ENV, "/py")
+    assert out.count("--no-python") == 1
+    i = out.index("--no-python")
+    assert out[i + 1 : i + 4] == ["/py", "-m", "hosttune.shim"]
+    assert out[: len(t.launcher)] == list(t.launcher)
+    assert "-m" not in out[len(t.launcher) : i] and "--module" not in out[:i] and "--run-path" not in out[:i]
+
+
+def test_rank_commands_follow_torchrun() -> None:
+    env = dict(ENV, PYTHON_EXEC="/opt/py/bin/python3")  # torchrun honours $PYTHON_EXEC; so must we
+    mod = launch.parse_torchrun(["torchrun", "-m", "pkg.train", "--a"], env)
+    assert mod is not None
+    assert launch.rank_command(mod, launch.torchrun_python(mod, env)) == [
+        "/opt/py/bin/python3", "-u", "-m", "pkg.train", "--a"]
+    nop = launch.parse_torchrun(["torchrun", "--no-python", "bash", "x.sh"], env)
+    assert nop is not None and launch.rank_command(nop, "/ignored") == ["bash", "x.sh"]
+
+
+def test_torchrun_python_from_shebang(tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake_py = bindir / "python3.9"
+    fake_py.write_text("#!/bin/sh\n")
+    fake_py.chmod(0o755)
+    tr = bindir / "torchrun"
+    env = {"PATH": f"{bindir}:/usr/bin:/bin"}
+    tr.write_text("#!/usr/bin/env python3.9\nimport sys\n")
+    tr.chmod(0o755)
+    t = launch.parse_torchrun(["torchrun", "x.py"], env)
+    assert t is not None and launch.torchrun_python(t, env) == str(fake_py)
+    tr.write_text(f"#!{fake_py} -s\n")
+    assert launch.torchrun_python(t, env) == str(fake_py)
+    tr.write_text("#!/usr/bin/env bash\nexec pyenv exec torchrun \"$@\"\n")  # a pyenv shim: the shim asks torchrun
+    assert launch.torchrun_python(t, env) == launch.TORCHRUN_PYTHON
+
+
+def test_pet_environment_counts_like_torchrun() -> None:
+    env = dict(ENV, PET_NO_PYTHON="1", PET_NPROC_PER_NODE="3")
+    t = launch.parse_torchrun(["torchrun", "./job"], env)
+    assert t is not None and t.mode == "no_python" and t.value("nproc_per_node", env, "1") == "3"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["torchrun", "--nproc_per_node"], "needs a value"),
+        (["torchrun", "--bogus", "t.py"], "unknown option --bogus"),
+        (["torchrun", "--nproc_per_node=2"], "no training script"),
+        (["torchrun", "-m", "--no-python", "x"], "cannot be combined"),
+        (["torchrun", "--standalone=1", "t.py"], "takes no value"),
+    ],
+)
+def test_bad_torchrun_lines(argv: List[str], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        launch.parse_torchrun(argv, ENV)
+
+
+def test_not_torchrun() -> None:
+    assert launch.parse_torchrun(["python3", "train.py"], ENV) is None
+    assert launch.parse_torchrun(["python3", "-m", "torch.utils.collect_env"], ENV) is None
+    assert launch.parse_torchrun(["torchrun", "--help"], ENV) is None
+    assert launch.parse_torchrun(["bash", "-c", "torchrun x.py"], ENV) is None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# srun, cpulists, numa_maps (pure)
+
+
+def test_tasks_per_node() -> None:
+    assert launch.parse_tasks_per_node("2(x3),1") == [2, 2, 2, 1]
+    assert launch.parse_tasks_per_node("4") == [4]
+    env = {"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "2(x3),1", "SLURM_NODEID": "3"}
+    assert launch.slurm_rank(env) == (0, 1)
+    env = {"SLURM_LOCALID": "1", "SLURM_STEP_TASKS_PER_NODE": "3,2", "SLURM_TASKS_PER_NODE": "8",
+           "SLURM_STEP_NODEID": "1"}
+    assert launch.slurm_rank(env) == (1, 2)
+    assert launch.slurm_rank({"SLURM_LOCALID": "2", "SLURM_NTASKS_PER_NODE": "4"}) == (2, 4)
+    assert launch.slurm_rank({}) is None
+    with pytest.raises(UserError, match="outside"):
+        launch.slurm_rank({"SLURM_LOCALID": "2", "SLURM_NTASKS_PER_NODE": "2"})
+    with pytest.raises(UserError, match="SLURM"):
+        launch.slurm_rank({"SLURM_LOCALID": "x"})
+
+
+def test_cpulists_and_numa_maps() -> None:
+    assert launch.parse_cpulist("0-2,5,8-12:2\n") == (0, 1, 2, 5, 8, 10, 12)
+    assert launch._cpulist([5, 0, 1, 2]) == "0-2,5"
+    assert launch.effective_cpus((2, 3), {0, 1, 2}) == (2,)
+    assert launch.effective_cpus((4,), {0, 1}) == (0, 1)  # never an empty (EINVAL) mask
+    p = launch.parse_numa_maps_policy
+    assert p("7f00 default file=/usr/bin/python3 mapped=3") == ("none", ())
+    assert p("5555 bind:0-1 anon=1") == ("bind", (0, 1))
+    assert p("5555 prefer:1 heap") == ("preferred", (1,))
+    assert p("5555 prefer (many):0-1 heap") == ("preferred", (0, 1))
+    assert p("5555 bind=static:0 anon=1") == ("bind", (0,))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# plain and srun jobs: real processes
+
+
+def test_exit_status_is_the_jobs() -> None:
+    assert hosttune("exec", "--", PY, "-c", "raise SystemExit(3)").returncode == 3
+    # exec'd: a job that dies of a signal is seen as that signal (a shell shows 143)
+    r = hosttune("exec", "--", PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
+    assert r.returncode == -signal.SIGTERM
+    # supervised (--verify): the status is mapped the shell's way
+    r = hosttune("exec", "--verify", "--", PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
+    assert r.returncode == 128 + signal.SIGTERM
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["exec"], "no COMMAND"),
+        (["exec", "--", "no-such-command-xyz"], "no-such-command-xyz: command not found"),
+        (["exec", "--", "/nonexistent/x"], "no such file"),
+        (["exec", "--json", "--", "true"], "--json"),
+        (["exec", "--root", "/", "--", "true"], "--root"),
+        (["exec", "--profile", "/nonexistent.yaml", "--", "true"], "nonexistent.yaml"),
+        (["exec", "--", "torchrun", "--bogus", "x.py"], "--bogus"),
+    ],
+)
+def test_user_errors_are_one_line_exit_2(args: List[str], message: str) -> None:
+    r = hosttune(*args)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_plain_job_owns_the_allowed_set(probe_env: Dict[str, str], tmp_path: Path) -> None:
+    plan = dry_run(PY, PROBE, env=probe_env)
+    assert plan["kind"] == "plain" and len(plan["ranks"]) == 1
+    r = hosttune("exec", "--", PY, PROBE, env=probe_env)
+    assert r.returncode == 0, r.stderr
+    (rep,) = reports(tmp_path / "out")
+    allowed = sorted(os.sched_getaffinity(0))
+    assert rep["affinity"] == sorted(plan["ranks"][0]["cpus"]) == allowed
+    for key, value in plan["ranks"][0]["env"].items():
+        if key.startswith(("OMP_", "MKL_", "HOSTTUNE_", "MALLOC_")) or key == "LD_PRELOAD":
+            assert rep["env"][key] == value, key
+    assert rep["env"]["OMP_NUM_THREADS"] == plan["ranks"][0]["env"]["OMP_NUM_THREADS"]
+    if "LD_PRELOAD" in plan["ranks"][0]["env"] and "jemalloc" in plan["ranks"][0]["env"]["LD_PRELOAD"]:
+        assert rep["jemalloc_mapped"]
+
+
+def test_plain_job_stays_inside_taskset(probe_env: Dict[str, str], tmp_path: Path) -> None:
+    cpu = max(os.sched_getaffinity(0))
+    r = hosttune("exec", "--", PY, PROBE, env=probe_env, prefix=["taskset", "-c", str(cpu)])
+    assert r.returncode == 0, r.stderr
+    (rep,) = reports(tmp_path / "out")
+    assert rep["affinity"] == [cpu]
+    assert rep["env"]["OMP_NUM_THREADS"] == "1"
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+@pytest.mark.parametrize(
+    "slurm",
+    [
+        {"SLURM_LOCALID": "1", "SLURM_NTASKS_PER_NODE": "2"},
+        {"SLURM_LOCALID": "1", "SLURM_TASKS_PER_NODE": "4,2(x2)", "SLURM_NODEID": "2"},
+    ],
+)
+def test_srun_task_gets_its_slice(probe_env: Dict[str, str], tmp_path: Path, slurm: Dict[str, str]) -> None:
+    env = dict(probe_env, **slurm)
+    plan = dry_run(PY, PROBE, env=env)
+    assert plan["kind"] == "srun"
+    (rank,) = plan["ranks"]
+    assert (rank["local_rank"], rank["local_world_size"]) == (1, 2)
+    others = dry_run(PY, PROBE, env=dict(env, SLURM_LOCALID="0"))["ranks"][0]
+    assert rank["cpus"] and not set(rank["cpus"]) & set(others["cpus"])
+    r = hosttune("exec", "--", PY, PROBE, env=env)
+    assert r.returncode == 0, r.stderr
+    (rep,) = reports(tmp_path / "out")
+    assert rep["affinity"] == rank["cpus"]
+    assert rep["env"]["OMP_NUM_THREADS"] == rank["env"]["OMP_NUM_THREADS"]
+
+
+def test_memory_policy_and_no_bind(probe_env: Dict[str, str], tmp_path: Path) -> None:
+    prof = tmp_path / "bind.yaml"
+    prof.write_text("base: throughput\nmemory_policy: bind\n")
+    plan = dry_run(PY, PROBE, env=probe_env, extra=["--profile", str(prof)])["ranks"][0]
+    assert plan["mem_policy"] == "bind" and plan["mems"]
+    r = hosttune("exec", "--profile", str(prof), "--", PY, PROBE, env=probe_env)
+    assert r.returncode == 0, r.stderr
+    (rep,) = reports(tmp_path / "out")
+    # numa_maps shows the task policy the job really runs under (set_mempolicy before exec is inherited)
+    assert launch.parse_numa_maps_policy("x " + rep["mempolicy"]) == ("bind", tuple(plan["mems"]))
+    for p in (tmp_path / "out").glob("*.json"):
+        p.unlink()
+    r = hosttune("exec", "--no-bind", "--profile", str(prof), "--", "taskset", "-c", "0", PY, PROBE,
+                 env=probe_env)
+    assert r.returncode == 0, r.stderr
+    (rep,) = reports(tmp_path / "out")
+    assert rep["affinity"] == [0] and rep["mempolicy"] == "default"  # --no-bind: env only
+    assert rep["env"]["OMP_NUM_THREADS"] == plan["env"]["OMP_NUM_THREADS"]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_verify_reports_a_reset_affinity(probe_env: Dict[str, str], tmp_path: Path) -> None:
+    r = hosttune("exec", "--verify", "--", PY, PROBE, "--reset-affinity", "0", "--sleep", "3", env=probe_env)
+    assert r.returncode == 0, r.stderr
+    assert "MISMATCH cpus 0, plan 0-1" in r.stderr, r.stderr
+    assert "1 mismatch(es)" in r.stderr
+    r = hosttune("exec", "--verify", "--", PY, PROBE, "--sleep", "1", env=probe_env)
+    assert r.returncode == 0 and "MISMATCH" not in r.stderr
+    assert ": ok" in r.stderr, r.stderr
+
+
+def _job_processes(marker_value: str) -> List[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                raw = Path(f"/proc/{name}/environ").read_bytes()
+            except OSError:
+                continue
+            if marker_value.encode() in raw.split(b"\0"):
+                found.append(int(name))
+    return found
+
+
+def test_sigint_reaches_a_supervised_job(probe_env: Dict[str, str], tmp_path: Path) -> None:
+    proc = subprocess.Popen([PY, "-m", "hosttune", "exec", "--verify", "--", PY, PROBE, "--sleep", "60"],
+                            env=probe_env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not reports(tmp_path / "out") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert reports(tmp_path / "out"), "the job did not start"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGINT, err
+    assert not _job_processes(f"PROBE_OUT={probe_env['PROBE_OUT']}")
+
+
+def test_dry_run_text_and_captured_host(hwloc_tree: Any) -> None:
+    r = hosttune("exec", "--dry-run", "--", "torchrun", "--nproc_per_node=2", "train.py")
+    assert r.returncode == 0, r.stderr
+    assert "--no-python" in r.stdout and "rank 0/2: cpus" in r.stdout and "rank 1/2: cpus" in r.stdout
+    root = hwloc_tree("16amd64-8n2c")
+    d = dry_run("torchrun", "--nproc_per_node=4", "train.py", extra=["--root", str(root)])
+    assert [r["local_rank"] for r in d["ranks"]] == [0, 1, 2, 3]
+    sets = [set(r["cpus"]) for r in d["ranks"]]
+    assert all(sets) and sum(len(s) for s in sets) == len(set().union(*sets))  # disjoint
+    # threads never exceed the rank's CPUs (no oversubscription)
+    assert all(0 < int(r["env"]["OMP_NUM_THREADS"]) <= len(r["cpus"]) for r in d["ranks"])
