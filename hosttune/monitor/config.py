@@ -39,7 +39,7 @@ class MonitorConfig:
     interval: float = 5.0
     log_dir: str = "/var/log/hosttune"
     textfile_dir: str = "/run/hosttune"  # "" = no Prometheus textfile
-    max_bytes: int = 32 * 1024 * 1024  # rotate monitor.jsonl at this size ...
+    max_bytes: int = 64 * 1024 * 1024  # rotate monitor.jsonl at this size ...
     backups: int = 8  # ... keeping monitor.jsonl.1 .. .8
     disks: List[str] = field(default_factory=lambda: ["/"])
     thresholds: Thresholds = field(default_factory=Thresholds)

@@ -59,7 +59,10 @@ class Alerts:
         if new == old:
             return
         kind, subject = key
-        if new:
+        if new and old == "critical":  # down from critical to warning: the critical condition clears
+            self.active[key] = new
+            out.append(Event(kind, subject, "info", "clear", f"{clear_msg} (below critical; {new} remains)", value))
+        elif new:
             self.active[key] = new
             out.append(Event(kind, subject, new, "start", start_msg.format(level=new), value))
         else:
