@@ -92,11 +92,13 @@ def online_cpus(io: HostIO) -> List[int]:
 def topology(io: HostIO, online: Sequence[int]) -> Tuple[List[Tuple[int, ...]], List[Tuple[int, ...]]]:
     """(cores, packages) as sorted tuples of online PUs.
 
-    A core is the set of online PUs sharing (physical_package_id, die_id, cluster_id, core_id), the way hwloc
-    counts them: on AMD Bulldozer every PU has its own core_id while thread_siblings pairs a compute unit, and hwloc
-    (and so our fixtures' expected answer) calls those 64 cores, not 32 two-thread cores. core_id is only unique
-    within a package (die, cluster), hence the key. Without topology files, thread_siblings_list groups, else each
-    PU is its own core.
+    A core is the online PUs that share their package, their thread_siblings set AND their core_id, which is what
+    hwloc counts (and so our fixtures' expected answer):
+    - AMD Bulldozer (64amd64-4s2n4ca2co): thread_siblings pairs a compute unit, but each PU has its own core_id;
+      hwloc says 64 cores without SMT, not 32 two-thread cores.
+    - AMD Magny-Cours (32amd64-*, 48amd64-*): core_id repeats for each die inside a package and there is no die_id
+      file; thread_siblings tells the dies' cores apart, so (package, core_id) alone would merge them.
+    Without topology files each PU is its own core.
     """
     base = "/sys/devices/system/cpu"
     online_set = set(online)
@@ -105,9 +107,6 @@ def topology(io: HostIO, online: Sequence[int]) -> Tuple[List[Tuple[int, ...]], 
     for cpu in online:
         topo = f"{base}/cpu{cpu}/topology"
         pkg = io.read_int(f"{topo}/physical_package_id")
-        core = io.read_int(f"{topo}/core_id")
-        die = io.read_int(f"{topo}/die_id")
-        cluster = io.read_int(f"{topo}/cluster_id")
         if pkg is None or pkg < 0:
             # Some ARM firmware leaves package id -1: use the sibling mask as the package's identity.
             sib = io.read(f"{topo}/package_cpus_list") or io.read(f"{topo}/core_siblings_list")
@@ -115,15 +114,16 @@ def topology(io: HostIO, online: Sequence[int]) -> Tuple[List[Tuple[int, ...]], 
         else:
             pkg_key = pkg
         pkg_of.setdefault(pkg_key, []).append(cpu)
-        if core is not None:
-            key: Tuple[Any, ...] = (pkg_key, die, cluster, core)
+        sib_text = io.read(f"{topo}/thread_siblings_list")
+        if sib_text is None:
+            sib_text = io.read(f"{topo}/core_cpus_list")
+        if sib_text is not None:
+            sibs = parse_cpulist(sib_text)
         else:
-            sib_text = io.read(f"{topo}/thread_siblings_list")
-            if sib_text is not None:
-                sibs = parse_cpulist(sib_text)
-            else:
-                sibs = parse_cpumask(io.read(f"{topo}/thread_siblings"))
-            key = ("siblings", tuple(c for c in sibs if c in online_set) or (cpu,))
+            sibs = parse_cpumask(io.read(f"{topo}/thread_siblings"))
+        siblings = tuple(c for c in sibs if c in online_set) or (cpu,)
+        core_id = io.read_int(f"{topo}/core_id")
+        key: Tuple[Any, ...] = (pkg_key, siblings, core_id if core_id is not None else cpu)
         core_of.setdefault(key, []).append(cpu)
     cores = sorted(tuple(sorted(v)) for v in core_of.values())
     packages = sorted(tuple(sorted(v)) for v in pkg_of.values())

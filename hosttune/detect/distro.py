@@ -41,8 +41,9 @@ def release_file(io: HostIO) -> str:
     ordered = [n for n in _RELEASE_FIRST if n in names]
     ordered += [n for n in names if n not in ordered and n not in _RELEASE_IGNORED and _RELEASE_RE.match(n)]
     for name in ordered:
-        if io.realpath(f"/etc/{name}"):
-            return str(io.path(f"/etc/{name}"))
+        real = io.realpath(f"/etc/{name}")
+        if real:
+            return str(io.path(real))
     return ""
 
 
@@ -53,19 +54,23 @@ def _linux_distribution(io: HostIO, legacy: bool) -> Any:
         kwargs["include_uname"] = False
     if "include_oslevel" in params:
         kwargs["include_oslevel"] = False
-    if io.live and not legacy:
+    if io.live:
         return _distro.LinuxDistribution(**kwargs)
-    if "root_dir" in params and not legacy:
-        return _distro.LinuxDistribution(root_dir=str(io.root), **kwargs)
-    # distro 1.5 (Debian 11, EL9) has no root_dir: name the files. An empty name would make it read /etc of the
-    # running host, so a root without such a file gets a path that cannot exist.
-    os_release = io.first_existing(["/etc/os-release", "/usr/lib/os-release"])
+    # Name the files ourselves, resolved inside the root: a captured etc/os-release -> /usr/lib/os-release must not
+    # open this machine's file, and distro 1.5 (Debian 11, EL9) has no root_dir at all. An empty name would make
+    # distro read the running host's /etc, so a root without such a file gets a path that cannot exist.
+    os_release = next((r for r in (io.realpath("/etc/os-release"), io.realpath("/usr/lib/os-release")) if r), None)
     nowhere = str(io.path("/etc/.hosttune-no-such-release"))
-    return _distro.LinuxDistribution(
+    if "root_dir" in params and not legacy:
+        kwargs["root_dir"] = str(io.root)
+    dist = _distro.LinuxDistribution(
         os_release_file=str(io.path(os_release)) if os_release else nowhere,
         distro_release_file=release_file(io) or nowhere,
         **kwargs,
     )
+    if hasattr(dist, "etc_dir"):  # distro >= 1.7 also reads etc/debian_version from here (default: the host's)
+        dist.etc_dir = str(io.path("/etc"))
+    return dist
 
 
 def probe(io: HostIO, legacy: bool = False) -> Distro:
