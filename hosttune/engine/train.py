@@ -430,7 +430,8 @@ def summary_line(s: Dict[str, Any]) -> str:
     if "unigram_entropy" in s:
         parts.append(f"unigram entropy {s['unigram_entropy']:.4f} nats")
     if "val_accuracy" in s:
-        parts.append(f"val accuracy {s['val_accuracy']:.3f} (chance {s.get('chance_accuracy', 0):.3f})")
+        chance = f" (chance {s['chance_accuracy']:.3f})" if "chance_accuracy" in s else ""
+        parts.append(f"val accuracy {s['val_accuracy']:.3f}{chance}")
     if s["stopped_early"]:
         parts.append("checkpoint saved; run again with --resume to continue")
     return ", ".join(parts)
