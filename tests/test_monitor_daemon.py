@@ -1,0 +1,413 @@
+"""`hosttune monitor` as a real process: sinks, faults it survives, signals, sd_notify, and the systemd unit.
+
+Each test runs the daemon for a second or two at a short interval into temp dirs. GPU scenarios use the fake
+pynvml (tests/fakes), whose scenario file the tests rewrite under the running daemon.
+"""
+
+import ctypes
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+import pytest
+from conftest import FAKES, REPO, a100
+from prometheus_client.parser import text_string_to_metric_families
+
+UNIT = REPO / "systemd" / "hosttune-monitor.service"
+
+
+def _env(base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    env = dict(base if base is not None else os.environ)
+    for key in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM"):
+        env.pop(key, None)
+    if base is None:  # no scenario: the fake behaves like a host without libnvidia-ml
+        env["PYTHONPATH"] = os.pathsep.join([str(FAKES), str(REPO)])
+    return env
+
+
+class Daemon:
+    def __init__(self, tmp: Path, env: Dict[str, str], interval: float = 0.1, extra: str = "",
+                 preexec: Optional[Callable[[], None]] = None, log_dir: Optional[Path] = None) -> None:
+        self.log = log_dir or tmp / "log"
+        self.tf = tmp / "textfile"
+        cfg = tmp / "monitor.yaml"
+        cfg.write_text(f"interval: {interval}\nlog_dir: {self.log}\ntextfile_dir: {self.tf}\n{extra}")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "hosttune", "monitor", "--config", str(cfg)], env=env, cwd=str(tmp),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec)
+        self.out = ""
+        self.err = ""
+
+    @property
+    def jsonl(self) -> Path:
+        return self.log / "monitor.jsonl"
+
+    def lines(self, path: Optional[Path] = None) -> List[Dict[str, Any]]:
+        p = path or self.jsonl
+        try:
+            text = p.read_text()
+        except FileNotFoundError:  # not yet written, or rotated away this instant
+            return []
+        complete = text[: text.rfind("\n") + 1]  # a line being appended right now is not ours to judge
+        return [json.loads(line) for line in complete.splitlines()]
+
+    def wait_lines(self, n: int, timeout: float = 15.0, path: Optional[Path] = None) -> List[Dict[str, Any]]:
+        return wait_for(lambda: (lambda ls: ls if len(ls) >= n else None)(self.lines(path)), timeout,
+                        f"{n} JSONL lines", self)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
+        self.proc.send_signal(sig)
+        self.out, self.err = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.out, self.err = self.proc.communicate()
+
+
+def wait_for(fn: Callable[[], Any], timeout: float, what: str, daemon: Optional[Daemon] = None) -> Any:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = fn()
+        if value:
+            return value
+        if daemon is not None and daemon.proc.poll() is not None:
+            daemon.out, daemon.err = daemon.proc.communicate()
+            raise AssertionError(f"daemon exited {daemon.proc.returncode} waiting for {what}: {daemon.err}")
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def rewrite(env: Dict[str, str], scenario: Dict[str, Any]) -> None:
+    """Change the fake host under the running daemon (atomically, so it never reads half a file)."""
+    path = env["HOSTTUNE_FAKE_NVML"]
+    Path(path + ".new").write_text(json.dumps(scenario))
+    os.replace(path + ".new", path)
+
+
+@pytest.fixture
+def daemons() -> Any:
+    started: List[Daemon] = []
+    yield started
+    for d in started:
+        d.kill()
+
+
+def scenario(*devices: Dict[str, Any]) -> Dict[str, Any]:
+    return {"driver": "550.54.15", "cuda_driver": 12040, "devices": list(devices)}
+
+
+# ---- the normal case -------------------------------------------------------------------------------------------
+def test_jsonl_and_textfile_carry_the_fields(tmp_path: Path, fake_nvml: Any, daemons: List[Daemon]) -> None:
+    env = _env(fake_nvml(scenario(a100(0, "3B"), a100(1, "5E", temperature_c=45))))
+    d = Daemon(tmp_path, env)
+    daemons.append(d)
+    lines = d.wait_lines(4)
+    prom = wait_for(lambda: (d.tf / "hosttune.prom").exists() and (d.tf / "hosttune.prom").read_text(), 10,
+                    "textfile", d)
+    assert d.stop() == 0
+    assert d.out == "" and d.err == ""  # healthy: no events, no problems
+    last = lines[-1]
+    assert last["nvml"] == "ok" and isinstance(last["ts"], float)
+    host = last["host"]
+    for key in ("cpu_util_pct", "load1", "mem_total_bytes", "mem_used_pct", "swap_total_bytes", "shm_total_bytes"):
+        assert key in host, key
+    assert "/" in host["disks"]
+    g0, g1 = last["gpus"]
+    assert g0["uuid"] == "GPU-00000000-1111-2222-3333-444444444444" and g1["temperature_c"] == 45
+    for key in ("temperature_c", "memory_used_mb", "memory_total_mb", "utilization_gpu_pct", "power_w",
+                "power_limit_w", "sm_clock_mhz", "mem_clock_mhz", "clock_event_reasons", "ecc_uncorrected_volatile",
+                "retired_pages_pending", "remapped_rows_uncorrectable", "pcie_gen", "pcie_width"):
+        assert key in g0, key
+    assert g0["clock_event_reason_names"] == ["gpu_idle"]
+    fams = {f.name: f for f in text_string_to_metric_families(prom)}
+    temps = {s.labels["gpu"]: s.value for s in fams["hosttune_gpu_temperature_celsius"].samples}
+    assert temps == {"0": 38, "1": 45}
+    assert fams["hosttune_monitor_last_success_timestamp_seconds"].samples[0].value > 1.6e9
+    assert [n for n in os.listdir(d.tf)] == ["hosttune.prom"]  # no temp files left behind
+
+
+def test_rotation_at_the_size_limit_with_n_backups(tmp_path: Path, fake_nvml: Any, daemons: List[Daemon]) -> None:
+    env = _env(fake_nvml(scenario(a100(0, "3B"))))
+    d = Daemon(tmp_path, env, interval=0.05, extra="max_bytes: 4096\nbackups: 2\n")
+    daemons.append(d)
+    # a line is ~1.1 KB: 3 per file, so 12 samples have rotated more than twice
+    wait_for(lambda: (d.log / "monitor.jsonl.2").exists() and len(d.lines()) >= 2, 20, "two rotations", d)
+    time.sleep(0.5)  # and a few more, which must push the oldest out rather than make a .3
+    assert d.stop() == 0, d.err
+    names = sorted(os.listdir(d.log))
+    assert names == ["monitor.jsonl", "monitor.jsonl.1", "monitor.jsonl.2"]
+    ts: List[float] = []
+    for n in ["monitor.jsonl.2", "monitor.jsonl.1", "monitor.jsonl"]:
+        assert (d.log / n).stat().st_size <= 4096
+        ts += [r["ts"] for r in d.lines(d.log / n)]
+    assert ts == sorted(ts)
+
+
+# ---- faults ----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("case", ["no_library", "driver_not_loaded", "no_gpu"])
+def test_no_nvml_or_no_gpu_still_logs_host_metrics_and_says_so_once(
+        tmp_path: Path, fake_nvml: Any, daemons: List[Daemon], case: str) -> None:
+    if case == "no_library":
+        env = _env()
+    elif case == "driver_not_loaded":
+        env = _env(fake_nvml({"init_error": "DRIVER_NOT_LOADED"}))
+    else:
+        env = _env(fake_nvml(scenario()))
+    d = Daemon(tmp_path, env)
+    daemons.append(d)
+    lines = d.wait_lines(4)
+    assert d.stop() == 0
+    assert all(r["gpus"] == [] and r["host"]["mem_total_bytes"] > 0 for r in lines)
+    expected = {"no_library": "library_not_found", "driver_not_loaded": "driver_not_loaded", "no_gpu": "ok"}[case]
+    assert lines[-1]["nvml"] == expected
+    problem = d.err.strip().splitlines()
+    assert len(problem) == 1, d.err
+    assert ("NVML unavailable" if case != "no_gpu" else "NVML found no GPU") in problem[0]
+    assert "Traceback" not in d.err
+
+
+def test_gpu_lost_mid_run_and_threshold_events_start_and_clear_once(
+        tmp_path: Path, fake_nvml: Any, daemons: List[Daemon]) -> None:
+    env = _env(fake_nvml(scenario(a100(0, "3B"), a100(1, "5E"))))
+    d = Daemon(tmp_path, env)
+    daemons.append(d)
+    d.wait_lines(3)
+    # GPU 0 runs hot and throttles; GPU 1 falls off the bus
+    rewrite(env, scenario(a100(0, "3B", temperature_c=88, clock_event_reasons=0x40), a100(1, "5E", lost=True)))
+    wait_for(lambda: sum(1 for r in d.lines() if r["gpus"][0].get("temperature_c") == 88) >= 4, 15, "hot", d)
+    rewrite(env, scenario(a100(0, "3B", temperature_c=50), a100(1, "5E", lost=True)))
+    wait_for(lambda: sum(1 for r in d.lines() if r["gpus"][0].get("temperature_c") == 50) >= 4, 15, "cool", d)
+    assert d.stop() == 0
+    lines = d.lines()
+    after = [r for r in lines if r["gpus"][1].get("lost")]
+    assert after and all("temperature_c" in r["gpus"][0] for r in after)  # GPU 0 still sampled
+    assert all(set(r["gpus"][1]) == {"index", "uuid", "lost"} for r in after)  # GPU 1 no longer asked
+    out = d.out.splitlines()
+    assert len([x for x in out if "GPU 1" in x and "is lost" in x]) == 1, d.out
+    assert len([x for x in out if "critical: GPU 0" in x and "above critical threshold 85 C" in x]) == 1, d.out
+    assert len([x for x in out if "GPU 0" in x and "temperature back to 50 C" in x]) == 1, d.out
+    assert len([x for x in out if "thermal slowdown: hw_thermal_slowdown" in x]) == 1, d.out
+    assert len([x for x in out if "thermal slowdown ended" in x]) == 1, d.out
+    events = [e["kind"] for r in lines for e in r.get("events", [])]
+    assert events.count("gpu_lost") == 1 and events.count("gpu_throttle_thermal") == 2
+    assert d.err == ""
+
+
+def test_not_supported_fields_are_omitted_without_errors(
+        tmp_path: Path, fake_nvml: Any, daemons: List[Daemon]) -> None:
+    gpu = a100(0, "3B", errors={"nvmlDeviceGetPowerUsage": "NOT_SUPPORTED", "nvmlDeviceGetUtilizationRates":
+                                "NOT_SUPPORTED"}, ecc=None, remapped_rows=None, pcie=None)
+    env = _env(fake_nvml(scenario(gpu)))
+    d = Daemon(tmp_path, env)
+    daemons.append(d)
+    lines = d.wait_lines(5)
+    assert d.stop() == 0
+    for r in lines:
+        g = r["gpus"][0]
+        assert "temperature_c" in g and "memory_used_mb" in g
+        for key in ("power_w", "utilization_gpu_pct", "ecc_uncorrected_volatile", "remapped_rows_pending",
+                    "pcie_gen"):
+            assert key not in g
+    assert d.err == "" and d.out == ""
+
+
+def test_unwritable_log_dir_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a regular file: nothing, not even root, can create a directory under it\n")
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text(f"log_dir: {blocker / 'logs'}\ntextfile_dir: ''\n")
+    res = subprocess.run([sys.executable, "-m", "hosttune", "monitor", "--config", str(cfg)], env=_env(),
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2
+    assert res.stderr.splitlines() == [f"hosttune: error: log dir {blocker / 'logs'} is not writable: Not a directory"]
+    res = subprocess.run([sys.executable, "-m", "hosttune", "monitor", "--config", str(cfg), "--log-dir",
+                          str(tmp_path / "ok"), "--textfile-dir", str(blocker / "tf")], env=_env(),
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2 and res.stderr.startswith("hosttune: error: textfile dir ")
+    assert len(res.stderr.splitlines()) == 1
+
+
+def _fsize_limit(limit: int) -> Callable[[], None]:
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def _check_disk_full(d: Daemon) -> None:
+    data = d.jsonl.read_bytes()
+    assert data.endswith(b"\n")  # never a partial line
+    for line in data.decode().splitlines():
+        json.loads(line)
+    assert d.err.count("sample dropped") == 1, d.err  # rate-limited: once a minute, not once per sample
+    assert "Traceback" not in d.err
+
+
+def test_disk_full_drops_samples_never_writes_half_a_line(
+        tmp_path: Path, fake_nvml: Any, daemons: List[Daemon]) -> None:
+    """The real write path under RLIMIT_FSIZE: write(2) stops at the limit (short write, then EFBIG)."""
+    env = _env(fake_nvml(scenario(a100(0, "3B"))))
+    d = Daemon(tmp_path, env, interval=0.05, extra="textfile_dir: ''\n", preexec=_fsize_limit(5000))
+    daemons.append(d)
+    wait_for(lambda: d.jsonl.exists() and d.jsonl.stat().st_size > 3000, 15, "log grows", d)
+    time.sleep(1.0)  # ~20 more samples, all dropped
+    assert d.proc.poll() is None  # still running
+    assert d.stop() == 0
+    _check_disk_full(d)
+    assert d.jsonl.stat().st_size <= 5000
+
+
+def test_disk_full_on_a_real_tmpfs_then_recovers(tmp_path: Path, fake_nvml: Any, daemons: List[Daemon]) -> None:
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True)
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.decode().strip()}")
+    try:
+        filler = mnt / "filler"
+        env = _env(fake_nvml(scenario(a100(0, "3B"))))
+        log = mnt / "log"
+        log.mkdir()
+        with open(filler, "wb") as f:  # leave about 3 lines of room
+            f.write(b"\0" * (64 * 1024 - 3 * 1200 - 4096))
+        d = Daemon(tmp_path, env, interval=0.05, extra="textfile_dir: ''\n", log_dir=log)
+        daemons.append(d)
+        wait_for(lambda: d.jsonl.exists() and d.jsonl.stat().st_size > 0, 15, "first lines", d)
+        time.sleep(1.0)
+        n_full = len(d.lines())
+        filler.unlink()  # space again: writing resumes
+        wait_for(lambda: len(d.lines()) > n_full + 3, 15, "writes resume", d)
+        assert d.stop() == 0
+        _check_disk_full(d)
+        assert "writing" in d.err and "again" in d.err
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_sigint_flush_and_exit_0(tmp_path: Path, sig: int, daemons: List[Daemon]) -> None:
+    d = Daemon(tmp_path, _env(), interval=30)  # a long interval: the signal must wake the sleep
+    daemons.append(d)
+    d.wait_lines(1)
+    start = time.monotonic()
+    assert d.stop(sig) == 0
+    assert time.monotonic() - start < 10  # not the 30 s interval
+    assert d.jsonl.read_text().endswith("\n")
+
+
+def test_sighup_reopens_the_log(tmp_path: Path, daemons: List[Daemon]) -> None:
+    d = Daemon(tmp_path, _env())
+    daemons.append(d)
+    d.wait_lines(2)
+    moved = d.log / "monitor.jsonl.moved"
+    os.rename(d.jsonl, moved)  # what logrotate does before it sends HUP
+    time.sleep(0.3)
+    grew_before_hup = len(d.lines(moved))
+    d.proc.send_signal(signal.SIGHUP)
+    d.wait_lines(2)  # the new file at the old path
+    n_moved = len(d.lines(moved))
+    time.sleep(0.5)
+    assert len(d.lines(moved)) == n_moved  # nothing more goes to the moved file after the reopen
+    assert grew_before_hup >= 2
+    assert d.stop() == 0 and d.err.count("NVML unavailable") == 1
+
+
+@pytest.mark.parametrize("abstract", [False, True])
+def test_sd_notify_ready_watchdog_stopping(tmp_path: Path, daemons: List[Daemon], abstract: bool) -> None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    name = f"@hosttune-test-{os.getpid()}-{time.monotonic_ns()}" if abstract else str(tmp_path / "notify")
+    sock.bind(("\0" + name[1:]) if abstract else name)
+    sock.settimeout(10)
+    env = _env()
+    env.update(NOTIFY_SOCKET=name, WATCHDOG_USEC="200000", JOURNAL_STREAM="8:12345")
+    d = Daemon(tmp_path, env, interval=30)
+    daemons.append(d)
+    try:
+        msgs = [sock.recv(4096).decode()]
+        assert msgs[0].startswith("READY=1\nSTATUS=sampling 0 GPU(s)")
+        while msgs.count("WATCHDOG=1") < 3:  # every WATCHDOG_USEC/2 although the sample interval is 30 s
+            msgs.append(sock.recv(4096).decode())
+        assert d.stop() == 0
+        while "STOPPING=1" not in msgs:
+            msgs.append(sock.recv(4096).decode())
+    finally:
+        sock.close()
+    assert d.err.startswith("<5>NVML unavailable")  # journal priority prefix under systemd
+
+
+def test_once_prints_one_sample(fake_nvml: Any, tmp_path: Path) -> None:
+    env = _env(fake_nvml(scenario(a100(0, "3B", temperature_c=90))))
+    res = subprocess.run([sys.executable, "-m", "hosttune", "monitor", "--once", "--config", os.devnull],
+                         env=env, capture_output=True, text=True, timeout=30, cwd=str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    rec = json.loads(res.stdout)
+    assert rec["gpus"][0]["temperature_c"] == 90 and "cpu_util_pct" in rec["host"]
+    assert rec["events"][0]["kind"] == "gpu_temperature" and "critical" in res.stderr
+
+
+def test_runs_under_memory_deny_write_execute(tmp_path: Path) -> None:
+    """The unit sets MemoryDenyWriteExecute=yes; the kernel's PR_SET_MDWE is the same rule. The real pynvml
+    (ctypes, with its import-time callback) and the sampler must work under it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def mdwe() -> None:
+        if libc.prctl(65, 1, 0, 0, 0) != 0:  # PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN (Linux >= 6.3)
+            os._exit(77)
+
+    env = _env(dict(os.environ))
+    env.pop("PYTHONPATH", None)  # the real nvidia-ml-py
+    res = subprocess.run([sys.executable, "-c", "import mmap\ntry:\n mmap.mmap(-1, 4096, prot=7)\nexcept OSError:"
+                          "\n raise SystemExit(0)\nraise SystemExit(1)"], preexec_fn=mdwe, capture_output=True)
+    if res.returncode == 77:
+        pytest.skip("kernel without PR_SET_MDWE")
+    assert res.returncode == 0  # W+X mappings really are refused in the child
+    res = subprocess.run([sys.executable, "-m", "hosttune", "monitor", "--once", "--config", os.devnull], env=env,
+                         preexec_fn=mdwe, capture_output=True, text=True, timeout=30, cwd=str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["host"]["mem_total_bytes"] > 0
+
+
+# ---- the unit --------------------------------------------------------------------------------------------------
+def _unit_copy(tmp_path: Path) -> Path:
+    exe = shutil.which("hosttune") or str(Path(sys.executable).parent / "hosttune")
+    assert os.path.exists(exe)
+    text = UNIT.read_text().replace("ExecStart=/usr/bin/hosttune ", f"ExecStart={exe} ")
+    assert exe in text
+    path = tmp_path / UNIT.name
+    path.write_text(text)
+    return path
+
+
+def test_unit_file_verifies_clean(tmp_path: Path) -> None:
+    if not shutil.which("systemd-analyze"):
+        pytest.skip("systemd-analyze not installed")
+    res = subprocess.run(["systemd-analyze", "verify", "--man=no", str(_unit_copy(tmp_path))],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stdout == "" and res.stderr == "", res.stdout + res.stderr
+
+
+def test_unit_security_rating_is_ok_or_better(tmp_path: Path) -> None:
+    if not shutil.which("systemd-analyze"):
+        pytest.skip("systemd-analyze not installed")
+    res = subprocess.run(["systemd-analyze", "security", "--offline=true", str(_unit_copy(tmp_path))],
+                         capture_output=True, text=True, timeout=60)
+    m = re.search(r"Overall exposure level for \S+: (\d+\.\d+) (\w+)", res.stdout)
+    assert m, res.stdout + res.stderr
+    assert float(m.group(1)) <= 2.5 and m.group(2) in ("SAFE", "OK"), m.group(0)
+    unit = UNIT.read_text()
+    for line in ("Type=notify", "WatchdogSec=", "DynamicUser=yes", "ExecStart=/usr/bin/hosttune monitor",
+                 "CapabilityBoundingSet=\n", "SystemCallFilter=@system-service", "MemoryMax=",
+                 "LogsDirectory=hosttune", "StateDirectory=hosttune", "ProtectSystem=strict", "ProtectHome=yes",
+                 "PrivateTmp=yes", "NoNewPrivileges=yes", "RestrictAddressFamilies=AF_UNIX"):
+        assert line in unit, line
+    assert "PrivateDevices=yes" not in unit  # it would hide /dev/nvidia*
