@@ -625,15 +625,49 @@ def bind_self(plan: Any, libnuma_path: Optional[str] = None, numactl: Optional[s
 
 
 def handoff_payload(launch: Launch, marker: str) -> Dict[str, Any]:
+    """What every shim of this launch needs. The plans for the known local world size are resolved here already,
+    so a rank's shim only reads JSON and binds (no facts/profile/YAML imports); a different world size (elastic)
+    falls back to resolving from the facts and profile carried along."""
     prof = launch.profile
+    size = len(launch.ranks)
     return {
         "version": 1,
         "marker": marker,
+        "plans": {str(size): [_plan_dict(p) for p in launch.ranks]},
+        "tools": {"libnuma": launch.facts.tools.libnuma, "numactl": launch.facts.tools.numactl},
         "facts": launch.facts.to_dict(),
         "profile": _jsonable(prof.to_dict()) if hasattr(prof, "to_dict") else None,
         "touched": launch.touched,
         "no_bind": launch.no_bind,
     }
+
+
+def _plan_dict(plan: Any) -> Dict[str, Any]:
+    return {
+        "local_rank": plan.local_rank,
+        "local_world_size": plan.local_world_size,
+        "cpus": list(plan.cpus),
+        "mems": list(plan.mems),
+        "mem_policy": plan.mem_policy,
+        "env": dict(plan.env),
+    }
+
+
+@dataclass(frozen=True)
+class PlanView:
+    """The parts of a RankPlan that binding and exec need, rebuilt from the handoff without importing plan.py."""
+
+    local_rank: int
+    local_world_size: int
+    cpus: Tuple[int, ...]
+    mems: Tuple[int, ...]
+    mem_policy: str
+    env: Mapping[str, str]
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "PlanView":
+        return cls(int(d["local_rank"]), int(d["local_world_size"]), tuple(d["cpus"]), tuple(d["mems"]),
+                   str(d["mem_policy"]), dict(d["env"]))
 
 
 def _jsonable(value: Any) -> Any:
@@ -901,7 +935,9 @@ def expected_for(launch: Launch, local_rank: int, local_world_size: int, rank_en
     """What --verify expects of a rank: the same plan the shim resolved, inside this launcher's allowed sets."""
     from hosttune import plan as planmod
 
-    if launch.kind == "torchrun":
+    if launch.kind == "torchrun" and local_world_size == len(launch.ranks):
+        plan = launch.ranks[local_rank]  # what the shim was handed
+    elif launch.kind == "torchrun":
         environ = dict(rank_env)
         for key, orig in launch.touched.items():
             if orig is None:

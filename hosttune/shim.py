@@ -54,32 +54,66 @@ def profile_from_dict(data: Mapping[str, Any]) -> Any:
     return profmod.Profile(**kwargs)
 
 
-def load_context(environ: Mapping[str, str]) -> Tuple[Any, Any, Dict[str, Optional[str]], bool]:
-    """(facts, profile, touched, no_bind) from the handoff file, or detected here when there is none."""
+def read_handoff(environ: Mapping[str, str]) -> Optional[Dict[str, Any]]:
+    path = environ.get(launch.ENV_HANDOFF)
+    if not path:
+        return None
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot read the launcher's handoff file {path}: {exc}") from None
+    if not isinstance(data, dict) or data.get("version") != 1:
+        raise UserError(f"{path}: not a hosttune handoff file of version 1")
+    return data
+
+
+def resolve_plan(
+    handoff: Optional[Mapping[str, Any]], local_rank: int, world: int, environ: Mapping[str, str]
+) -> Tuple[Any, Optional[str], Optional[str], bool]:
+    """(plan, libnuma path, numactl path, no_bind) for this rank.
+
+    Fast path: the launcher resolved the plans for this world size already. Otherwise (an elastic change of the
+    world size, or no launcher at all) resolve from the handed-over facts and profile, or detect here.
+    """
+    if handoff is not None:
+        plans = (handoff.get("plans") or {}).get(str(world))
+        tools = handoff.get("tools") or {}
+        no_bind = bool(handoff.get("no_bind"))
+        if plans and 0 <= local_rank < len(plans):
+            return launch.PlanView.from_dict(plans[local_rank]), tools.get("libnuma"), tools.get("numactl"), no_bind
+    from hosttune import plan as planmod
     from hosttune.facts import Facts
 
-    path = environ.get(launch.ENV_HANDOFF)
-    if path:
-        try:
-            with open(path) as fh:
-                data = json.load(fh)
-        except (OSError, ValueError) as exc:
-            raise UserError(f"cannot read the launcher's handoff file {path}: {exc}") from None
-        facts = Facts.from_dict(data["facts"])
-        if data.get("profile") is not None:
-            prof = profile_from_dict(data["profile"])
+    touched: Dict[str, Optional[str]] = {}
+    if handoff is not None:
+        facts = Facts.from_dict(handoff["facts"])
+        if handoff.get("profile") is not None:
+            prof = profile_from_dict(handoff["profile"])
         else:
             from hosttune import profile as profmod
 
             prof = profmod.active(None, facts)
-        return facts, prof, dict(data.get("touched") or {}), bool(data.get("no_bind"))
-    from pathlib import Path
+        touched = dict(handoff.get("touched") or {})
+    else:
+        from pathlib import Path
 
-    from hosttune import detect
-    from hosttune import profile as profmod
+        from hosttune import detect
+        from hosttune import profile as profmod
 
-    facts = detect.collect(Path("/"), probe_torch=False)
-    return facts, profmod.active(None, facts), {}, False
+        facts = detect.collect(Path("/"), probe_torch=False)
+        prof = profmod.active(None, facts)
+        no_bind = False
+    # Plan with the user's own environment: undo what the launcher set for torchrun (its common env), so
+    # LD_PRELOAD is not prepended twice and torchrun's OMP_NUM_THREADS is not taken for the user's choice.
+    user_env = dict(environ)
+    for key, orig in touched.items():
+        if orig is None:
+            user_env.pop(key, None)
+        else:
+            user_env[key] = orig
+    rank_plan = planmod.resolve(facts, prof, local_rank, world, environ=user_env)
+    return rank_plan, facts.tools.libnuma, facts.tools.numactl, no_bind
 
 
 def parent_python() -> Optional[str]:
@@ -118,18 +152,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         elif world is None:
             slurm = launch.slurm_rank(environ)
             world = slurm[1] if slurm else local_rank + 1
-        facts, prof, touched, no_bind = load_context(environ)
-        # Plan with the user's own environment: undo what the launcher set for torchrun (its common env), so
-        # LD_PRELOAD is not prepended twice and torchrun's OMP_NUM_THREADS is not taken for the user's choice.
-        user_env = dict(environ)
-        for key, orig in touched.items():
-            if orig is None:
-                user_env.pop(key, None)
-            else:
-                user_env[key] = orig
-        from hosttune import plan as planmod
-
-        rank_plan = planmod.resolve(facts, prof, local_rank, world, environ=user_env)
+        rank_plan, libnuma, numactl, no_bind = resolve_plan(read_handoff(environ), local_rank, world, environ)
     except UserError as exc:
         _say(f"error: {exc}")
         return 2
@@ -146,7 +169,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 127
         args[0] = found
     if not no_bind:
-        binding = launch.bind_self(rank_plan, facts.tools.libnuma, facts.tools.numactl)
+        binding = launch.bind_self(rank_plan, libnuma, numactl)
         for note in binding.notes:
             _say(f"rank {local_rank}: {note}")
         if binding.prefix:
