@@ -530,6 +530,15 @@ def check_data_storage(ctx: Context) -> Finding:
     return Finding("pass", "; ".join(seen), "local nvme/ssd")
 
 
+def space_status(total_mb: int, free_mb: int) -> str:
+    """fail under 5 GiB free, warn under 50 GiB or under 10% of the filesystem, else pass."""
+    if free_mb < 5 * GiB:
+        return "fail"
+    if free_mb < 50 * GiB or (total_mb and free_mb < total_mb // 10):
+        return "warn"
+    return "pass"
+
+
 def check_free_space(ctx: Context) -> Finding:
     """There is room for checkpoints where they are written (the working directory and each --data path).
 
@@ -544,11 +553,7 @@ def check_free_space(ctx: Context) -> Finding:
     notes = []
     for place in places:
         total, free = ctx.probe.disk_free_mb(place)
-        status = "pass"
-        if free < 5 * GiB:
-            status = "fail"
-        elif free < 50 * GiB or (total and free < total // 10):
-            status = "warn"
+        status = space_status(total, free)
         notes.append(f"{place}: {free // GiB} GiB free of {total // GiB} GiB")
         if STATUSES.index(status) > STATUSES.index(worst):
             worst = status
@@ -654,6 +659,11 @@ def check_nvml(ctx: Context) -> Finding:
     if not gpus(ctx) and nv.nvml != "ok":
         return Finding("pass", f"no NVIDIA GPU (NVML: {nv.nvml})", "ok on GPU hosts")
     err = f": {nv.nvml_error}" if nv.nvml_error else ""
+    lost = [m for m in ctx.facts.missing if re.match(r"gpu\d+: ", m) and "lost" in m.lower()]
+    if lost:
+        return Finding("fail", "; ".join(lost), "every GPU answers",
+                       "the GPU fell off the bus (Xid 79): stop its jobs, collect nvidia-bug-report.sh, reboot; "
+                       "if it repeats, check seating/power and RMA")
     if nv.nvml == "ok":
         return Finding("pass", f"ok, driver {nv.driver or '?'}", "ok")
     if nv.nvml == "skipped":
@@ -1013,7 +1023,7 @@ def check_fabric_manager(ctx: Context) -> Finding:
         return Finding("pass", "no NVSwitch: not needed", "running on NVSwitch hosts")
     if nv.fabric_manager_running:
         return Finding("pass", f"running ({nv.nvswitches} NVSwitches)", "running")
-    if nv.fabric_manager_running is None and not ctx.live:
+    if nv.fabric_manager_running is None and nv.fabric_manager_installed:
         return Finding("skip", f"{nv.nvswitches} NVSwitches; service state unknown on a captured host", "running")
     major = (nv.driver or "").split(".")[0] or "<driver-major>"
     start = "systemctl enable --now nvidia-fabricmanager"
