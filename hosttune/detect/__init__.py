@@ -29,6 +29,7 @@ def collect(root: Path = Path("/"), python: Optional[str] = None, *, probe_torch
     GPU probe's sysfs lookups (numa_node, local_cpulist) can be tested on a synthetic tree.
     """
     io = HostIO(Path(root))
+    io.allow_run = probe_torch
     cg = cgroup.probe(io)
     cpu_facts = cpu.probe(io, cg, affinity=cpu.live_affinity() if io.live else None, slow_fallback=probe_torch)
     numa_facts = numa.probe(io, cpu_facts.online, cg.mems)

@@ -24,6 +24,8 @@ class HostIO:
         self.missing: List[str] = []
         self._cache: Dict[str, Optional[str]] = {}
         self.last_error: Optional[str] = None
+        # False on the launcher's fast path: no subprocess at all (collect(probe_torch=False)).
+        self.allow_run = True
 
     # ---- paths ----------------------------------------------------------------------------------------------
     def path(self, rel: str) -> Path:
@@ -124,8 +126,8 @@ class HostIO:
         """Run a command on the live host; None with a foreign root, or when it cannot start or times out (the
         reason is in `last_error`, and in `missing` when `note`)."""
         self.last_error = None
-        if not self.live:
-            self.last_error = "no subprocess with a foreign root"
+        if not self.live or not self.allow_run:
+            self.last_error = "no subprocess with a foreign root" if not self.live else "skipped on the fast path"
             return None
         try:
             return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=env, check=False)

@@ -66,24 +66,23 @@ def soname_version(names: List[str], stem: str) -> Optional[str]:
 
 
 def _toolkit(io: HostIO) -> Dict[str, Optional[str]]:
-    candidates = ["/usr/local/cuda"] + [f"/usr/local/{n}" for n in io.listdir("/usr/local")
-                                        if n.startswith("cuda-")]
+    """version.json (CUDA >= 11.1), else version.txt, in /usr/local/cuda then /usr/local/cuda-X.Y; nvcc last (live)."""
+    candidates = ["/usr/local/cuda"] + sorted((f"/usr/local/{n}" for n in io.listdir("/usr/local")
+                                               if n.startswith("cuda-")), reverse=True)
     for base in candidates:
         version = parse_cuda_version_json(io.read(f"{base}/version.json"))
         if version is None:
             version = parse_cuda_version_txt(io.read(f"{base}/version.txt"))
-        if version is None and io.live and io.exists(f"{base}/bin/nvcc"):
-            done = io.run([str(io.path(f"{base}/bin/nvcc")), "--version"], timeout=10)
-            version = parse_cuda_version_txt(done.stdout) if done is not None else None
         if version:
             return {"version": version, "path": io.realpath(base) or base}
-    if io.live:
-        nvcc = io.which("nvcc")
-        if nvcc:
-            done = io.run([nvcc, "--version"], timeout=10)
-            version = parse_cuda_version_txt(done.stdout) if done is not None else None
-            if version:
-                return {"version": version, "path": nvcc.rsplit("/bin/", 1)[0]}
+    nvccs = [f"{base}/bin/nvcc" for base in candidates if io.exists(f"{base}/bin/nvcc")]
+    found = io.which("nvcc") if io.live else None
+    for nvcc in nvccs + ([found] if found else []):
+        done = io.run([str(io.path(nvcc)) if not io.live else nvcc, "--version"], timeout=10)
+        version = parse_cuda_version_txt(done.stdout) if done is not None and done.returncode == 0 else None
+        if version:
+            base = nvcc.rsplit("/bin/", 1)[0]
+            return {"version": version, "path": io.realpath(base) or base}
     return {"version": None, "path": None}
 
 
