@@ -15,6 +15,8 @@ import math
 import os
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from hosttune import nvml
+
 JSONL_NAME = "monitor.jsonl"
 TEXTFILE_NAME = "hosttune.prom"
 
@@ -127,15 +129,22 @@ def _num(value: Any) -> str:
     return repr(f)
 
 
+def _labels(labels: Dict[str, Any]) -> str:
+    return ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
+
+
 class _Exposition:
     def __init__(self) -> None:
         self.families: Dict[str, Tuple[str, str, List[str]]] = {}
 
-    def add(self, name: str, kind: str, help_text: str, labels: Dict[str, Any], value: Any) -> None:
+    def add(self, name: str, kind: str, help_text: str, labels: Any, value: Any) -> None:
+        """`labels`: a dict, or label text already rendered by `_labels` (per GPU, once per sample)."""
         if value is None:
             return
-        fam = self.families.setdefault(name, (kind, help_text, []))
-        label_text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
+        fam = self.families.get(name)
+        if fam is None:
+            fam = self.families[name] = (kind, help_text, [])
+        label_text = labels if isinstance(labels, str) else _labels(labels)
         fam[2].append(f"{name}{{{label_text}}} {_num(value)}" if label_text else f"{name} {_num(value)}")
 
     def text(self) -> str:
@@ -178,8 +187,6 @@ _CLOCK_REASON_HELP = "1 while NVML reports this clock event (throttle) reason."
 
 def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Iterable[Dict[str, Any]] = ()) -> str:
     """The textfile for one sample. `stats` holds the daemon's own counters; `gpu_info` the static GPU identity."""
-    from hosttune import nvml
-
     ex = _Exposition()
     ex.add("hosttune_monitor_last_success_timestamp_seconds", "gauge",
            "Unix time of the last sample the monitor completed.", {}, sample["ts"])
@@ -197,7 +204,7 @@ def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Ite
                {"gpu": info["index"], "uuid": info.get("uuid") or "", "name": info.get("name") or "",
                 "pci_bus_id": info.get("pci_bus_id") or ""}, 1)
     for gpu in sample.get("gpus") or []:
-        labels = {"gpu": gpu["index"], "uuid": gpu.get("uuid") or ""}
+        labels = _labels({"gpu": gpu["index"], "uuid": gpu.get("uuid") or ""})
         ex.add("hosttune_gpu_up", "gauge", "1 while the GPU answers NVML, 0 once it is lost.", labels,
                not gpu.get("lost"))
         if gpu.get("lost"):
@@ -208,12 +215,12 @@ def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Ite
                 ex.add(name, kind, help_text, labels, value if scale == 1 else value * scale)
         for key, clock in (("sm_clock_mhz", "sm"), ("mem_clock_mhz", "memory")):
             if key in gpu:
-                ex.add("hosttune_gpu_clock_hertz", "gauge", "Current GPU clock.", dict(labels, clock=clock),
+                ex.add("hosttune_gpu_clock_hertz", "gauge", "Current GPU clock.", f'{labels},clock="{clock}"',
                        gpu[key] * 1_000_000)
         if "clock_event_reasons" in gpu:
             mask = gpu["clock_event_reasons"]
             for bit, reason in nvml.CLOCK_REASONS.items():
-                ex.add("hosttune_gpu_clock_event_reason", "gauge", _CLOCK_REASON_HELP, dict(labels, reason=reason),
+                ex.add("hosttune_gpu_clock_event_reason", "gauge", _CLOCK_REASON_HELP, f'{labels},reason="{reason}"',
                        1 if mask & bit else 0)
 
     host = sample.get("host") or {}
