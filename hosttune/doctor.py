@@ -1029,7 +1029,7 @@ def check_fabric_manager(ctx: Context) -> Finding:
     start = "systemctl enable --now nvidia-fabricmanager"
     if nv.fabric_manager_installed:
         return Finding("fail", f"installed but not running ({nv.nvswitches} NVSwitches)", "running", start)
-    pkg = install(ctx, f"nvidia-fabricmanager-{major}", f"nvidia-fabric-manager-{major}*")
+    pkg = install(ctx, f"nvidia-fabricmanager-{major}", f"'nvidia-fabric-manager-{major}*'")
     return Finding("fail", f"not installed ({nv.nvswitches} NVSwitches)", "running",
                    f"{pkg}   # same version as the driver\n{start}")
 
