@@ -510,7 +510,8 @@ def resolve(
         env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(t)
         core_word = "core" if t == 1 else "cores"
         reasons.append(f"threads: {t} ({t} physical {core_word} for this rank; SMT siblings count once)")
-        intel = profile.openmp == "intel" or any("iomp5" in p for p in _preload_list(env.get("LD_PRELOAD", "")))
+        preloaded = _preload_list(env.get("LD_PRELOAD", environ.get("LD_PRELOAD", "")))
+        intel = profile.openmp == "intel" or profile.openmp == "auto" and any("iomp5" in p for p in preloaded)
         if intel:
             env.update(INTEL_KMP)
             reasons.append("KMP_AFFINITY/KMP_BLOCKTIME: Intel OpenMP is preloaded")
