@@ -329,10 +329,13 @@ def check_governor(ctx: Context) -> Finding:
         return Finding("skip", why, "performance")
     if set(govs) == {"performance"}:
         return Finding("pass", "performance", "performance")
-    fix = ("cpupower frequency-set -g performance   # " + install(ctx, "linux-cpupower", "kernel-tools")
-           .replace("\n", "; ") + "\n" +
-           ("tuned-adm profile throughput-performance   # keeps it after reboot" if ctx.family == "rhel" else
-            "echo 'GOVERNOR=\"performance\"' > /etc/default/cpufrequtils   # or a tuned/systemd unit to keep it"))
+    now = "echo performance | tee /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+    if ctx.family == "rhel":
+        keep = "tuned-adm profile throughput-performance   # keeps it after reboot"
+    else:
+        keep = ("echo 'w /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor - - - - performance' > "
+                "/etc/tmpfiles.d/90-hosttune-governor.conf   # keeps it after reboot")
+    fix = f"{now}\n{keep}"
     return Finding("warn", ",".join(govs), "performance", fix)
 
 
@@ -935,7 +938,10 @@ def check_pcie(ctx: Context) -> Finding:
         return pre
     if not ctx.live:
         return Finding("skip", "link state needs a live sample (--root given)", "max gen/width under load")
-    samples = ctx.samples()
+    try:
+        samples = ctx.samples()
+    except (nvmlmod.NvmlUnavailable, nvmlmod.GpuLost) as exc:
+        return Finding("skip", f"live NVML sample failed: {exc}", "max gen/width under load")
     busy, idle, bad = [], [], []
     for g in nvml_gpus(ctx):
         s = samples.get(g.index, {})
@@ -1045,12 +1051,17 @@ def check_gpu_numa(ctx: Context) -> Finding:
         return Finding("skip", "no NVIDIA GPU on this host", "")
     if not multi_node(ctx):
         return Finding("pass", "one NUMA node: not relevant", "known node per GPU")
-    unknown = [gpu_label(g) for g in found if g.numa_node < 0 and not g.local_cpus]
+    online = set(ctx.facts.cpu.online)
+    # local_cpulist naming every CPU is what the kernel reports when it knows nothing: no locality either
+    unknown = [gpu_label(g) for g in found
+               if g.numa_node < 0 and (not g.local_cpus or (online and set(g.local_cpus) >= online))]
     if unknown:
         return Finding("warn", "no NUMA node for " + ", ".join(unknown), "known node per GPU",
                        "enable ACPI SRAT / 'NUMA nodes per socket' in the BIOS; meanwhile set the binding in a "
                        "profile (hosttune profile show)")
-    return Finding("pass", ", ".join(f"GPU{g.index}->node{g.numa_node}" for g in found), "known node per GPU")
+    where = [f"GPU{g.index}->node{g.numa_node}" if g.numa_node >= 0 else f"GPU{g.index}->local CPUs only"
+             for g in found]
+    return Finding("pass", ", ".join(where), "known node per GPU")
 
 
 def check_iommu(ctx: Context) -> Finding:
