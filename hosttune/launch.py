@@ -999,7 +999,7 @@ def _supervise(launch: Launch, argv: List[str], env: Dict[str, str], marker: str
                     pass
                 deadline = float("inf")
             if verify:
-                _verify_pass(launch, child.pid, checks)
+                _verify_pass(launch, child.pid, checks, marker)
         rc = child.returncode
     finally:
         for signum, handler in old.items():
@@ -1020,8 +1020,12 @@ def _supervise(launch: Launch, argv: List[str], env: Dict[str, str], marker: str
     return rc
 
 
-def _verify_pass(launch: Launch, top: int, checks: Dict[int, RankCheck]) -> None:
-    for pid in [top, *descendants(top)]:
+def _verify_pass(launch: Launch, top: int, checks: Dict[int, RankCheck], marker: str) -> None:
+    if os.path.exists(f"/proc/{top}/task/{top}/children"):
+        candidates = [top, *descendants(top)]
+    else:  # a kernel without CONFIG_PROC_CHILDREN: look for the launch marker instead
+        candidates = marked_processes(marker)
+    for pid in candidates:
         if pid in checks:
             rc = checks[pid]
             if time.monotonic() - rc.last >= 2.0:  # re-check every ~2 s: libraries reset affinity after init
