@@ -20,9 +20,11 @@ _TRAILING = "\n\0\r \t"
 class HostIO:
     def __init__(self, root: Path = Path("/")) -> None:
         self.root = Path(root)
+        self._base = str(self.root).rstrip("/")
         self.live = os.path.realpath(str(self.root)) == "/"
         self.missing: List[str] = []
         self._cache: Dict[str, Optional[str]] = {}
+        self._dirs: Dict[str, List[str]] = {}
         self.last_error: Optional[str] = None
         # False on the launcher's fast path: no subprocess at all (collect(probe_torch=False)).
         self.allow_run = True
@@ -30,7 +32,7 @@ class HostIO:
     # ---- paths ----------------------------------------------------------------------------------------------
     def path(self, rel: str) -> Path:
         """The real path of `rel` (a host path like "/proc/cpuinfo" or "proc/cpuinfo") under the root."""
-        return self.root / rel.lstrip("/")
+        return Path(self._base + "/" + rel.lstrip("/"))
 
     def note(self, what: str, why: str) -> None:
         entry = f"{what}: {why}"
@@ -44,7 +46,7 @@ class HostIO:
             text = self._cache[rel]
         else:
             try:
-                with open(self.path(rel), "rb") as fh:
+                with open(self._base + "/" + rel.lstrip("/"), "rb") as fh:
                     text = fh.read().decode("utf-8", errors="replace").rstrip(_TRAILING)
             except OSError as exc:
                 text = None
@@ -74,10 +76,13 @@ class HostIO:
         return os.path.isdir(self.path(rel))
 
     def listdir(self, rel: str) -> List[str]:
-        try:
-            return sorted(os.listdir(self.path(rel)))
-        except OSError:
-            return []
+        """Sorted names in a folder ([] when absent); cached, since library dirs are listed by several probes."""
+        if rel not in self._dirs:
+            try:
+                self._dirs[rel] = sorted(os.listdir(self.path(rel)))
+            except OSError:
+                self._dirs[rel] = []
+        return self._dirs[rel]
 
     def realpath(self, rel: str) -> Optional[str]:
         """Resolve symbolic links inside the root; the host path ("/sys/devices/...") or None when it dangles."""

@@ -25,7 +25,7 @@ def pick(names: Sequence[str], stem: str) -> Optional[str]:
     """The best file name for a library stem: the plain soname with the highest major ("libjemalloc.so.2"), else
     "libX.so", else the longest versioned name."""
     pat = re.compile(rf"{re.escape(stem)}\.so(\.\d+)*$")
-    found = [n for n in names if pat.match(n)]
+    found = [n for n in names if n.startswith(stem) and pat.match(n)]
     if not found:
         return None
 

@@ -58,8 +58,11 @@ def parse_header_version(text: Optional[str], prefix: str) -> Optional[str]:
 def soname_version(names: List[str], stem: str) -> Optional[str]:
     """["libcudnn.so.9.1.0", "libcudnn.so.9"] -> "9.1.0": the most specific version among matching names."""
     best: Optional[str] = None
+    pattern = re.compile(rf"{re.escape(stem)}\.so\.(\d+(?:\.\d+)*)")
     for name in names:
-        m = re.fullmatch(rf"{re.escape(stem)}\.so\.(\d+(?:\.\d+)*)", name)
+        if not name.startswith(stem):
+            continue
+        m = pattern.fullmatch(name)
         if m and (best is None or m.group(1).count(".") > best.count(".")):
             best = m.group(1)
     return best
@@ -125,6 +128,6 @@ def probe(io: HostIO, base: Dict[str, Any]) -> Nvidia:
                                "CUDNN", "libcudnn"),
         nccl=_library_version(io, ["nccl.h"], "NCCL", "libnccl"),
         fabric_manager_installed=fm_installed,
-        fabric_manager_running=fabric_manager_running(io) if fm_installed or io.live else None,
+        fabric_manager_running=(fabric_manager_running(io) if fm_installed else False) if io.live else None,
         nvswitches=int(base.get("nvswitches", 0)),
     )

@@ -45,17 +45,18 @@ if spec is not None and spec.origin:
         m = re.search(r"^%s\s*(?::[^=\n]*)?=\s*(.+)$" % key, text, re.M)
         v = m.group(1).strip() if m else "None"
         t[key] = None if v == "None" else v.strip("'\"")
+    # The wheels torch loads its cuDNN/NCCL from; their dist-info folder names carry the version. (Scanning is
+    # cheaper than importing importlib.metadata, which costs ~0.1 s.)
     dists = {}
-    try:
-        import importlib.metadata as md
-        for name in ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12", "nvidia-cudnn-cu11",
-                     "nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11"):
-            try:
-                dists[name] = md.version(name)
-            except Exception:
-                pass
-    except ImportError:
-        pass
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for n in names:
+            m = re.match(r"(nvidia_(?:cudnn|nccl)_cu\d+)-([0-9.]+)\.dist-info$", n)
+            if m:
+                dists.setdefault(m.group(1).replace("_", "-"), m.group(2))
     t["dists"] = dists
     libs = []
     for ld in (os.path.join(d, "lib"), os.path.join(sys.prefix, "lib")):
