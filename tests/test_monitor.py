@@ -375,3 +375,27 @@ def test_report_command_text_json_plot_and_errors(tmp_path: Path) -> None:
         assert res.exit_code == 0 and (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
     else:
         assert res.exit_code == 2 and "matplotlib" in res.output and not (tmp_path / "p.png").exists()
+
+
+def test_nvml_is_initialised_once_and_unsupported_fields_asked_once(fake_nvml: Any, tmp_path: Path) -> None:
+    import io
+
+    import pynvml
+    from conftest import a100
+
+    from hosttune.monitor import daemon
+
+    fake_nvml({"driver": "550.54.15", "cuda_driver": 12040,
+               "devices": [a100(0, "3B", errors={"nvmlDeviceGetPowerUsage": "NOT_SUPPORTED"})]})
+    out, err = io.StringIO(), io.StringIO()
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), out, err)
+    mon.open_sources()
+    for _ in range(5):
+        rec = mon.take()
+        assert "power_w" not in rec["gpus"][0] and rec["gpus"][0]["temperature_c"] == 38
+    mon.close()
+    calls = pynvml.fake_calls()
+    assert calls["nvmlInit"] == 1 and calls["nvmlShutdown"] == 1
+    assert calls["nvmlDeviceGetName"] == 1  # identity read once, at start
+    assert calls["nvmlDeviceGetPowerUsage"] == 1 and calls["nvmlDeviceGetTemperature"] == 5
+    assert out.getvalue() == "" and err.getvalue() == ""

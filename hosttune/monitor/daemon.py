@@ -59,20 +59,33 @@ class Notifier:
             self.sock = None
 
 
+def connected_to_journal(stream: IO[str], journal_stream: str) -> bool:
+    """systemd.exec(5): $JOURNAL_STREAM is "DEV:INODE" of the journal connection; the stream is the journal only
+    when its fstat matches (a child that redirected its output must not write "<N>" prefixes into a file)."""
+    try:
+        dev, ino = (int(v) for v in journal_stream.split(":"))
+        st = os.fstat(stream.fileno())
+    except (ValueError, OSError, AttributeError):
+        return False
+    return (st.st_dev, st.st_ino) == (dev, ino)
+
+
 class Say:
     """Lines for the journal: events on stdout, problems on stderr; repeated problems rate-limited per key.
 
-    Under systemd (JOURNAL_STREAM set) each line starts with a "<N>" syslog priority, which journald turns into the
-    entry's PRIORITY, so `journalctl -p warning -u hosttune-monitor` shows exactly the warnings.
+    Under systemd each line written to the journal starts with a "<N>" syslog priority, which journald turns into
+    the entry's PRIORITY, so `journalctl -p warning -u hosttune-monitor` shows exactly the warnings.
     """
 
-    def __init__(self, out: IO[str], err: IO[str], journal: bool) -> None:
-        self.out, self.err, self.journal = out, err, journal
+    def __init__(self, out: IO[str], err: IO[str], journal_stream: str = "") -> None:
+        self.out, self.err = out, err
+        self.journal = {id(s): connected_to_journal(s, journal_stream) for s in (out, err)} if journal_stream else {}
         self._last: Dict[str, float] = {}
         self._suppressed: Dict[str, int] = {}
 
     def _line(self, stream: IO[str], level: str, text: str) -> None:
-        prefix = f"<{PRIORITY.get(level, 6)}>" if self.journal else f"hosttune monitor: {level}: "
+        journal = self.journal.get(id(stream), False)
+        prefix = f"<{PRIORITY.get(level, 6)}>" if journal else f"hosttune monitor: {level}: "
         try:
             stream.write(prefix + text + "\n")
             stream.flush()
@@ -108,7 +121,7 @@ class Monitor:
                  environ: Optional[Dict[str, str]] = None) -> None:
         self.cfg = cfg
         env = os.environ if environ is None else environ
-        self.say = Say(out, err, journal=bool(env.get("JOURNAL_STREAM")))
+        self.say = Say(out, err, env.get("JOURNAL_STREAM", ""))
         self.alerts = Alerts(cfg.thresholds)
         self.nv: Optional[nvml.Nvml] = None
         self.nvml_status = "ok"

@@ -101,8 +101,8 @@ class Alerts:
         if temp is not None:
             key = ("gpu_temperature", subj)
             lvl = self._band(key, temp, t.gpu_temp_warn_c, t.gpu_temp_hysteresis_c, t.gpu_temp_crit_c)
-            limit = t.gpu_temp_crit_c if lvl == "critical" else t.gpu_temp_warn_c
-            self._transition(out, key, lvl, f"{name} temperature {temp:g} C above {{level}} threshold {limit:g} C",
+            limit = f"> {t.gpu_temp_crit_c:g}" if lvl == "critical" else f">= {t.gpu_temp_warn_c:g}"
+            self._transition(out, key, lvl, f"{name} temperature {temp:g} C ({{level}} threshold: {limit} C)",
                              f"{name} temperature back to {temp:g} C", temp)
         mem = gpu.get("memory_used_pct")
         if mem is not None:

@@ -232,7 +232,8 @@ def _series(samples: Sequence[Dict[str, Any]]) -> Tuple[Dict[str, List[Tuple[flo
         if host.get("mem_used_pct") is not None:
             mems.setdefault("host memory", []).append((ts, float(host["mem_used_pct"])))
         if host.get("swap_total_bytes"):
-            mems.setdefault("swap", []).append((ts, 100.0 * host.get("swap_used_bytes", 0) / host["swap_total_bytes"]))
+            swap_pct = 100.0 * host.get("swap_used_bytes", 0) / host["swap_total_bytes"]
+            mems.setdefault("swap used", []).append((ts, swap_pct))
     return temps, mems
 
 
@@ -263,7 +264,7 @@ def render_svg(samples: Sequence[Dict[str, Any]], thresholds: Thresholds, title:
     """Two panels over time: temperatures (GPU, CPU package) with the warning/critical lines, and memory use in %.
     Each series is reduced to the maximum per pixel column, so a short spike to 88 C stays visible."""
     temps, mems = _series(samples)
-    w, panel_h, left, right, top = 960, 260, 64, 190, 40
+    w, panel_h, left, right, top = 1000, 260, 64, 230, 56
     plot_w = w - left - right
     h = top + 2 * (panel_h + 50) + 10
     t0 = samples[0]["ts"] if samples else 0.0
@@ -273,6 +274,8 @@ def render_svg(samples: Sequence[Dict[str, Any]], thresholds: Thresholds, title:
     durations = _durations(samples)
     gap = 3 * (sorted(durations)[len(durations) // 2] if durations else 1.0) or 1.0
 
+    palette: Dict[str, str] = {}
+
     def x_of(ts: float) -> float:
         return left + (ts - t0) / (t1 - t0) * plot_w
 
@@ -281,6 +284,7 @@ def render_svg(samples: Sequence[Dict[str, Any]], thresholds: Thresholds, title:
         'font-family="sans-serif" font-size="12">',
         f'<rect width="{w}" height="{h}" fill="white"/>',
         f'<text x="{left}" y="22" font-size="15" font-weight="bold">{_esc(title or "hosttune monitor")}</text>',
+        f'<text x="{left}" y="40" fill="#555">{_utc(t0)} .. {_utc(t1)}, times in UTC</text>',
     ]
 
     def panel(y0: float, name: str, unit: str, series: Dict[str, List[Tuple[float, float]]],
@@ -311,15 +315,17 @@ def render_svg(samples: Sequence[Dict[str, Any]], thresholds: Thresholds, title:
             y = y_of(value)
             out.append(f'<line class="threshold" x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" '
                        f'stroke="{color}" stroke-dasharray="6,4"/>')
-            out.append(f'<text x="{left + plot_w + 6}" y="{y + 4:.1f}" fill="{color}">{_esc(label)}</text>')
+            out.append(f'<text x="{left + plot_w - 4}" y="{y - 4:.1f}" text-anchor="end" fill="{color}">'
+                       f'{_esc(label)}</text>')
         for n, (label, pts) in enumerate(sorted(series.items())):
-            color = _COLORS[n % len(_COLORS)]
+            base = label[: -len(" memory")] if label.endswith(" memory") else label  # GPU 0 alike in both panels
+            color = palette.setdefault(base, _COLORS[len(palette) % len(_COLORS)])
             for run in _runs(pts, gap):
                 coords = " ".join(f"{x:.1f},{y_of(v):.1f}" for x, v in _max_per_pixel(run, x_of))
                 out.append(f'<polyline class="series" data-series="{_esc(label)}" fill="none" stroke="{color}" '
                            f'stroke-width="1.5" points="{coords}"/>')
             ly = y0 + 14 + 16 * n
-            lx = left + plot_w + 70
+            lx = left + plot_w + 14
             out.append(f'<line x1="{lx}" x2="{lx + 16}" y1="{ly - 4}" y2="{ly - 4}" stroke="{color}" '
                        'stroke-width="3"/>')
             out.append(f'<text x="{lx + 20}" y="{ly}">{_esc(label)}</text>')
@@ -329,9 +335,9 @@ def render_svg(samples: Sequence[Dict[str, Any]], thresholds: Thresholds, title:
         out.append("</g>")
 
     t = thresholds
-    panel(top + 20, "Temperature", "C", temps,
-          [(t.gpu_temp_warn_c, f"warn {t.gpu_temp_warn_c:g} C", "#e69500"),
-           (t.gpu_temp_crit_c, f"critical {t.gpu_temp_crit_c:g} C", "#d62728")], None, None)
+    panel(top + 20, "Temperature", "\u00b0C", temps,
+          [(t.gpu_temp_warn_c, f"warning {t.gpu_temp_warn_c:g} \u00b0C", "#e69500"),
+           (t.gpu_temp_crit_c, f"critical {t.gpu_temp_crit_c:g} \u00b0C", "#d62728")], None, None)
     panel(top + 20 + panel_h + 50, "Memory used", "%", mems,
           [(t.memory_pct, f"{t.memory_pct:g} %", "#d62728")], 0.0, 100.0)
     out.append("</svg>")
