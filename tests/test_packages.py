@@ -297,7 +297,7 @@ def test_rpmlint_clean(pkgs: Dict[str, Path]) -> None:
     config = REPO / "packaging" / "rpmlint.toml"
     lines = config.read_text().splitlines()
     for i, line in enumerate(lines):
-        if line.strip() and not line.startswith("#") and line.strip() not in ("Filters = [", "]"):
+        if line.strip() and not line.strip().startswith("#") and line.strip() not in ("Filters = [", "]"):
             assert lines[i - 1].strip().startswith("#"), f"rpmlint setting/filter without a reason: {line}"
     proc = sh(["rpmlint", "-c", str(config), str(pkgs["rpm"])], check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
