@@ -49,7 +49,8 @@ def test_cpuinfo_x86_arm_power() -> None:
     assert cpu.interesting_flags(x["flags"]) == (
         "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
     a = cpu.parse_cpuinfo(ARM)
-    assert a["vendor"] == "ARM" and a["model"] is None  # no model name on aarch64: py-cpuinfo is the fallback
+    assert a["vendor"] == "ARM" and a["model"] == "Neoverse-V2"  # from the part number, as lscpu names it
+    assert cpu.parse_cpuinfo(ARM.replace("0xd4f", "0xfff"))["model"] is None  # unknown: py-cpuinfo fallback
     assert {"sve", "sve2", "bf16", "i8mm"} <= set(cpu.interesting_flags(a["flags"]))
     p = cpu.parse_cpuinfo(POWER)
     assert p["model"] == "POWER9, altivec supported" and p["vendor"] == "IBM"

@@ -318,3 +318,40 @@ def test_pci_scan_ignores_devices_without_vendor(tmp_path: Path) -> None:
     io = HostIO(tmp_path)
     assert gpu.scan_pci(io) == ([], 0)
     assert gpu.device_locality(io, "0004:04:00.0") == (-1, tuple(range(16)))
+
+
+def test_kernel_settings(tmp_path: Path) -> None:
+    files = cpus(4)
+    files.update({
+        "/proc/sys/kernel/osrelease": "5.15.0-105-generic\n",
+        "/sys/kernel/mm/transparent_hugepage/enabled": "always madvise [never]\n",
+        "/sys/kernel/mm/transparent_hugepage/defrag": "[always] defer defer+madvise madvise never\n",
+        "/proc/sys/kernel/numa_balancing": "1\n",
+        "/proc/sys/vm/swappiness": "10\n",
+        "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor": "performance\n",
+        "/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor": "powersave\n",
+        "/sys/devices/system/cpu/cpu2/cpufreq/scaling_governor": "powersave\n",
+        "/sys/devices/system/cpu/smt/control": "on\n",
+        "/etc/hostname": "node17\n",
+    })
+    facts = collect(build(tmp_path, files), probe_torch=False, use_nvml=False)
+    k = facts.kernel
+    assert (k.release, k.thp, k.thp_defrag, k.numa_balancing, k.swappiness) == (
+        "5.15.0-105-generic", "never", "always", 1, 10)
+    assert k.governors == ("performance", "powersave") and facts.cpu.smt_control == "on"
+    assert facts.hostname == "node17"
+
+
+def test_smt_siblings_make_one_core(tmp_path: Path) -> None:
+    c = collect(build(tmp_path, cpus(8, per_core=2)), probe_torch=False, use_nvml=False).cpu
+    assert (c.logical, c.physical, c.smt) == (8, 4, True)
+    assert c.cores == ((0, 4), (1, 5), (2, 6), (3, 7))
+
+
+def test_python_by_name_and_bad_python_via_cli(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from hosttune.cli import cli
+
+    done = CliRunner().invoke(cli, ["facts", "--python", "no-such-python-xyz"])
+    assert done.exit_code == 2 and "--python no-such-python-xyz: not an executable file" in done.output

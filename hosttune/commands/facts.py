@@ -1,6 +1,7 @@
 """`hosttune facts`: detect the host and print a summary, or the Facts JSON with --json."""
 
 import os
+import shutil
 from pathlib import Path
 from typing import List, Optional, Sequence
 
@@ -68,7 +69,7 @@ def render(f: Facts) -> str:
                            (("numactl", tl.numactl), ("nvidia-smi", tl.nvidia_smi), ("torchrun", tl.torchrun))))
     m = f.memory
     row("memory", f"{m.total_mb} MiB total, {m.available_mb} MiB available, swap {m.swap_total_mb} MiB, "
-        f"/dev/shm {m.shm_mb} MiB")
+        f"/dev/shm {m.shm_mb if m.shm_mb is not None else '?'} MiB")
     for s in f.storage:
         if s.kind == "tmpfs" and s.mount != "/dev/shm":
             continue
@@ -91,7 +92,10 @@ def cmd(root: Optional[str], python: Optional[str], as_json: bool) -> None:
 
     if root is not None and not os.path.isdir(root):
         raise UserError(f"--root {root}: {'not a directory' if os.path.exists(root) else 'no such directory'}")
-    if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
-        raise UserError(f"--python {python}: not an executable file")
+    if python is not None:
+        found = python if os.sep in python else shutil.which(python)  # "--python python3.11" means PATH's
+        if found is None or not (os.path.isfile(found) and os.access(found, os.X_OK)):
+            raise UserError(f"--python {python}: not an executable file")
+        python = found
     facts = collect(Path(root) if root is not None else Path("/"), python=python)
     click.echo(facts.to_json() if as_json else render(facts))

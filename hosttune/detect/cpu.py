@@ -23,6 +23,15 @@ ARM_IMPLEMENTERS = {
     "0xc0": "Ampere",
 }
 
+# (implementer, part) -> core name, as util-linux lscpu names them; aarch64 /proc/cpuinfo has no "model name".
+ARM_PARTS = {
+    ("0x41", "0xd08"): "Cortex-A72", ("0x41", "0xd0c"): "Neoverse-N1", ("0x41", "0xd40"): "Neoverse-V1",
+    ("0x41", "0xd49"): "Neoverse-N2", ("0x41", "0xd4f"): "Neoverse-V2", ("0x41", "0xd8e"): "Neoverse-N3",
+    ("0x41", "0xd84"): "Neoverse-V3", ("0x41", "0xd85"): "Cortex-X925", ("0x41", "0xd87"): "Cortex-A725",
+    ("0x48", "0xd01"): "Kunpeng-920", ("0x43", "0x0af"): "ThunderX2 99xx", ("0x46", "0x001"): "A64FX",
+    ("0xc0", "0xac3"): "Ampere-1", ("0xc0", "0xac4"): "Ampere-1a", ("0x61", "0x022"): "M1",
+}
+
 
 def parse_cpuinfo(text: Optional[str]) -> Dict[str, Any]:
     """/proc/cpuinfo -> {model, vendor, flags} from the first processor that names them (x86, ARM, POWER)."""
@@ -40,6 +49,13 @@ def parse_cpuinfo(text: Optional[str]) -> Dict[str, Any]:
     out["model"] = first.get("model name") or first.get("cpu model") or first.get("cpu")
     if not out["model"] and "Processor" in first:  # old ARM kernels
         out["model"] = first["Processor"]
+    if not out["model"] and "CPU implementer" in first:
+        impl = first["CPU implementer"].lower()
+        parts = sorted({line.partition(":")[2].strip().lower() for line in text.splitlines()
+                        if line.startswith("CPU part")})
+        names = [ARM_PARTS.get((impl, p)) for p in parts]
+        if names and all(names):  # a hybrid chip (DGX Spark: X925 + A725) lists every core type
+            out["model"] = " + ".join(n for n in names if n)  # else None: py-cpuinfo may know the part
     vendor = first.get("vendor_id")
     if not vendor and "CPU implementer" in first:
         vendor = ARM_IMPLEMENTERS.get(first["CPU implementer"].lower(), first["CPU implementer"])
