@@ -355,3 +355,15 @@ def test_python_by_name_and_bad_python_via_cli(tmp_path: Path) -> None:
 
     done = CliRunner().invoke(cli, ["facts", "--python", "no-such-python-xyz"])
     assert done.exit_code == 2 and "--python no-such-python-xyz: not an executable file" in done.output
+
+
+def test_named_systemd_hierarchy_alone_is_cgroup_v2(tmp_path: Path) -> None:
+    """Docker-compatible "unified" hosts list name=systemd next to 0::; the controllers are on cgroup2."""
+    files = cpus(4)
+    files.update({
+        "/proc/self/cgroup": "1:name=systemd:/user.slice\n0::/user.slice\n",
+        "/proc/self/mountinfo": "30 1 0:26 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
+        "/sys/fs/cgroup/unified/user.slice/cpu.max": "200000 100000\n",
+    })
+    c = collect(build(tmp_path, files), probe_torch=False, use_nvml=False).cpu
+    assert (c.cgroup.version, c.quota_cpus, c.allowed_cpus) == (2, 2.0, (0, 1, 2, 3))

@@ -112,7 +112,7 @@ def probe(io: HostIO) -> Cgroup:
     # Hybrid hosts list v1 controllers next to a "0::" line: the controllers (and so the limits) are v1 there.
     # Without /proc/self/cgroup (some captures, old kernels) /proc/self/cpuset names the path.
     version: Optional[int] = None
-    if v1:
+    if any(c in v1 for c in ("cpuset", "cpu", "cpuacct", "memory")):  # not just a named "name=systemd" hierarchy
         version = 1
     elif v2_path is not None:
         version = 2

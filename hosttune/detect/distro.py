@@ -82,10 +82,15 @@ def probe(io: HostIO, legacy: bool = False) -> Distro:
         dist = _linux_distribution(io, legacy)
         dist_id = dist.id() or "unknown"
         like = dist.like() or ""
+        version, best = dist.version() or "", dist.version(best=True) or ""
+        if not version and dist_id == "debian":
+            # Debian testing/sid has no VERSION_ID; distro >= 1.7 then reports etc/debian_version ("bookworm/sid"),
+            # 1.5 (Debian 11, EL9) reports "". Give the newer answer everywhere.
+            version = best = io.read("/etc/debian_version") or ""
         return Distro(
             id=dist_id,
-            version=dist.version() or "",
-            version_best=dist.version(best=True) or "",
+            version=version,
+            version_best=best,
             codename=dist.codename() or "",
             like=like,
             name=dist.name() or "",

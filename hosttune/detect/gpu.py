@@ -128,7 +128,10 @@ def visible(gpus: Sequence[Gpu], cvd: Optional[str]) -> List[Gpu]:
             hits = [g for g in gpus if g.uuid and g.uuid.startswith(item)]
             match = hits[0] if len(hits) == 1 else None
         elif item.startswith("MIG-"):
-            break  # MIG instances are not enumerated here; CUDA shows one device
+            # CUDA enumerates only the first MIG instance it is given; which GPU holds it is not known here.
+            if gpus and not out:
+                out.append(gpus[0])
+            break
         if match is None or match in out:
             break  # CUDA ignores everything after an invalid entry
         out.append(match)

@@ -18,10 +18,11 @@ TMPFS = {"tmpfs", "ramfs"}
 PSEUDO_FS = {
     "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs", "pstore", "bpf", "debugfs",
     "tracefs", "configfs", "fusectl", "mqueue", "hugetlbfs", "autofs", "binfmt_misc", "efivarfs", "rpc_pipefs",
-    "nsfs", "selinuxfs", "nfsd", "overlay", "squashfs", "fuse.portal", "fuse.gvfsd-fuse", "rootfs", "cpuset",
+    "nsfs", "selinuxfs", "nfsd", "squashfs", "fuse.portal", "fuse.gvfsd-fuse", "rootfs", "cpuset",
     "fuse.lxcfs", "ramfs", "devfs", "sockfs", "pipefs", "xenfs", "zonefs",
 }
-# overlay and squashfs are read-only images or container layers, not where training data sits; they are skipped.
+# squashfs images (snaps) are read-only software, not where training data sits: skipped. overlay is kept: it is a
+# container's "/", with kind "unknown" because its upper layer's disk is not visible from inside.
 
 
 def disk_kind(name: str, rotational: Optional[str]) -> str:
