@@ -246,12 +246,16 @@ class _Raw:
 def parse_text(text: str, path: Path) -> _Raw:
     """Parse and validate the text of one profile file (no inheritance yet). Raises UserError only."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        # One parse: compose (libyaml when present), then build Python values from the same node tree.
+        node = yaml.compose(text, Loader=_COMPOSER)
+        data = yaml.SafeLoader("").construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
+        # The context mark is where the broken construct starts (the problem mark is often the end of the file).
+        mark = exc.context_mark or exc.problem_mark
         line = f":{mark.line + 1}" if mark is not None else ""
-        problem = (exc.problem or exc.context or "invalid YAML").strip()
+        problem = " ".join(x.strip() for x in (exc.context, exc.problem) if x) or "invalid YAML"
+        if exc.problem_mark is not None and exc.problem_mark is not mark:
+            problem += f" (line {exc.problem_mark.line + 1})"
         raise UserError(f"{path}{line}: not valid YAML: {problem}") from None
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError, AttributeError) as exc:
         # pyyaml raises ValueError/OverflowError from some scalar constructors (dates, huge numbers).
@@ -266,6 +270,10 @@ def parse_text(text: str, path: Path) -> _Raw:
     return raw
 
 
+_COMPOSER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_CACHE: Dict[Tuple[str, bytes], _Raw] = {}
+
+
 def read_file(path: Path) -> _Raw:
     _check_owner_safety(path)
     try:
@@ -273,13 +281,20 @@ def read_file(path: Path) -> _Raw:
             blob = fh.read(MAX_PROFILE_BYTES + 1)
     except OSError as exc:
         raise UserError(f"{path}: cannot read profile: {exc.strerror or exc}") from None
+    key = (str(path), blob)
+    if key in _CACHE:  # the same bytes again (bases are read once per profile that uses them): skip the parse
+        return _CACHE[key]
     if len(blob) > MAX_PROFILE_BYTES:
         raise UserError(f"{path}: profile is larger than {MAX_PROFILE_BYTES} bytes")
     try:
         text = blob.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    return parse_text(text, path)
+    raw = parse_text(text, path)
+    if len(_CACHE) > 256:
+        _CACHE.clear()
+    _CACHE[key] = raw
+    return raw
 
 
 def _bad(raw: _Raw, key: str, msg: str, sub: Optional[str] = None) -> UserError:
@@ -371,10 +386,15 @@ def _looks_like_path(s: str) -> bool:
     return "/" in s or s.endswith((".yaml", ".yml"))
 
 
-def _find(name: str, exclude: Tuple[Path, ...] = ()) -> Path:
+def _find(name: str, before: Optional[Path] = None) -> Path:
+    """The winning file for `name`; with `before`, the one just earlier on the search path than that file (a
+    profile that extends its own name extends the next one down, as tuned's overrides do)."""
     if not name or not re.match(r"^[A-Za-z0-9_.@+-]+$", name) or name.startswith("."):
         raise UserError(f"{name!r} is not a profile name (names are letters, digits, '.', '_', '-')")
-    cands = [p for p in _candidates(name) if p.resolve() not in exclude]
+    cands = _candidates(name)
+    if before is not None:
+        real = [p.resolve() for p in cands]
+        cands = cands[: real.index(before)] if before in real else [p for p, r in zip(cands, real) if r != before]
     if not cands:
         known = [n for n, _p, _o in available()]
         close = difflib.get_close_matches(name, known, n=1)
@@ -407,9 +427,7 @@ def _chain(path: Path) -> List[_Raw]:
                 raise _bad(raw, "base", f"unknown base {base!r}: no such file")
         else:
             try:
-                # A profile that extends its own name extends the one earlier on the search path.
-                excl = (real,) if base == cur.stem else ()
-                nxt = _find(base, exclude=excl)
+                nxt = _find(base, before=real if base == cur.stem else None)
             except UserError as exc:
                 raise _bad(raw, "base", f"unknown base {base!r} ({exc})") from None
         cur = nxt
