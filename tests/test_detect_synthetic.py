@@ -147,7 +147,7 @@ def test_gpus_through_fake_nvml_with_sysfs_locality(tmp_path: Path, fake_nvml: A
     assert (g0.name, g0.pci_bus_id, g0.numa_node, g0.local_cpus) == (
         "NVIDIA A100-SXM4-80GB", "0000:3b:00.0", 0, (0, 1, 2, 3))
     assert (g1.pci_bus_id, g1.numa_node, g1.persistence_mode, g1.source) == ("0000:af:00.0", 1, False, "nvml")
-    assert g0.memory_mb == 81920 and g0.pcie_gen == 4 and g0.ecc_enabled is True and g0.uuid.startswith("GPU-")
+    assert g0.memory_mb == 81920 and g0.pcie_gen_max == 4 and g0.ecc_enabled is True and g0.uuid.startswith("GPU-")
 
 
 def test_nvml_driver_not_loaded_falls_back_to_pci(tmp_path: Path, fake_nvml: Any) -> None:
@@ -367,3 +367,15 @@ def test_named_systemd_hierarchy_alone_is_cgroup_v2(tmp_path: Path) -> None:
     })
     c = collect(build(tmp_path, files), probe_torch=False, use_nvml=False).cpu
     assert (c.cgroup.version, c.quota_cpus, c.allowed_cpus) == (2, 2.0, (0, 1, 2, 3))
+
+
+def test_fast_path_asks_nvml_only_static_queries(tmp_path: Path, fake_nvml: Any) -> None:
+    import pynvml
+
+    fake_nvml({"driver": "550.54.15", "cuda_driver": 12040, "devices": [a100(0, "3B", 0, temperature_c=71)]})
+    root = gpu_host(tmp_path)
+    fast = collect(root, probe_torch=False, nvml_module=pynvml).gpus[0]
+    assert (fast.name, fast.numa_node, fast.memory_mb, fast.temperature_c, fast.pcie_gen) == (
+        "NVIDIA A100-SXM4-80GB", 0, 81920, None, None)
+    full = collect(root, nvml_module=pynvml).gpus[0]
+    assert (full.temperature_c, full.pcie_gen) == (71, 4)

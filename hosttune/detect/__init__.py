@@ -1,8 +1,9 @@
 """The detector: one probe module per source, each reading through `HostIO`; `collect(root)` builds Facts.
 
 `collect(Path("/"))` reads the live host (NVML, the torch probe subprocess, sched_getaffinity, rlimits, statvfs);
-`collect(Path(DIR))` reads a captured host from DIR's proc/, sys/, etc/ and nothing else. `probe_torch=False` and
-`use_nvml=False` are the launcher's fast path: no subprocess, no NVML, no py-cpuinfo.
+`collect(Path(DIR))` reads a captured host from DIR's proc/, sys/, etc/ and nothing else. `probe_torch=False` is the
+launcher's fast path: no subprocess, no py-cpuinfo, and NVML is asked only its static queries (identity, memory,
+modes; no temperatures or counters); `use_nvml=False` skips NVML as well (GPUs then come from the PCI tree).
 """
 
 import os
@@ -33,7 +34,7 @@ def collect(root: Path = Path("/"), python: Optional[str] = None, *, probe_torch
     cg = cgroup.probe(io)
     cpu_facts = cpu.probe(io, cg, affinity=cpu.live_affinity() if io.live else None, slow_fallback=probe_torch)
     numa_facts = numa.probe(io, cpu_facts.online, cg.mems)
-    gpus, nvml_info, switches = gpu.probe(io, use_nvml=use_nvml, module=nvml_module)
+    gpus, nvml_info, switches = gpu.probe(io, use_nvml=use_nvml, module=nvml_module, sample=probe_torch)
     nv = nvidia.probe(io, gpu.nvidia_base(nvml_info, switches))
 
     torch_facts: Optional[TorchInstall] = None

@@ -54,8 +54,11 @@ def scan_pci(io: HostIO) -> Tuple[List[Gpu], int]:
     return gpus, switches
 
 
-def probe_nvml(io: HostIO, module: Any = None) -> Tuple[Optional[List[Gpu]], Dict[str, Any]]:
-    """(GPUs from NVML or None when NVML is unavailable, {nvml, nvml_error, driver, cuda_driver})."""
+def probe_nvml(io: HostIO, module: Any = None, sample: bool = True) -> Tuple[Optional[List[Gpu]], Dict[str, Any]]:
+    """(GPUs from NVML or None when NVML is unavailable, {nvml, nvml_error, driver, cuda_driver}).
+
+    `sample=False` (the launcher's fast path) asks only the static queries: no temperature, link or error counters.
+    """
     info: Dict[str, Any] = {"nvml": "ok", "nvml_error": None, "driver": None, "cuda_driver": None}
     try:
         session = Nvml(module)
@@ -69,7 +72,7 @@ def probe_nvml(io: HostIO, module: Any = None) -> Tuple[Optional[List[Gpu]], Dic
         for index in range(session.count()):
             try:
                 st = session.static(index)
-                sample = session.sample(index)
+                now = session.sample(index) if sample else {}
             except GpuLost as exc:
                 io.note(f"gpu{index}", str(exc))
                 continue
@@ -83,13 +86,13 @@ def probe_nvml(io: HostIO, module: Any = None) -> Tuple[Optional[List[Gpu]], Dic
                 index=index, name=st.get("name"), uuid=st.get("uuid"), pci_bus_id=bdf, numa_node=node,
                 local_cpus=cpus, memory_mb=st.get("memory_mb"), persistence_mode=st.get("persistence_mode"),
                 ecc_enabled=st.get("ecc_enabled"), ecc_pending=st.get("ecc_pending"),
-                pcie_gen=sample.get("pcie_gen"), pcie_gen_max=st.get("pcie_gen_max"),
-                pcie_width=sample.get("pcie_width"), pcie_width_max=st.get("pcie_width_max"),
-                temperature_c=sample.get("temperature_c"), clock_event_reasons=sample.get("clock_event_reasons"),
-                ecc_uncorrected_volatile=sample.get("ecc_uncorrected_volatile"),
-                retired_pages_pending=sample.get("retired_pages_pending"),
-                remapped_rows_pending=sample.get("remapped_rows_pending"),
-                remapped_rows_failure=sample.get("remapped_rows_failure"),
+                pcie_gen=now.get("pcie_gen"), pcie_gen_max=st.get("pcie_gen_max"),
+                pcie_width=now.get("pcie_width"), pcie_width_max=st.get("pcie_width_max"),
+                temperature_c=now.get("temperature_c"), clock_event_reasons=now.get("clock_event_reasons"),
+                ecc_uncorrected_volatile=now.get("ecc_uncorrected_volatile"),
+                retired_pages_pending=now.get("retired_pages_pending"),
+                remapped_rows_pending=now.get("remapped_rows_pending"),
+                remapped_rows_failure=now.get("remapped_rows_failure"),
                 device_id=io.read(f"{pci_dir}/device"), pci_class=io.read(f"{pci_dir}/class"), source="nvml",
             ))
     finally:
@@ -97,12 +100,13 @@ def probe_nvml(io: HostIO, module: Any = None) -> Tuple[Optional[List[Gpu]], Dic
     return gpus, info
 
 
-def probe(io: HostIO, use_nvml: bool = True, module: Any = None) -> Tuple[Tuple[Gpu, ...], Dict[str, Any], int]:
+def probe(io: HostIO, use_nvml: bool = True, module: Any = None,
+          sample: bool = True) -> Tuple[Tuple[Gpu, ...], Dict[str, Any], int]:
     """(gpus, NVML info for Nvidia, nvswitch count). NVML only on a live host (or with an explicit `module`)."""
     pci_gpus, switches = scan_pci(io)
     info: Dict[str, Any] = {"nvml": "skipped", "nvml_error": None, "driver": None, "cuda_driver": None}
     if use_nvml and (io.live or module is not None):
-        nvml_gpus, info = probe_nvml(io, module)
+        nvml_gpus, info = probe_nvml(io, module, sample)
         if nvml_gpus is not None:
             return tuple(nvml_gpus), info, switches
     return tuple(pci_gpus), info, switches
