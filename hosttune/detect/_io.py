@@ -114,17 +114,6 @@ class HostIO:
         result = "/" + "/".join(done)
         return result if self.exists(result) else None
 
-    def first_existing(self, rels: Sequence[str]) -> Optional[str]:
-        for rel in rels:
-            if self.exists(rel):
-                return rel
-        return None
-
-    def glob(self, pattern: str) -> List[str]:
-        """Host paths matching a glob relative to the root, sorted."""
-        base = str(self.root).rstrip("/")
-        return sorted("/" + str(p)[len(base):].lstrip("/") for p in self.root.glob(pattern.lstrip("/")))
-
     # ---- processes ------------------------------------------------------------------------------------------
     def run(self, argv: Sequence[str], timeout: float = 10.0, env: Optional[Dict[str, str]] = None,
             note: bool = True) -> Optional["subprocess.CompletedProcess[str]"]:
@@ -154,7 +143,7 @@ class HostIO:
         for d in dirs:
             rel = f"{d.rstrip('/')}/{name}"
             if os.path.isfile(self.path(rel)):
-                return rel if not self.live else rel
+                return rel
         return None
 
 
