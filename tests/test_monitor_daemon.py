@@ -379,7 +379,7 @@ def test_runs_under_memory_deny_write_execute(tmp_path: Path) -> None:
             os._exit(77)
 
     env = _env(dict(os.environ))
-    env.pop("PYTHONPATH", None)  # the real nvidia-ml-py
+    env["PYTHONPATH"] = str(REPO)  # without tests/fakes: the real nvidia-ml-py
     res = subprocess.run([sys.executable, "-c", "import mmap\ntry:\n mmap.mmap(-1, 4096, prot=7)\nexcept OSError:"
                           "\n raise SystemExit(0)\nraise SystemExit(1)"], preexec_fn=mdwe, capture_output=True)
     if res.returncode == 77:
