@@ -1,0 +1,177 @@
+"""`hosttune env` and `hosttune profile` through the real command line: eval safety, JSON, exit codes, files."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import yaml
+
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+
+
+class Result:
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def run(args: List[str], env: Optional[Dict[str, str]] = None) -> Result:
+    """The real CLI in-process (click's runner: the machine is shared and an interpreter start costs ~1 s there);
+    the eval tests below run the installed command in a real shell."""
+    from click.testing import CliRunner
+
+    from hosttune.cli import cli
+
+    res = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
+    return Result(res.exit_code, res.stdout, res.stderr)
+
+
+def user_error(proc: Result) -> str:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hosttune: error: "), proc.stderr
+    return lines[0]
+
+
+HOSTILE = {
+    "Q1": "it's",
+    "Q2": 'say "hi"',
+    "SUBST": "$(touch {marker})",
+    "TICKS": "`touch {marker}`",
+    "SEMI": "x; touch {marker}",
+    "NL": "line1\nline2\n",
+    "BS": "back\\slash\\n",
+    "GLOB": "* ? [a-z] ~",
+    "DASH": "-n -e",
+    "EMPTY": "",
+    "UNI": "caf\u00e9 \u2603",
+    "VAR": "${HOME} $PATH",
+}
+
+
+def test_hostile_env_values_round_trip_through_eval(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    values = {k: v.replace("{marker}", str(marker)) for k, v in HOSTILE.items()}
+    # The file name ends up in a comment line; a newline in it must not start a command.
+    prof = tmp_path / "evil\ntouch pwned\n.yaml"
+    prof.write_text(yaml.safe_dump({"base": "throughput", "env": values}))
+    script = 'eval "$(hosttune env --profile "$1")" || exit 9; for k in ' + " ".join(values) + \
+        '; do printf "%s=%s\\0" "$k" "${!k}"; done'
+    proc = subprocess.run(["bash", "-c", script, "bash", str(prof)], capture_output=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    got = dict(item.split("=", 1) for item in proc.stdout.decode().split("\0") if item)
+    assert got == values
+    assert not marker.exists()
+
+
+def test_env_json_on_this_machine_two_ranks() -> None:
+    out = []
+    for rank in (0, 1):
+        proc = run(["env", "--profile", "throughput", "--local-rank", str(rank), "--local-world-size", "2", "--json"])
+        assert proc.returncode == 0, proc.stderr
+        data = json.loads(proc.stdout)
+        assert {"local_rank", "local_world_size", "cpus", "mems", "env"} <= set(data)
+        assert data["local_rank"] == rank and data["local_world_size"] == 2
+        out.append(data)
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) >= 2:
+        assert not set(out[0]["cpus"]) & set(out[1]["cpus"])
+        assert sorted(out[0]["cpus"] + out[1]["cpus"]) == allowed
+        threads = [int(d["env"]["OMP_NUM_THREADS"]) for d in out]
+        assert sum(threads) <= len(allowed) and all(t >= 1 for t in threads)
+    single = json.loads(run(["env", "--profile", "throughput", "--json"]).stdout)
+    assert int(single["env"]["OMP_NUM_THREADS"]) == len(allowed) or len(allowed) == 1
+    if os.path.exists(JEMALLOC):
+        assert single["env"]["LD_PRELOAD"].split(":")[0].endswith("libjemalloc.so.2")
+
+
+def test_env_exports_apply_in_a_shell_and_reasons_are_comments() -> None:
+    proc = subprocess.run(["hosttune", "env", "--profile", "debug", "--local-rank", "0", "--local-world-size", "2"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("# threads:") for line in lines)
+    assert all(line.startswith(("# ", "export ")) for line in lines)
+    shell = subprocess.run(["bash", "-c", 'eval "$1"; echo "$NCCL_DEBUG $OMP_NUM_THREADS $HOSTTUNE_NUM_WORKERS"', "b",
+                            proc.stdout], capture_output=True, text=True, timeout=60)
+    threads = json.loads(run(["env", "--profile", "debug", "--local-rank", "0", "--local-world-size", "2",
+                              "--json"]).stdout)["env"]["OMP_NUM_THREADS"]
+    assert shell.stdout.split() == ["INFO", threads, "0"]
+
+
+def test_env_reads_torchrun_variables() -> None:
+    env = dict(os.environ, LOCAL_RANK="1", LOCAL_WORLD_SIZE="2")
+    a = json.loads(run(["env", "--profile", "throughput", "--json"], env=env).stdout)
+    b = json.loads(run(["env", "--profile", "throughput", "--local-rank", "1", "--local-world-size", "2", "--json"]
+                       ).stdout)
+    assert (a["local_rank"], a["local_world_size"], a["cpus"]) == (1, 2, b["cpus"])
+
+
+def test_env_on_a_captured_host(hwloc_tree: Any) -> None:
+    root = hwloc_tree("16amd64-8n2c-cpusets")
+    proc = run(["env", "--root", str(root), "--profile", "throughput", "--local-rank", "1", "--local-world-size", "2",
+                "--json"])
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["cpus"] == [6, 12, 13, 14, 15] and data["mems"] == [3]
+    assert data["env"]["OMP_NUM_THREADS"] == "5"
+    assert "LD_PRELOAD" not in data["env"]  # the captured tree has no allocator libraries
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
+    assert "outside 0..1" in user_error(run(["env", "--profile", "throughput", "--local-rank", "2",
+                                             "--local-world-size", "2"]))
+    assert "unknown profile 'fast'" in user_error(run(["env", "--profile", "fast"]))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("base: throughput\nthreds: 4\n")
+    line = user_error(run(["env", "--profile", str(bad)]))
+    assert f"{bad}:2: threds: unknown key (did you mean 'threads'?)" in line
+    assert "no such directory" in user_error(run(["env", "--root", str(tmp_path / "nope")]))
+    assert "not a number" in user_error(run(["env"], env={"LOCAL_RANK": "x"}))
+    assert "unknown profile" in user_error(run(["profile", "show", "nosuch"]))
+    assert "unknown profile" in user_error(run(["profile", "generate", "--base", "nosuch", "-o",
+                                                str(tmp_path / "p.yaml")]))
+
+
+def test_generate_writes_refuses_overwrite_and_env_uses_it(tmp_path: Path) -> None:
+    etc = tmp_path / "etc"
+    env = {"HOSTTUNE_ETC_DIR": str(etc)}
+    proc = run(["profile", "generate"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    user = Path(os.environ["XDG_CONFIG_HOME"]) / "hosttune/profile.yaml"
+    target = etc / "profile.yaml" if os.geteuid() == 0 else user
+    assert f"wrote {target}" in proc.stdout
+    text = target.read_text()
+    assert "fingerprint: " in text
+    if os.path.exists(JEMALLOC):
+        assert f"jemalloc found at {JEMALLOC}" in text and f"jemalloc found at {JEMALLOC}" in proc.stdout
+    assert "--force" in user_error(run(["profile", "generate"], env=env))
+    assert target.read_text() == text
+    assert run(["profile", "generate", "--force", "--base", "reproducible"], env=env).returncode == 0
+    proc = run(["env", "--local-rank", "1", "--local-world-size", "2"], env=env)  # the generated profile is in use
+    assert proc.returncode == 0 and f"({target})" in proc.stdout.splitlines()[0]
+    assert "export HOSTTUNE_DETERMINISTIC=1" in proc.stdout
+    show = run(["profile", "show"], env=env)
+    assert show.returncode == 0 and str(target) in show.stdout and "deterministic" in show.stdout
+
+
+def test_generate_for_a_captured_host_and_show_list(hwloc_tree: Any, tmp_path: Path) -> None:
+    out = tmp_path / "gen.yaml"
+    proc = run(["profile", "generate", "--root", str(hwloc_tree("16amd64-8n2c")), "-o", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    data = yaml.safe_load(out.read_text())
+    assert data["allocator"] == "system" and "no jemalloc or tcmalloc found" in data["reasons"]["allocator"]
+    assert data["memory_policy"] == "bind" and "8 NUMA nodes" in data["reasons"]["memory_policy"]
+    show = run(["profile", "show", "reproducible"])
+    assert show.returncode == 0
+    assert any(line.startswith("deterministic") and "reproducible.yaml:" in line for line in show.stdout.splitlines())
+    assert any(line.startswith("malloc_conf") and "throughput.yaml:" in line for line in show.stdout.splitlines())
+    js = json.loads(run(["profile", "show", "cpu-only", "--json"]).stdout)
+    assert js["device"] == "cpu" and js["chain"][0].endswith("throughput.yaml")
+    listed = json.loads(run(["profile", "list", "--json"]).stdout)
+    names = {p["name"] for p in listed["profiles"]}
+    assert {"throughput", "reproducible", "memory-saver", "cpu-only", "debug"} <= names
+    text = run(["profile", "list"]).stdout
+    assert "throughput" in text and "Fastest training" in text
