@@ -379,3 +379,25 @@ def test_fast_path_asks_nvml_only_static_queries(tmp_path: Path, fake_nvml: Any)
         "NVIDIA A100-SXM4-80GB", 0, 81920, None, None)
     full = collect(root, nvml_module=pynvml).gpus[0]
     assert (full.temperature_c, full.pcie_gen) == (71, 4)
+
+
+def test_statvfs_of_a_hung_network_mount_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hard NFS mount whose server is gone blocks statvfs; the detector gives up on it and says so."""
+    import threading
+
+    from hosttune.detect import storage
+
+    release = threading.Event()
+    real = os.statvfs
+
+    def statvfs(path: Any) -> Any:
+        if str(path) == "/":
+            release.wait(10)  # stands in for the kernel waiting on a dead server
+        return real(path)
+
+    monkeypatch.setattr(storage.os, "statvfs", statvfs)
+    try:
+        assert storage._statvfs_bounded("/", 0.2) is None
+        assert storage._statvfs_bounded("/proc", 0.2) is not None
+    finally:
+        release.set()

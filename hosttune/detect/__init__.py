@@ -50,7 +50,7 @@ def collect(root: Path = Path("/"), python: Optional[str] = None, *, probe_torch
             torch_facts = torchenv.from_probe(target, data, nv.cuda_driver, visible)
 
     alloc, tools = allocators.probe(io, lib_dirs)
-    mounts, shm = storage.probe(io)
+    mounts, shm = storage.probe(io, sizes=probe_torch)  # the fast path skips statvfs (NFS can block it)
     return Facts(
         root=str(root),
         hostname=_hostname(io),

@@ -2,6 +2,7 @@
 
 import os
 import re
+import threading
 from typing import List, Optional, Tuple
 
 from hosttune.detect._io import HostIO
@@ -113,6 +114,16 @@ def _statvfs(path: str) -> Tuple[Optional[int], Optional[int]]:
     return st.f_blocks * st.f_frsize // (1 << 20), st.f_bavail * st.f_frsize // (1 << 20)
 
 
+def _statvfs_bounded(path: str, timeout: float) -> Optional[Tuple[Optional[int], Optional[int]]]:
+    """statvfs in a daemon thread: a hard-mounted NFS whose server is gone blocks statvfs forever. None = timed out
+    (the thread is abandoned; it cannot be killed, but it does not keep the process alive)."""
+    result: List[Tuple[Optional[int], Optional[int]]] = []
+    worker = threading.Thread(target=lambda: result.append(_statvfs(path)), daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return result[0] if result else None
+
+
 def _size_option(options: str) -> Optional[int]:
     """tmpfs "size=65536k" -> MiB (captured roots have no statvfs)."""
     m = re.search(r"(?:^|,)size=(\d+)([kmgKMG]?)", options)
@@ -122,8 +133,11 @@ def _size_option(options: str) -> Optional[int]:
     return int(int(m.group(1)) * scale)
 
 
-def probe(io: HostIO) -> Tuple[Tuple[Mount, ...], Optional[int]]:
-    """(mounts, /dev/shm size in MiB). Bind mounts of the same place are listed once (the last one wins)."""
+def probe(io: HostIO, sizes: bool = True, network_timeout: float = 1.0) -> Tuple[Tuple[Mount, ...], Optional[int]]:
+    """(mounts, /dev/shm size in MiB). Bind mounts of the same place are listed once (the last one wins).
+
+    `sizes` (live only) fills size/free with statvfs; network filesystems get `network_timeout` seconds each.
+    """
     out: List[Mount] = []
     shm: Optional[int] = None
     for entry in read_mounts(io):
@@ -131,7 +145,12 @@ def probe(io: HostIO) -> Tuple[Tuple[Mount, ...], Optional[int]]:
         if m is None:
             continue
         size = free = None
-        if io.live:
+        if io.live and sizes and m.kind == "network":
+            got = _statvfs_bounded(entry.mount, network_timeout)
+            if got is None:
+                io.note(f"storage {entry.mount}", f"statvfs gave no answer in {network_timeout:g} s (server gone?)")
+            size, free = got or (None, None)
+        elif io.live and (sizes or m.mount == "/dev/shm"):
             size, free = _statvfs(entry.mount)
         elif m.kind == "tmpfs":
             size = _size_option(entry.options)
