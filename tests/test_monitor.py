@@ -225,6 +225,19 @@ def test_jsonl_rotates_at_the_size_limit_keeping_n_backups(tmp_path: Path) -> No
     assert os.listdir(tmp_path / "b0") == ["monitor.jsonl"]
 
 
+def test_jsonl_survives_copytruncate_and_deletion(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    sink = sinks.JsonlSink(str(log), max_bytes=1 << 20, backups=1)
+    sink.write({"seq": 1})
+    os.truncate(log / "monitor.jsonl", 0)  # logrotate copytruncate
+    sink.write({"seq": 2})
+    assert (log / "monitor.jsonl").read_text() == '{"seq":2}\n'
+    (log / "monitor.jsonl").unlink()  # an admin deletes the log: the next sample starts a new one
+    sink.write({"seq": 3})
+    sink.close()
+    assert (log / "monitor.jsonl").read_text() == '{"seq":3}\n'
+
+
 def _gpu_sample() -> Dict[str, Any]:
     return {
         "ts": 1700000000.5, "nvml": "ok",

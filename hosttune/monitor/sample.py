@@ -207,7 +207,10 @@ class HostReader:
         self._cpu_prev = cpu
         text = _read(Path(self._path("/proc/loadavg")))
         if text:
-            out["load1"], out["load5"], out["load15"] = parse_loadavg(text)
+            try:
+                out["load1"], out["load5"], out["load15"] = parse_loadavg(text)
+            except (ValueError, IndexError):
+                pass
         text = _read(Path(self._path("/proc/meminfo")))
         if text:
             try:

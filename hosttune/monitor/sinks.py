@@ -66,6 +66,7 @@ class JsonlSink:
     def reopen(self) -> None:
         """SIGHUP: logrotate (or an admin) moved the file; continue in a new one at the same path."""
         self.close()
+        os.makedirs(self.dir, exist_ok=True)
         self.open()
 
     def _rotate(self) -> None:
@@ -84,6 +85,14 @@ class JsonlSink:
         data = (json.dumps(record, separators=(",", ":"), sort_keys=False) + "\n").encode()
         if self.fd is None:
             self.open()
+        assert self.fd is not None
+        # One fstat per sample: the size as it really is (logrotate's copytruncate may have emptied the file, and a
+        # stale size would make _cut() extend it with zeros), and whether someone deleted the file under us.
+        st = os.fstat(self.fd)
+        if st.st_nlink == 0:
+            self.reopen()
+            st = os.fstat(self.fd)  # type: ignore[arg-type]
+        self.size = st.st_size
         if self.size > 0 and self.size + len(data) > self.max_bytes:
             self._rotate()
         assert self.fd is not None
