@@ -207,9 +207,9 @@ def _common(facts: Facts, profile: Profile, environ: Mapping[str, str]) -> Tuple
             ours.append(str(iomp))
             reasons.append(f"openmp: Intel OpenMP preloaded from {iomp}")
     new = [p for p in ours if p not in preload] + preload
-    if new != preload:
+    if ours:  # always stated, so a rank's env is the same whether or not its parent already carried it
         env["LD_PRELOAD"] = ":".join(new)
-        if preload:
+        if new != preload and preload:
             reasons.append("LD_PRELOAD: ours prepended to the existing entries")
     if name == "jemalloc" and profile.malloc_conf:
         env["MALLOC_CONF"] = profile.malloc_conf

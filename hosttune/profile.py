@@ -117,7 +117,9 @@ def _packaged_dirs() -> List[Path]:
     """The packaged profiles: `hosttune/profiles` when installed, `<repo>/profiles` in a checkout."""
     here = Path(__file__).resolve().parent
     dirs = []
-    for cand in (here / "profiles", here.parent / "profiles"):
+    # <repo>/profiles only in a checkout (next to pyproject.toml), never a stray site-packages/profiles
+    cands = [here / "profiles"] + ([here.parent / "profiles"] if (here.parent / "pyproject.toml").is_file() else [])
+    for cand in cands:
         if cand.is_dir() and any(cand.glob("*.yaml")) and cand not in dirs:
             dirs.append(cand)
     try:  # an editable or wheel install maps profiles/ to the package hosttune.profiles
@@ -253,7 +255,7 @@ def parse_text(text: str, path: Path) -> _Raw:
         # The context mark is where the broken construct starts (the problem mark is often the end of the file).
         mark = exc.context_mark or exc.problem_mark
         line = f":{mark.line + 1}" if mark is not None else ""
-        problem = " ".join(x.strip() for x in (exc.context, exc.problem) if x) or "invalid YAML"
+        problem = ": ".join(x.strip() for x in (exc.context, exc.problem) if x) or "invalid YAML"
         if exc.problem_mark is not None and exc.problem_mark is not mark:
             problem += f" (line {exc.problem_mark.line + 1})"
         raise UserError(f"{path}{line}: not valid YAML: {problem}") from None

@@ -40,12 +40,11 @@ def cmd(profile_name: Optional[str], root: Optional[str], local_rank: Optional[i
 
     if root is not None and not os.path.isdir(root):
         raise UserError(f"--root {root}: {'not a directory' if os.path.exists(root) else 'no such directory'}")
+    # torchrun exports LOCAL_RANK and LOCAL_WORLD_SIZE, so `eval "$(hosttune env)"` inside a rank just works.
     rank = local_rank if local_rank is not None else (_int_env("LOCAL_RANK") or 0)
-    size = local_world_size if local_world_size is not None else _int_env("LOCAL_WORLD_SIZE")
-    if size is None:
-        size = max(1, rank + 1) if local_rank is None else 1
-    if local_rank is not None and local_world_size is None and _int_env("LOCAL_WORLD_SIZE") is None and rank >= 1:
-        raise UserError("--local-rank needs --local-world-size (how many ranks share this node)")
+    size = local_world_size if local_world_size is not None else (_int_env("LOCAL_WORLD_SIZE") or 1)
+    if rank >= size and local_world_size is None:
+        raise UserError(f"local rank {rank} needs --local-world-size (how many ranks share this node)")
     facts = collect(Path(root) if root is not None else Path("/"), probe_torch=False)
     prof = profile.active(profile_name, facts)
     rp = plan.resolve(facts, prof, rank, size)

@@ -68,7 +68,10 @@ def show_cmd(name: Optional[str], root: Optional[str], as_json: bool) -> None:
     if len(prof.chain) > 1:
         rows.append(("inherits", " <- ".join(reversed(prof.chain))))
     if prof.fingerprint:
-        rows.append(("fingerprint", prof.fingerprint))
+        here = facts if facts is not None else _facts(None)
+        now = here.hardware_fingerprint()
+        state = "matches this host" if now == prof.fingerprint else f"STALE: this host is {now}; regenerate"
+        rows.append(("fingerprint", f"{prof.fingerprint} ({state})"))
     click.echo(_table(rows))
     click.echo("")
     settings: List[Tuple[str, str, str]] = []
