@@ -175,3 +175,14 @@ def test_generate_for_a_captured_host_and_show_list(hwloc_tree: Any, tmp_path: P
     assert {"throughput", "reproducible", "memory-saver", "cpu-only", "debug"} <= names
     text = run(["profile", "list"]).stdout
     assert "throughput" in text and "Fastest training" in text
+
+
+def test_show_flags_a_stale_generated_profile(tmp_path: Path, hwloc_tree: Any) -> None:
+    out = tmp_path / "other-host.yaml"
+    assert run(["profile", "generate", "--root", str(hwloc_tree("16amd64-8n2c")), "-o", str(out)]).returncode == 0
+    stale = run(["profile", "show", str(out)])
+    assert stale.returncode == 0 and "STALE" in stale.stdout
+    here = tmp_path / "here.yaml"
+    assert run(["profile", "generate", "-o", str(here)]).returncode == 0
+    assert "matches this host" in run(["profile", "show", str(here)]).stdout
+    assert "needs --local-world-size" in user_error(run(["env"], env={"LOCAL_RANK": "1"}))

@@ -430,3 +430,16 @@ def test_plan_from_a_fixture_with_gpus_from_hwloc(slim_tree: Any, throughput: pr
         assert set(rp.cpus) <= set(g["local_cpus"]) and rp.mems == (g["numa_node"],)
     cpus: List[Tuple[int, ...]] = [p.cpus for p in plans]
     assert len(set().union(*map(set, cpus))) == sum(len(c) for c in cpus)  # disjoint
+
+
+@pytest.mark.parametrize("profile_name", ["throughput", "cpu-only", "reproducible"])
+def test_a_rank_replans_to_the_same_env_inside_torchrun(profile_name: str) -> None:
+    """The launcher sets common_env once for torchrun, torchrun adds OMP_NUM_THREADS=1, and each rank's shim plans
+    again from that environment: it must arrive at exactly what the parent planned."""
+    facts = two_node_host(gpu_numa=(0, 1, 0, 1, 0, 1, 0, 1))
+    prof = profile.load(profile_name)
+    outer = {"LD_PRELOAD": "/opt/a.so", "CUDA_VISIBLE_DEVICES": "3,1,0,2"}
+    inner = dict(outer, **plan.common_env(facts, prof, outer), OMP_NUM_THREADS="1", LOCAL_WORLD_SIZE="4")
+    for r in range(4):
+        a, b = plan.resolve(facts, prof, r, 4, environ=outer), plan.resolve(facts, prof, r, 4, environ=inner)
+        assert dict(a.env) == dict(b.env) and a.cpus == b.cpus and a.mems == b.mems and a.gpu == b.gpu
