@@ -173,3 +173,19 @@ def test_mig_instance_counts_as_one_device() -> None:
     gs = [Gpu(index=i, pci_bus_id=f"0000:{i:02x}:00.0") for i in range(2)]
     assert len(visible(gs, "MIG-4f3b7c2e-1111-2222-3333-444444444444,MIG-aaaa")) == 1
     assert visible([], "MIG-4f3b7c2e") == []
+
+
+def test_cpulist_round_trip_and_mask_agree() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.sets(st.integers(min_value=0, max_value=511), max_size=64))
+    def check(cpus: set) -> None:  # type: ignore[type-arg]
+        assert parse_cpulist(format_cpulist(sorted(cpus))) == sorted(cpus)
+        mask = sum(1 << c for c in cpus)
+        words = f"{mask:x}".rjust(((max(cpus, default=0) // 32) + 1) * 8, "0")
+        text = ",".join(words[i:i + 8] for i in range(0, len(words), 8))  # sysfs groups 32 bits
+        assert parse_cpumask(text) == sorted(cpus)
+
+    check()

@@ -401,3 +401,19 @@ def test_statvfs_of_a_hung_network_mount_is_bounded(monkeypatch: pytest.MonkeyPa
         assert storage._statvfs_bounded("/proc", 0.2) is not None
     finally:
         release.set()
+
+
+@pytest.mark.parametrize("garbage", ["zz-9,\x00\n", "", "-1\n", "max max max", "0x\n\n\n"])
+def test_garbage_in_every_file_never_crashes(tmp_path: Path, garbage: str) -> None:
+    """A corrupt capture (every file replaced) still gives Facts; what could not be parsed is simply absent."""
+    root = storage_host(gpu_host(tmp_path))
+    files = cpus(8, nodes=2)
+    files.update({"/proc/self/cgroup": "0::/a\n", "/sys/fs/cgroup/a/cpu.max": "1 1\n",
+                  "/proc/self/mountinfo": (root / "proc/self/mountinfo").read_text()
+                  + "31 21 0:60 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"})
+    build(root, files)
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            path.write_text(garbage)
+    facts = collect(root, probe_torch=False, use_nvml=False)
+    assert facts.root == str(root)

@@ -164,15 +164,18 @@ def parse_cpulist(text: Optional[str]) -> List[int]:
         part = part.strip().strip("\0")
         if not part:
             continue
-        stride = 1
-        if ":" in part:
-            part, s = part.split(":", 1)
-            stride = int(s.split("/")[0])
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            out.extend(range(int(lo), int(hi) + 1, stride))
-        else:
-            out.append(int(part))
+        try:
+            stride = 1
+            if ":" in part:
+                part, s = part.split(":", 1)
+                stride = max(1, int(s.split("/")[0]))
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                out.extend(range(int(lo), int(hi) + 1, stride))
+            else:
+                out.append(int(part))
+        except ValueError:
+            continue  # a corrupt entry: keep what parses
     return sorted(set(out))
 
 
@@ -183,7 +186,10 @@ def parse_cpumask(text: Optional[str]) -> List[int]:
     digits = text.strip(_TRAILING).replace(",", "").strip()
     if not digits:
         return []
-    value = int(digits, 16)
+    try:
+        value = int(digits, 16)
+    except ValueError:
+        return []
     out = []
     bit = 0
     while value:

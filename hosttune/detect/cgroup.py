@@ -36,8 +36,12 @@ def parse_cpu_max(text: Optional[str]) -> Optional[float]:
     fields = text.split()
     if not fields or fields[0] == "max":
         return None
-    period = int(fields[1]) if len(fields) > 1 else 100000
-    return int(fields[0]) / period if period > 0 else None
+    try:
+        quota = int(fields[0])
+        period = int(fields[1]) if len(fields) > 1 else 100000
+    except ValueError:
+        return None
+    return quota / period if period > 0 and quota > 0 else None
 
 
 def parse_cfs(quota: Optional[str], period: Optional[str]) -> Optional[float]:
