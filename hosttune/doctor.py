@@ -448,9 +448,12 @@ def check_nofile(ctx: Context) -> Finding:
     if lim.nofile_soft == -1 or lim.nofile_soft >= 65536:
         return Finding("pass", soft, ">= 65536")
     hard = lim.nofile_hard
-    fix = (f"ulimit -n 65536   # this shell (hard limit {'unlimited' if hard == -1 else hard})\n"
-           f"printf '* soft nofile 65536\\n* hard nofile 1048576\\n' > {LIMITS_FILE}   # new logins; "
-           "systemd services: LimitNOFILE=65536; docker: --ulimit nofile=65536:1048576")
+    persist = (f"printf '* soft nofile 65536\\n* hard nofile 1048576\\n' > {LIMITS_FILE}   # new logins; "
+               "systemd services: LimitNOFILE=65536; docker: --ulimit nofile=65536:1048576")
+    if hard is not None and hard != -1 and hard < 65536:
+        fix = f"{persist}\n# this shell's hard limit is {hard}: only a new login (or root) gets more"
+    else:
+        fix = f"ulimit -n 65536   # this shell\n{persist}"
     return Finding("warn", soft, ">= 65536", fix)
 
 

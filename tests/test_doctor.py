@@ -143,6 +143,8 @@ CASES = [
     ("cpu.omp_threads", cpu_host, same, {"env": {"OMP_NUM_THREADS": "four"}}, "warn", "not a positive integer"),
     ("cpu.nofile", cpu_host, same, {}, "pass", "1048576"),
     ("cpu.nofile", cpu_host, lambda f: R(f, limits=R(f.limits, nofile_soft=1024)), {}, "warn", "ulimit -n 65536"),
+    ("cpu.nofile", cpu_host, lambda f: R(f, limits=R(f.limits, nofile_soft=1024, nofile_hard=4096)), {}, "warn",
+     "hard nofile 1048576"),
     ("cpu.memlock", cpu_host, same, {}, "pass", "not relevant"),
     ("cpu.memlock", cpu_host, lambda f: R(f, limits=R(f.limits, rdma_devices=2)), {}, "pass", "unlimited"),
     ("cpu.memlock", cpu_host, lambda f: R(f, limits=R(f.limits, rdma_devices=2, memlock_soft=65536)), {}, "warn",
@@ -473,7 +475,8 @@ def gpu_facts_from(tmp: Path, fake: Callable[[Any], Dict[str, str]], scenario: A
 
     fake(scenario)
     root = synthetic_root(tmp / "host")
-    return collect(root, probe_torch=False, nvml_module=pynvml)
+    # probe_torch=True keeps the full NVML sample; on a foreign root no interpreter is run anyway
+    return collect(root, probe_torch=True, nvml_module=pynvml)
 
 
 def test_healthy_synthetic_gpu_host_exits_0(tmp_path: Path, fake_nvml: Callable[[Any], Dict[str, str]]) -> None:
@@ -530,7 +533,7 @@ def test_driver_not_loaded_host_fails_the_driver_check(tmp_path: Path,
 
     fake_nvml({"init_error": "DRIVER_NOT_LOADED"})
     root = synthetic_root(tmp_path / "host", {"proc/modules": "nvme 1 0 - Live 0x0\n"})
-    facts = collect(root, probe_torch=False, nvml_module=pynvml)
+    facts = collect(root, probe_torch=True, nvml_module=pynvml)
     assert len(facts.gpus) == 2 and facts.nvidia.nvml == "driver_not_loaded"
     f = run_one("nvidia.driver", facts, live=False)
     assert f.status == "fail" and "nvidia-driver" in f.fix
