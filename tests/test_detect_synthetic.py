@@ -408,7 +408,8 @@ def test_garbage_in_every_file_never_crashes(tmp_path: Path, garbage: str) -> No
     """A corrupt capture (every file replaced) still gives Facts; what could not be parsed is simply absent."""
     root = storage_host(gpu_host(tmp_path))
     files = cpus(8, nodes=2)
-    files.update({"/proc/self/cgroup": "0::/a\n", "/sys/fs/cgroup/a/cpu.max": "1 1\n",
+    files.update({"/proc/self/cgroup": "0::/a\n", "/sys/fs/cgroup/a/cpu.max": "1 1\n", "/etc/os-release": "ID=x\n",
+                  "/etc/redhat-release": "Rocky Linux release 9.4\n", "/etc/debian_version": "12.5\n",
                   "/proc/self/mountinfo": (root / "proc/self/mountinfo").read_text()
                   + "31 21 0:60 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"})
     build(root, files)
