@@ -389,7 +389,16 @@ def _layout(facts: Facts, profile: Profile, n: int, environ: Mapping[str, str], 
             s.notes.append(f"{n} ranks share {len(gpus)} GPUs")
     for s in slots:
         g = s.gpu
-        if g is None or g.numa_node < 0:
+        if g is None:
+            continue
+        if g.numa_node < 0 and g.local_cpus:
+            # numa_node -1 (single-node firmware, some BIOSes) but local_cpulist narrows it down: use that node
+            nodes = {topo.node_of[c] for c in topo.cores if set(c) & set(g.local_cpus)} - {-1}
+            if len(nodes) == 1 and len(nodes) < len(topo.by_node):
+                s.cpu_node = nodes.pop()
+                s.notes.append(f"GPU numa_node is -1; its local_cpulist lies on node {s.cpu_node}")
+            continue
+        if g.numa_node < 0:
             continue
         if g.numa_node in topo.by_node:
             s.cpu_node = g.numa_node
@@ -490,6 +499,8 @@ def resolve(
         reasons.append(f"binding: {len(cores)} core(s) {cpulist(cpus)}{where}, {what}")
 
     gpu_node = me.gpu.numa_node if me.gpu is not None and me.gpu.numa_node >= 0 else None
+    if me.gpu is not None and gpu_node is None and me.cpu_node is not None:
+        gpu_node = me.cpu_node  # inferred from the GPU's local_cpulist
     mem_policy = profile.memory_policy
     mems: Tuple[int, ...] = ()
     if mem_policy != "none":

@@ -15,6 +15,7 @@ would run someone else's code as root.
 
 import dataclasses
 import difflib
+import errno
 import os
 import re
 import stat
@@ -110,6 +111,8 @@ _TOP_KEYS = (
     "reasons",
     "name",
 )
+# Preload/audit libraries run code in every rank (as root, too): only hosttune's checked allocator path may set them.
+_MANAGED_ENV = ("LD_PRELOAD", "LD_AUDIT")
 _DL_KEYS = ("num_workers", "pin_memory", "prefetch_factor", "persistent_workers")
 
 
@@ -354,6 +357,9 @@ def _validate(raw: _Raw) -> None:
         for name, value in d[key].items():
             if not isinstance(name, str) or not _ENV_NAME.match(name):
                 raise _bad(raw, str(name), "not a valid environment variable name", key)
+            if key == "env" and name in _MANAGED_ENV:
+                raise _bad(raw, name, f"{name} is managed by hosttune (it checks every library it preloads); "
+                           "set allocator/allocator_path instead", key)
             if key == "tcmalloc" and not name.startswith("TCMALLOC_"):
                 raise _bad(raw, name, "tcmalloc settings are TCMALLOC_* variables", key)
             if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
@@ -680,7 +686,7 @@ def to_yaml(profile: Profile) -> str:
 def write(profile: Profile, path: Path, force: bool) -> Path:
     """Write the profile atomically (temp file in the same directory, then rename); refuse to overwrite unforced."""
     path = Path(path)
-    if path.exists() and not force:
+    if (path.exists() or path.is_symlink()) and not force:
         raise UserError(f"{path} exists; use --force to replace it")
     if path.is_dir():
         raise UserError(f"{path} is a directory")
@@ -697,7 +703,19 @@ def write(profile: Profile, path: Path, force: bool) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        if force:
+            os.replace(tmp, path)
+        else:  # link(2) never replaces: a file that appeared since the check above is not clobbered
+            try:
+                os.link(tmp, path)
+                os.unlink(tmp)
+            except OSError as exc:
+                if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+                    raise
+                os.replace(tmp, path)  # a filesystem without hard links: the check above has to do
+    except FileExistsError:
+        os.unlink(tmp)
+        raise UserError(f"{path} exists; use --force to replace it") from None
     except OSError as exc:
         try:
             os.unlink(tmp)

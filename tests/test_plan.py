@@ -443,3 +443,15 @@ def test_a_rank_replans_to_the_same_env_inside_torchrun(profile_name: str) -> No
     for r in range(4):
         a, b = plan.resolve(facts, prof, r, 4, environ=outer), plan.resolve(facts, prof, r, 4, environ=inner)
         assert dict(a.env) == dict(b.env) and a.cpus == b.cpus and a.mems == b.mems and a.gpu == b.gpu
+
+
+def test_gpu_numa_minus_one_uses_local_cpulist_when_it_names_one_node(throughput: profile.Profile) -> None:
+    base = two_node_host(gpu_numa=(-1, -1))
+    node1 = base.numa.nodes[1].cpus
+    gpus = tuple(dataclasses.replace(g, local_cpus=node1 if g.pci_bus_id == by_bus(base)[0].pci_bus_id else ())
+                 for g in base.gpus)
+    facts = dataclasses.replace(base, gpus=gpus)
+    plans = plan.resolve_all(facts, throughput, 2, environ={})
+    assert set(plans[0].cpus) <= set(node1) and plans[0].mems == (1,)
+    assert any("local_cpulist" in r for r in plans[0].reasons)
+    assert set(plans[1].cpus) <= set(base.numa.nodes[0].cpus)  # the balanced share of what is left

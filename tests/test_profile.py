@@ -126,6 +126,7 @@ def test_user_profile_overrides_packaged_and_extends_it(user_dir: Path, tmp_path
         ("tcmalloc:\n  MALLOC_CONF: x\n", r"tcmalloc\.MALLOC_CONF: tcmalloc settings are TCMALLOC_"),
         ("- a\n- b\n", r"bad\.yaml:1: a profile must be a YAML mapping"),
         ("allocator_path: lib/x.so\n", r"allocator_path: must be an absolute path"),
+        ("env:\n  LD_PRELOAD: /tmp/x.so\n", r"bad\.yaml:2: env\.LD_PRELOAD: LD_PRELOAD is managed by hosttune"),
         ("a: 1\n---\nb: 2\n", r"bad\.yaml:\d+: not valid YAML"),
     ],
 )
