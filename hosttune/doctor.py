@@ -86,8 +86,11 @@ class Live:
         exe = shutil.which("lspci")
         if exe is None:
             return None
-        proc = subprocess.run([exe, "-vvv"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              text=True, timeout=10, check=False)
+        try:
+            proc = subprocess.run([exe, "-vvv"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  text=True, timeout=10, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise RuntimeError(f"lspci -vvv: {exc}") from None
         return proc.stdout
 
     def gpu_samples(self) -> Dict[int, Dict[str, Any]]:
@@ -526,6 +529,8 @@ def check_data_storage(ctx: Context) -> Finding:
         m = _mount_for(ctx, path)
         kind = m.kind if m is not None else "unknown"
         where = f"{path}: {kind}" + (f" ({m.fstype} on {m.mount})" if m is not None else "")
+        if kind == "hdd" and m is not None and (m.device or "").startswith(("vd", "xvd")):
+            where += " [a virtual disk: it reports rotational whatever backs it; measure with fio to be sure]"
         seen.append(where)
         if kind in ("hdd", "network"):
             bad.append(where)
@@ -1119,7 +1124,10 @@ def check_acs(ctx: Context) -> Finding:
         return Finding("skip", "virtual machine: ACS is the host's business", "")
     if not ctx.live:
         return Finding("skip", "ACS control is not in sysfs; needs lspci on the live host", "ACS off")
-    text = ctx.probe.lspci_vvv()
+    try:
+        text = ctx.probe.lspci_vvv()
+    except RuntimeError as exc:
+        return Finding("skip", f"{exc} (ACS control is not readable from sysfs)", "ACS off")
     if text is None:
         return Finding("skip", "lspci not installed (ACS control is not readable from sysfs)", "ACS off",
                        install(ctx, "pciutils", "pciutils"))
