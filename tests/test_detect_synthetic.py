@@ -3,6 +3,7 @@ NVMe, network mounts, a half-missing tree, NVML through the fake, and the torch 
 
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -418,3 +419,29 @@ def test_garbage_in_every_file_never_crashes(tmp_path: Path, garbage: str) -> No
             path.write_text(garbage)
     facts = collect(root, probe_torch=False, use_nvml=False)
     assert facts.root == str(root)
+
+
+def test_fabric_manager_running_is_found_by_its_truncated_comm(tmp_path: Path) -> None:
+    """A real process named nv-fabricmanager (a copy of sleep): the kernel shows comm as "nv-fabricmanage"."""
+    import shutil
+    import subprocess
+
+    from hosttune.detect import nvidia
+
+    fm = tmp_path / "nv-fabricmanager"
+    shutil.copy(shutil.which("sleep") or "/bin/sleep", fm)
+    io = HostIO()
+    assert nvidia.fabric_manager_running(io) is False
+    proc = subprocess.Popen([str(fm), "30"])
+    try:
+        comm = Path(f"/proc/{proc.pid}/comm")
+        for _ in range(500):  # Popen returns after fork; the exec that renames the process follows
+            if comm.read_text().strip() != "python3":
+                break
+            time.sleep(0.01)
+        assert comm.read_text().strip() == "nv-fabricmanage"
+        assert nvidia.fabric_manager_running(HostIO()) is True
+    finally:
+        proc.kill()
+        proc.wait()
+    assert nvidia.fabric_manager_running(HostIO(tmp_path)) is None  # a captured host: not knowable

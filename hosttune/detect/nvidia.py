@@ -102,12 +102,16 @@ def _library_version(io: HostIO, header_names: List[str], macro: str, stem: str)
     return None
 
 
+# The kernel truncates a process's comm to 15 characters (TASK_COMM_LEN 16 with the NUL): "nv-fabricmanage".
+FABRIC_MANAGER_COMM = "nv-fabricmanager"[:15]
+
+
 def fabric_manager_running(io: HostIO) -> Optional[bool]:
-    """Live only: a process whose comm is nv-fabricmanager."""
+    """Live only: a process whose comm is nv-fabricmanager (as truncated by the kernel)."""
     if not io.live:
         return None
     for pid in io.listdir("/proc"):
-        if pid.isdigit() and io.read(f"/proc/{pid}/comm") == "nv-fabricmanager":
+        if pid.isdigit() and io.read(f"/proc/{pid}/comm") == FABRIC_MANAGER_COMM:
             return True
     return False
 
