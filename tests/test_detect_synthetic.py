@@ -436,7 +436,7 @@ def test_fabric_manager_running_is_found_by_its_truncated_comm(tmp_path: Path) -
     try:
         comm = Path(f"/proc/{proc.pid}/comm")
         for _ in range(500):  # Popen returns after fork; the exec that renames the process follows
-            if comm.read_text().strip() != "python3":
+            if comm.read_text().strip() == "nv-fabricmanage":
                 break
             time.sleep(0.01)
         assert comm.read_text().strip() == "nv-fabricmanage"
