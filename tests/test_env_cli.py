@@ -6,7 +6,10 @@ import subprocess
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+import pytest
 import yaml
+
+from hosttune import plan
 
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
@@ -186,3 +189,23 @@ def test_show_flags_a_stale_generated_profile(tmp_path: Path, hwloc_tree: Any) -
     assert run(["profile", "generate", "-o", str(here)]).returncode == 0
     assert "matches this host" in run(["profile", "show", str(here)]).stdout
     assert "needs --local-world-size" in user_error(run(["env"], env={"LOCAL_RANK": "1"}))
+
+
+@pytest.mark.skipif(not os.path.exists(JEMALLOC), reason="libjemalloc2 not installed")
+@pytest.mark.parametrize("name", ["throughput", "memory-saver"])
+def test_exported_allocator_really_loads_and_accepts_its_settings(name: str) -> None:
+    """Apply the exports in a shell, pin with taskset, and read the child's own /proc: jemalloc mapped, no
+    '<jemalloc>: Invalid conf pair' warning for our MALLOC_CONF, affinity and thread count as planned."""
+    plan_json = json.loads(run(["env", "--profile", name, "--local-rank", "0", "--local-world-size", "2",
+                                "--json"]).stdout)
+    cpus = ",".join(map(str, plan_json["cpus"]))
+    script = ('eval "$(hosttune env --profile "$1" --local-rank 0 --local-world-size 2)" && exec taskset -c "$2" '
+              'sh -c \'grep -c libjemalloc /proc/self/maps; grep Cpus_allowed_list /proc/self/status; '
+              'echo "omp=$OMP_NUM_THREADS"\'')
+    proc = subprocess.run(["bash", "-c", script, "bash", name, cpus], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "<jemalloc>" not in proc.stderr
+    count, allowed, omp = proc.stdout.split("\n")[:3]
+    assert int(count) >= 1
+    assert allowed.split()[-1] == plan.cpulist(plan_json["cpus"])
+    assert omp == f"omp={plan_json['env']['OMP_NUM_THREADS']}"
