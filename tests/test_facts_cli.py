@@ -77,3 +77,23 @@ def test_summary_on_a_distro_root_and_live() -> None:
     # Values line up in one column.
     starts = {len(line) - len(line.split("  ", 1)[1].lstrip()) for line in live.stdout.splitlines() if "  " in line}
     assert len(starts) == 1
+
+
+def test_live_gpus_through_nvml_in_a_child_process(fake_nvml: Any, monkeypatch: Any) -> None:
+    """The installed command with NVML answering (the fake pynvml on PYTHONPATH): GPUs, driver and torch's view."""
+    from conftest import a100
+
+    env = fake_nvml({"driver": "550.54.15", "cuda_driver": 12040,
+                     "devices": [a100(0, "3B", 0), a100(1, "AF", 1, name="NVIDIA H100 80GB HBM3")]})
+    done = subprocess.run([sys.executable, "-m", "hosttune", "facts", "--json"], capture_output=True, text=True,
+                          timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["nvidia"]["nvml"] == "ok" and data["nvidia"]["driver"] == "550.54.15"
+    assert data["nvidia"]["cuda_driver"] == "12.4"
+    assert [(g["index"], g["name"], g["pci_bus_id"], g["source"]) for g in data["gpus"]] == [
+        (0, "NVIDIA A100-SXM4-80GB", "0000:3b:00.0", "nvml"), (1, "NVIDIA H100 80GB HBM3", "0000:af:00.0", "nvml")]
+    # This machine has no such PCI devices in /sys, so their NUMA node is unknown rather than invented.
+    assert all(g["numa_node"] == -1 for g in data["gpus"])
+    # torch here is a CPU wheel: two healthy GPUs do not make CUDA available to it.
+    assert data["torch"] is None or data["torch"]["cuda_available"] is False
