@@ -425,3 +425,87 @@ def test_unit_security_rating_is_ok_or_better(tmp_path: Path) -> None:
                  "PrivateTmp=yes", "NoNewPrivileges=yes", "RestrictAddressFamilies=AF_UNIX"):
         assert line in unit, line
     assert "PrivateDevices=yes" not in unit  # it would hide /dev/nvidia*
+
+
+NSPAWN_TEST = r"""set -x
+r=/mnt/out/result
+systemctl start hosttune-monitor.service; echo "start_rc=$?" >> $r
+i=0
+while [ $i -lt 40 ] && [ "$(cat /var/log/hosttune/monitor.jsonl 2>/dev/null | wc -l)" -lt 3 ]; do
+    sleep 0.5; i=$((i + 1))
+done
+echo "active=$(systemctl is-active hosttune-monitor.service)" >> $r
+pid=$(systemctl show -p MainPID --value hosttune-monitor.service)
+grep -E "^(Uid|Groups|CapEff|NoNewPrivs|Seccomp):" /proc/$pid/status | tr -d '\t' | sed 's/:/=/' >> $r
+echo "textfile_mode=$(stat -c %a /run/hosttune/hosttune.prom)" >> $r
+echo "rundir_mode=$(stat -c %a /run/hosttune)" >> $r
+cp /var/log/hosttune/monitor.jsonl /mnt/out/
+systemctl reload hosttune-monitor.service; echo "reload_rc=$?" >> $r
+sleep 1
+echo "active_after_reload=$(systemctl is-active hosttune-monitor.service)" >> $r
+systemctl stop hosttune-monitor.service
+echo "$(systemctl show -p Result hosttune-monitor.service)" >> $r
+echo "$(systemctl show -p ExecMainStatus hosttune-monitor.service)" >> $r
+journalctl -u hosttune-monitor.service --no-pager -o json > /mnt/out/journal.json
+echo done=1 >> $r
+systemctl poweroff --no-block
+"""
+
+
+def test_unit_runs_under_real_systemd_in_nspawn(tmp_path: Path) -> None:
+    """Boot systemd 252 in a container (the host's /usr, a tmpfs root) and run the shipped unit, sandbox and all:
+    Type=notify start, DynamicUser without capabilities, seccomp, the textfile world-readable in /run/hosttune,
+    events in the journal with their priority, reload (SIGHUP) and a clean stop."""
+    nspawn = shutil.which("systemd-nspawn")
+    if nspawn is None or os.geteuid() != 0:
+        pytest.skip("needs systemd-nspawn and root")
+    if sys.prefix != sys.base_prefix or not os.path.islink("/bin") or not os.path.exists("/usr/lib/systemd/systemd"):
+        pytest.skip("needs a merged-/usr host with systemd and a non-venv interpreter to lend the container")
+    out = tmp_path / "out"
+    units = tmp_path / "units"
+    out.mkdir()
+    units.mkdir()
+    (out / "nvml.json").write_text(json.dumps(scenario(a100(0, "3B", temperature_c=88, clock_event_reasons=0x40))))
+    (out / "test.sh").write_text(NSPAWN_TEST)
+    py = Path(sys.executable).resolve()
+    prefix = Path(sys.base_prefix).resolve()
+    unit = UNIT.read_text().replace(
+        "ExecStart=/usr/bin/hosttune monitor",
+        f"ExecStart=/opt/py/{py.relative_to(prefix)} -m hosttune monitor --interval 0.5\n"
+        "Environment=PYTHONPATH=/opt/src/tests/fakes:/opt/src LD_LIBRARY_PATH=/opt/py/lib "
+        "HOSTTUNE_FAKE_NVML=/mnt/out/nvml.json")
+    assert "/opt/py/" in unit
+    (units / UNIT.name).write_text(unit)
+    (units / "ht-test.service").write_text(
+        "[Unit]\nAfter=basic.target\n[Service]\nType=oneshot\nExecStart=/bin/sh /mnt/out/test.sh\n"
+        "StandardOutput=file:/mnt/out/test.log\nStandardError=inherit\n")
+    root = tmp_path / "root"
+    (root / "usr").mkdir(parents=True)
+    subprocess.run(["mount", "--bind", "/usr", str(root / "usr")], check=True)
+    try:
+        res = subprocess.run(
+            ["timeout", "120", nspawn, "--quiet", f"--directory={root}", "--volatile=yes", "--register=no",
+             "--keep-unit", "--link-journal=no", f"--uuid={os.urandom(16).hex()}", "--private-network",
+             "--bind-ro=/etc", f"--bind-ro={units}:/etc/systemd/system", f"--bind-ro={prefix}:/opt/py",
+             f"--bind-ro={REPO}:/opt/src", f"--bind={out}:/mnt/out", "--boot", "systemd.unit=ht-test.service"],
+            capture_output=True, text=True, timeout=150)
+    finally:
+        subprocess.run(["umount", "-l", str(root / "usr")], capture_output=True)
+    if not (out / "result").exists():
+        pytest.skip(f"systemd-nspawn --boot did not run here (rc {res.returncode}): {res.stderr[-800:]}")
+    result = dict(line.split("=", 1) for line in (out / "result").read_text().splitlines() if "=" in line)
+    log = (out / "test.log").read_text() if (out / "test.log").exists() else ""
+    ctx = f"{result}\n{log[-2000:]}"
+    assert result.get("done") == "1" and result["start_rc"] == "0" and result["active"] == "active", ctx
+    assert result["Uid"].split()[0] != "0" and result["CapEff"] == "0000000000000000", ctx
+    assert result["NoNewPrivs"] == "1" and result["Seccomp"] == "2", ctx
+    assert result["textfile_mode"] == "644" and result["rundir_mode"] == "755", ctx
+    assert result["reload_rc"] == "0" and result["active_after_reload"] == "active", ctx
+    assert result["Result"] == "success" and result["ExecMainStatus"] == "0", ctx
+    samples = [json.loads(line) for line in (out / "monitor.jsonl").read_text().splitlines()]
+    assert len(samples) >= 3 and samples[-1]["gpus"][0]["temperature_c"] == 88
+    journal = [json.loads(line) for line in (out / "journal.json").read_text().splitlines() if line.strip()]
+    mine = [(e.get("PRIORITY"), e.get("MESSAGE")) for e in journal if e.get("_COMM", "").startswith("python")]
+    assert ("2", "GPU 0 (GPU-00000000-1111-2222-3333-444444444444) temperature 88 C (critical threshold: > 85 C)") \
+        in mine, mine
+    assert [m for p, m in mine if p == "4" and "thermal slowdown" in str(m)], mine
