@@ -17,6 +17,11 @@ def _cpus(cpus: Sequence[int]) -> str:
     return format_cpulist(cpus) or "-"
 
 
+def _q(value: object) -> str:
+    """None -> "?" (not readable), anything else as text."""
+    return "?" if value is None else str(value)
+
+
 def render(f: Facts) -> str:
     """A few aligned lines per section."""
     rows: List[tuple] = []
@@ -29,8 +34,8 @@ def render(f: Facts) -> str:
     row("distro", f"{d.name or d.id} {d.version_best or d.version} {('(' + d.codename + ')') if d.codename else ''}"
         f" family={d.family}".replace("  ", " "))
     k = f.kernel
-    row("kernel", f"{k.release or '?'}  thp={k.thp or '?'}  numa_balancing={k.numa_balancing}  "
-        f"swappiness={k.swappiness}  governor={','.join(k.governors) or '-'}")
+    row("kernel", f"{_q(k.release)}  thp={_q(k.thp)}  numa_balancing={_q(k.numa_balancing)}  "
+        f"swappiness={_q(k.swappiness)}  governor={','.join(k.governors) or '-'}")
     c = f.cpu
     row("cpu", f"{c.model or '?'} ({c.vendor or '?'}, {c.arch or '?'})")
     smt = "on" if c.smt else "off"
@@ -68,8 +73,8 @@ def render(f: Facts) -> str:
     row("tools", "  ".join(f"{name}={path or 'no'}" for name, path in
                            (("numactl", tl.numactl), ("nvidia-smi", tl.nvidia_smi), ("torchrun", tl.torchrun))))
     m = f.memory
-    row("memory", f"{m.total_mb} MiB total, {m.available_mb} MiB available, swap {m.swap_total_mb} MiB, "
-        f"/dev/shm {m.shm_mb if m.shm_mb is not None else '?'} MiB")
+    row("memory", f"{_q(m.total_mb)} MiB total, {_q(m.available_mb)} MiB available, swap {_q(m.swap_total_mb)} MiB, "
+        f"/dev/shm {_q(m.shm_mb)} MiB")
     for s in f.storage:
         if s.kind == "tmpfs" and s.mount != "/dev/shm":
             continue
