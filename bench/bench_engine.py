@@ -95,7 +95,10 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-ranks", action="store_true", help="skip the 1-/2-rank samples/s runs")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads for the overhead rounds (0 = default)")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="bench-engine-") as d:
         tmp = Path(d)
         ratios, eng, pla = [], [], []
@@ -108,6 +111,7 @@ def main() -> int:
             print(f"round {i}: engine {res['engine_round'] * 1e3:.1f} ms/step, plain {res['plain_round'] * 1e3:.1f} "
                   f"ms/step, ratio {ratios[-1]:.3f}", flush=True)
         out = {"bench": "engine_overhead", "model": "gpt-tiny fp32 1 rank", "rounds": args.rounds,
+               "threads": torch.get_num_threads(),
                "engine_ms": round(statistics.median(eng) * 1e3, 2), "plain_ms": round(statistics.median(pla) * 1e3, 2),
                "ratio_median": round(statistics.median(ratios), 4), "ratio_min": round(min(ratios), 4),
                "ratio_max": round(max(ratios), 4), "goal": 1.02}

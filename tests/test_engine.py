@@ -247,6 +247,31 @@ def test_hosttune_train_argv_and_fast_failure() -> None:
     assert r.exit_code == 2 and "unknown key 'lrr' (did you mean 'lr'?)" in r.output
 
 
+def test_activation_checkpointing_gives_the_same_gradients() -> None:
+    from hosttune.engine.models import GPT, lm_loss
+
+    torch.manual_seed(0)
+    model = GPT(20, 16, 2, 2, 32)
+    x = torch.randint(0, 20, (4, 16))
+    grads, saved = [], []
+    for on in (False, True):
+        model.activation_checkpointing = on
+        model.zero_grad(set_to_none=True)
+        numel = [0]
+
+        def pack(t, numel=numel):
+            numel[0] += t.numel()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = lm_loss(model(x), x)
+        loss.backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+        saved.append(numel[0])
+    assert saved[1] < saved[0] / 2  # far fewer activations kept for backward
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(*grads))
+
+
 # ---- CUDA-only paths: run where a GPU is lent ----
 
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA device")

@@ -97,7 +97,9 @@ def test_two_rank_gpt_tiny_learns(gpt_run: Path) -> None:
 
 
 def test_two_rank_resnet_tiny_learns_with_profiler_and_mfu(tmp_path: Path) -> None:
+    # grad_accum=2: the first micro-step runs under DDP's no_sync, the second all-reduces.
     r = run(torchrun_argv(["--preset", "resnet-tiny", "--set", "steps=40", "--set", "log_interval=10",
+                           "--set", "micro_batch_size=16", "--set", "grad_accum=2",
                            "--set", "peak_tflops=0.1", "--profile-steps", "1,1,2", "--run-dir", "run"]), tmp_path)
     s = summary(tmp_path / "run")
     # Bound: chance is 0.10; the classes are separable and 40 steps reach > 0.9.

@@ -12,6 +12,7 @@ import os
 import random
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,7 +147,22 @@ def default_run_dir(cfg: Config, rank: int, world: int) -> Path:
 
 
 def run(cfg: Config, task: Task) -> Dict[str, Any]:
-    """Train `task` for cfg.steps optimizer steps; returns the summary (the same on every rank)."""
+    """Train `task` for cfg.steps optimizer steps; returns the summary (the same on every rank).
+
+    SIGTERM (preemption, scancel, torchrun shutting down) finishes the current step, checkpoints and returns
+    early; the previous handler is back in place afterwards, so a script calling `run` twice stays killable.
+    """
+    stop = {"requested": False}
+    if threading.current_thread() is not threading.main_thread():  # signals can only be caught there
+        return _run(cfg, task, stop)
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.update(requested=True))
+    try:
+        return _run(cfg, task, stop)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
     # ---- where and how: device, process group, precision ----
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
@@ -199,7 +215,9 @@ def run(cfg: Config, task: Task) -> Dict[str, Any]:
                                   lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
                                   **({"fused": True} if use_cuda else {}))  # fused: one kernel for all params
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_at(s, cfg) / cfg.lr)
-    scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)
+    scaler_cls = getattr(torch.amp, "GradScaler", None)  # torch >= 2.3; torch.cuda.amp's before
+    scaler = (scaler_cls("cuda", enabled=amp_dtype == torch.float16) if scaler_cls is not None
+              else torch.cuda.amp.GradScaler(enabled=amp_dtype == torch.float16))
     if world > 1:
         # bucket_cap default; gradient_as_bucket_view saves one gradient-sized copy per step.
         model = DDP(model, device_ids=[local_rank] if use_cuda else None, gradient_as_bucket_view=True)
@@ -270,10 +288,6 @@ def run(cfg: Config, task: Task) -> Dict[str, Any]:
                     "epoch": epoch, "pos": pos, "world_size": world, "config": cfg.to_dict()}
         rng = {"rng": ckpt.rng_state(use_cuda), "loader": loader_gen.get_state()}
         ckpt.save(ckpt_dir, step, rank, shared, rng, cfg.keep_checkpoints, barrier)
-
-    # SIGTERM (preemption, scancel, torchrun shutting down): finish the step, checkpoint, exit cleanly.
-    stop = {"requested": False}
-    signal.signal(signal.SIGTERM, lambda *_: stop.update(requested=True))
 
     # ---- FLOPs for MFU: counted once, only when the device's peak is known ----
     peak = peak_tflops(cfg.peak_tflops, device)
