@@ -508,6 +508,9 @@ def resolve(
             mems = (gpu_node,)
         elif cpus:
             mems = tuple(sorted({topo.node_of[c] for c in cores} & set(topo.mem_ok)))
+        if len(mems) > 1 and mem_policy == "preferred":
+            # MPOL_PREFERRED (numactl --preferred) takes one node: the one holding most of this rank's cores
+            mems = (max(mems, key=lambda m: (sum(1 for c in cores if topo.node_of[c] == m), -m)),)
         if mems:
             reasons.append(f"memory: {mem_policy} to node(s) {cpulist(mems)}")
         else:

@@ -318,6 +318,8 @@ def test_binding_modes_threads_and_memory_policy(tmp_path: Path) -> None:
     rp = plan.resolve(facts, pinned, 0, 2, environ={})
     assert rp.threads == 16 and any("capped" in r for r in rp.reasons)
     assert rp.mem_policy == "preferred" and rp.mems == (0,)
+    lone = plan.resolve(facts, pinned, 0, 1, environ={})  # all 32 cores over 2 nodes, but preferred names one node
+    assert lone.mems == (0,) and len(lone.cpus) == 64
     fixed = profile.load_text("base: throughput\nthreads: 3\n")
     assert plan.resolve(facts, fixed, 1, 2, environ={}).env["OMP_NUM_THREADS"] == "3"
 
