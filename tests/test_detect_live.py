@@ -80,3 +80,13 @@ def test_live_only_fields_are_filled(facts: Dict[str, Any]) -> None:
     assert any(m["mount"] == "/" and m["size_mb"] for m in facts["storage"])
     assert facts["nvidia"]["nvml"] in ("ok", "library_not_found", "driver_not_loaded", "version_mismatch",
                                        "no_permission", "error")
+
+
+def test_py_cpuinfo_fallback_names_this_cpu() -> None:
+    """The slow last resort (only used when /proc/cpuinfo names no model): it works with the installed py-cpuinfo."""
+    pytest.importorskip("cpuinfo")
+    from hosttune.detect.cpu import cpuinfo_model_fallback
+
+    model = cpuinfo_model_fallback()
+    lscpu = dict(line.split(":", 1) for line in _run("lscpu").splitlines() if ":" in line)
+    assert model and model.split()[0] == lscpu["Model name"].split()[0]
