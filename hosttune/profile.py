@@ -605,6 +605,17 @@ def generate(facts: Facts, base: str = "throughput") -> Profile:
     if dl.pin_memory == "auto":
         reasons["dataloader.pin_memory"] = "auto: " + ("on (GPUs present)" if facts.gpus else "off (no GPU)")
     reasons["fingerprint"] = "hardware fingerprint of this host; when it changes, regenerate"
+    defaults = {
+        "deterministic": "HOSTTUNE_DETERMINISTIC=" + ("1" if b.deterministic else "0"),
+        "debug": "debug switches " + ("on" if b.debug else "off (only the debug profile sets them)"),
+        "device": "GPUs when present" if b.device == "auto" else "GPUs hidden",
+        "openmp": f"{b.openmp}: KMP_* only when Intel OpenMP is preloaded",
+        "dataloader.prefetch_factor": "only with workers (2 when auto)",
+        "dataloader.persistent_workers": "only with workers (on when auto)",
+    }
+    for key, why in defaults.items():
+        if key not in reasons and key not in b.reasons:
+            reasons[key] = f"{why}; from {base}"
     for key, why in reasons.items():
         prov[key] = f"generated: {why}"
     all_reasons = dict(b.reasons)
