@@ -3,6 +3,7 @@
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -209,3 +210,20 @@ def test_exported_allocator_really_loads_and_accepts_its_settings(name: str) -> 
     assert int(count) >= 1
     assert allowed.split()[-1] == plan.cpulist(plan_json["cpus"])
     assert omp == f"omp={plan_json['env']['OMP_NUM_THREADS']}"
+
+
+def test_env_on_a_gpu_host_through_fake_nvml(fake_nvml: Any) -> None:
+    """The whole path on a (fake-NVML) GPU host: detector -> profile -> plan -> JSON, GPU chosen by PCI bus id."""
+    from conftest import a100
+
+    env = fake_nvml({"driver": "550.54.15", "cuda_driver": 12040,
+                     "devices": [a100(0, "AF", 0), a100(1, "3B", 0)]})  # NVML index order is not bus order here
+    env["CUDA_VISIBLE_DEVICES"] = "1"
+    proc = subprocess.run([sys.executable, "-m", "hosttune", "env", "--profile", "throughput", "--json"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["gpu"] == "0000:af:00.0" and data["cuda_device"] == 0  # index 1 in PCI order, NVML index 0
+    assert data["env"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID" and data["env"]["HOSTTUNE_PIN_MEMORY"] == "1"
+    assert data["env"]["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    assert "CUDA_VISIBLE_DEVICES" not in data["env"]
