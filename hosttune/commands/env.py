@@ -57,6 +57,11 @@ def cmd(profile_name: Optional[str], root: Optional[str], local_rank: Optional[i
         _comment(f"hosttune env: profile {prof.name} ({prof.source}), local rank {rank} of {size}"),
         _comment(f"cpus {plan.cpulist(rp.cpus) or 'unbound'}; mems {plan.cpulist(rp.mems) or '-'} ({rp.mem_policy})"),
     ]
+    if rp.cpus:  # exports cannot pin a shell; say how (hosttune exec does this itself)
+        mem = {"bind": "--membind", "preferred": "--preferred"}.get(rp.mem_policy)
+        hint = f"numactl --physcpubind={plan.cpulist(rp.cpus)}" + (f" {mem}={plan.cpulist(rp.mems)}" if mem and
+                                                                    rp.mems else "")
+        lines.append(_comment(f"pin with: {hint} -- COMMAND   (hosttune exec does this per rank)"))
     lines.extend(_comment(r) for r in rp.reasons)
     for key in sorted(rp.env):
         lines.append(f"export {key}={shlex.quote(rp.env[key])}")
