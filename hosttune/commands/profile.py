@@ -59,7 +59,7 @@ def show_cmd(name: Optional[str], root: Optional[str], as_json: bool) -> None:
     """The resolved profile (default: the one in use) and where each value came from."""
     from hosttune import profile
 
-    facts = _facts(root) if (root is not None or not name) and not _has_configured(name) else None
+    facts = _facts(root) if root is not None or not _has_configured(name) else None
     prof = profile.active(name, facts)
     if as_json:
         click.echo(json.dumps(prof.to_dict(), indent=2))
@@ -68,7 +68,7 @@ def show_cmd(name: Optional[str], root: Optional[str], as_json: bool) -> None:
     if len(prof.chain) > 1:
         rows.append(("inherits", " <- ".join(reversed(prof.chain))))
     if prof.fingerprint:
-        here = facts if facts is not None else _facts(None)
+        here = facts if facts is not None else _facts(root)
         now = here.hardware_fingerprint()
         state = "matches this host" if now == prof.fingerprint else f"STALE: this host is {now}; regenerate"
         rows.append(("fingerprint", f"{prof.fingerprint} ({state})"))
