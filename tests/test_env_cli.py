@@ -186,6 +186,8 @@ def test_show_flags_a_stale_generated_profile(tmp_path: Path, hwloc_tree: Any) -
     assert run(["profile", "generate", "--root", str(hwloc_tree("16amd64-8n2c")), "-o", str(out)]).returncode == 0
     stale = run(["profile", "show", str(out)])
     assert stale.returncode == 0 and "STALE" in stale.stdout
+    there = run(["profile", "show", str(out), "--root", str(hwloc_tree("16amd64-8n2c"))])
+    assert "matches this host" in there.stdout
     here = tmp_path / "here.yaml"
     assert run(["profile", "generate", "-o", str(here)]).returncode == 0
     assert "matches this host" in run(["profile", "show", str(here)]).stdout
