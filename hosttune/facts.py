@@ -239,8 +239,8 @@ def _from_json(tp: Any, data: Any) -> Any:
     """Rebuild a value of type `tp` from its `_to_json` form (dataclasses, tuples, Optionals)."""
     if data is None:
         return None
-    origin = typing.get_origin(tp) if hasattr(typing, "get_origin") else getattr(tp, "__origin__", None)
-    args = getattr(tp, "__args__", ())
+    origin = typing.get_origin(tp)
+    args: Tuple[Any, ...] = typing.get_args(tp)
     if origin is typing.Union:  # Optional[X]
         inner = [a for a in args if a is not type(None)]
         return _from_json(inner[0], data)
@@ -248,7 +248,7 @@ def _from_json(tp: Any, data: Any) -> Any:
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_from_json(args[0], v) for v in data)
         return tuple(data)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp, globalns=vars(sys.modules[__name__]))
         kwargs = {}
         for f in dataclasses.fields(tp):
