@@ -20,6 +20,7 @@ import email.utils
 import gzip
 import hashlib
 import io
+import json
 import os
 import re
 import shutil
@@ -153,6 +154,64 @@ def debian_changelog(entries: list) -> str:
     return "\n".join(out)
 
 
+# Prints the click command tree of the hosttune package found first on sys.path (the snapshot's) as JSON.
+_CLI_DUMP = r"""
+import json, sys
+import click
+import hosttune
+from hosttune.cli import cli
+
+def options(command):
+    names, takes_value = [], []
+    for param in command.params:
+        if isinstance(param, click.Option):
+            names += list(param.opts) + list(param.secondary_opts)
+            if not param.is_flag and not getattr(param, "count", False):
+                takes_value += list(param.opts)
+    return names, takes_value
+
+ctx = click.Context(cli)
+tree = {}
+for name in cli.list_commands(ctx):
+    command = cli.get_command(ctx, name)
+    opts, vals = options(command)
+    subs = {}
+    if isinstance(command, click.Group):
+        for sub in command.list_commands(ctx):
+            subs[sub] = options(command.get_command(ctx, sub))
+    tree[name] = {"options": opts, "takes_value": vals, "subcommands": subs}
+json.dump({"file": hosttune.__file__, "tree": tree}, sys.stdout)
+"""
+
+
+def bash_completion(src: Path) -> str:
+    """packaging/completion/hosttune.in filled with the commands and options of the snapshot's CLI."""
+    env = dict(os.environ, PYTHONPATH=str(src), PYTHONDONTWRITEBYTECODE="1")
+    dump = json.loads(run([sys.executable, "-c", _CLI_DUMP], cwd=src, env=env))
+    if not Path(dump["file"]).resolve().is_relative_to(src.resolve()):
+        raise BuildError(f"the completion generator imported {dump['file']}, not the snapshot")
+    tree = dump["tree"]
+    cases, value_opts = [], set()
+    for name in sorted(tree):
+        node = tree[name]
+        value_opts.update(node["takes_value"])
+        subs = node["subcommands"]
+        if subs:
+            cases.append(f'        {name}/) opts="{" ".join(sorted(subs) + node["options"] + ["--help"])}" ;;')
+            for sub in sorted(subs):
+                sub_opts, sub_vals = subs[sub]
+                value_opts.update(sub_vals)
+                cases.append(f'        {name}/{sub}) opts="{" ".join(sub_opts + ["--help"])}" ;;')
+        else:
+            extra = ["--"] if name == "exec" else []
+            cases.append(f'        {name}/) opts="{" ".join(node["options"] + ["--help"] + extra)}" ;;')
+    template = (PKG / "completion" / "hosttune.in").read_text()
+    return (template.replace("@COMMANDS@", " ".join(sorted(tree)))
+            .replace("@GROUPS@", " ".join(sorted(n for n in tree if tree[n]["subcommands"])))
+            .replace("@VALUE_OPTIONS@", " ".join(sorted(value_opts)))
+            .replace("@CASES@", "\n".join(cases)))
+
+
 def snapshot(dest: Path, commit: str, overlay: Optional[Path]) -> None:
     """The committed tree into dest, plus an optional overlay directory."""
     data = subprocess.run(["git", "archive", "--format=tar", commit], cwd=str(REPO), stdout=subprocess.PIPE,
@@ -222,7 +281,7 @@ def stage(stage_dir: Path, version: str, epoch: int, commit: str, overlay: Optio
     (stage_dir / "man").mkdir()
     (stage_dir / "man" / "hosttune.1.gz").write_bytes(gzip_bytes((PKG / "hosttune.1").read_bytes()))
     (stage_dir / "completion").mkdir()
-    shutil.copy2(str(PKG / "completion" / "hosttune"), str(stage_dir / "completion" / "hosttune"))
+    (stage_dir / "completion" / "hosttune").write_text(bash_completion(src))
     (stage_dir / "lintian").mkdir()
     shutil.copy2(str(PKG / "lintian-overrides"), str(stage_dir / "lintian" / NAME))
 

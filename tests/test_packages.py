@@ -277,6 +277,60 @@ def test_vendored_pynvml_matches_pinned_wheel(pkgs: Dict[str, Path], tmp_path: P
     assert man.startswith(".TH HOSTTUNE 1")
 
 
+def complete(script: Path, line: str) -> List[str]:
+    """What the shipped bash completion offers for `line` (the word being completed is the last one)."""
+    words = line.split(" ")
+    prog = (f"source {script}\nCOMP_WORDS=({' '.join(repr(w) for w in words)})\nCOMP_CWORD={len(words) - 1}\n"
+            "COMP_LINE=" + repr(line) + "\n_hosttune\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n")
+    return [w for w in sh(["bash", "--norc", "--noprofile", "-c", prog]).stdout.splitlines() if w]
+
+
+def test_bash_completion_follows_the_cli(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+    sh(["dpkg-deb", "-x", str(pkgs["deb"]), str(tmp_path)])
+    script = tmp_path / "usr/share/bash-completion/completions/hosttune"
+    from hosttune.cli import COMMANDS
+
+    assert sorted(complete(script, "hosttune ")) == sorted(["--version", "--help"] + list(COMMANDS))
+    assert complete(script, "hosttune fa") == ["facts"]
+    assert sorted(complete(script, "hosttune profile ")) == ["--help", "generate", "list", "show"]
+    assert complete(script, "hosttune profile generate --ba") == ["--base"]
+    assert complete(script, "hosttune doctor --root /tmp --js") == ["--json"]
+    assert complete(script, "hosttune exec --profile p.yaml -- torchrun --nproc") == []
+    assert "--interval" in complete(script, "hosttune monitor --")
+
+
+def test_build_refuses_a_wheel_with_another_hash(tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("hosttune_pkgbuild", str(BUILD))
+    assert spec and spec.loader
+    pkgbuild = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pkgbuild)  # type: ignore[union-attr]
+    lock = (REPO / "packaging" / "nvidia-ml-py.lock").read_text()
+    version = re.search(r"^version=(\S+)$", lock, flags=re.M).group(1)  # type: ignore[union-attr]
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    wheel = cache / f"nvidia_ml_py-{version}-py3-none-any.whl"
+    shutil.copy2(str(REPO / "build" / "pkg-cache" / wheel.name), str(wheel))
+    assert pkgbuild.fetch_pynvml(cache).startswith(b"#####")  # the pinned wheel passes
+    with wheel.open("ab") as f:
+        f.write(b"\0")  # one byte more: another wheel
+    with pytest.raises(pkgbuild.BuildError, match="does not match packaging/nvidia-ml-py.lock"):
+        pkgbuild.fetch_pynvml(cache)
+    assert not wheel.exists()  # dropped, so the next build downloads it again
+
+
+def test_build_names_missing_inputs(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+    """A commit without the monitor's unit and config (the skeleton) cannot be packaged, and says so."""
+    first = sh(["git", "rev-list", "--max-parents=0", "HEAD"], cwd=str(REPO)).stdout.split()[-1]
+    out = tmp_path / "out"
+    proc = sh([sys.executable, str(BUILD), "--commit", first, "--out", str(out)], cwd=str(REPO), check=False)
+    assert proc.returncode == 1
+    assert "not committed yet: systemd/hosttune-monitor.service" in proc.stderr, proc.stderr
+    assert "conf/monitor.yaml" in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists() or list(out.iterdir()) == []
+
+
 def test_reproducible_same_commit_same_bytes(pkgs: Dict[str, Path], tmp_path: Path) -> None:
     sh(build_args(str(pkgs["commit"]), tmp_path), cwd=str(REPO))
     for fmt in ("deb", "rpm"):
