@@ -466,12 +466,18 @@ def test_el9_standin_rpm_install_run_erase(pkgs: Dict[str, Path], tmp_path: Path
         facts = out["facts"]
         assert isinstance(facts, dict) and facts["distro"]["id"] == "debian"
         assert str(facts["distro"]["version"]).startswith("11")
-        # config(noreplace) on upgrade: an edited config stays, the new one lands as .rpmnew only if it changed.
+        # config(noreplace) on upgrade to N+1: the edited config stays (the new one would land as .rpmnew only if
+        # it had changed).
         conf = root.path / "etc/hosttune/monitor.yaml"
         conf.write_text(conf.read_text() + "\n# edited by the admin\n")
         edited = conf.read_text()
-        sh(rpm + ["--nodeps", "-U", "--replacepkgs", str(pkgs["rpm"])])
+        newer = str(pkgs["version"]) + "+1"
+        sh(build_args(str(pkgs["commit"]), tmp_path / "next") + ["--version", newer, "--formats", "rpm"],
+           cwd=str(REPO))
+        sh(rpm + ["--nodeps", "-U", str(tmp_path / "next" / f"hosttune-{newer}-1.noarch.rpm")])
+        assert sh(rpm + ["-q", "hosttune"]).stdout.strip() == f"hosttune-{newer}-1.noarch"
         assert conf.read_text() == edited
+        assert root.run(["/usr/bin/hosttune", "--version"], env=env).stdout.strip() == f"hosttune {newer}"
         files = sh(rpm + ["-ql", "hosttune"]).stdout.split()
         sh(rpm + ["-e", "hosttune"])
         assert sh(rpm + ["-q", "hosttune"], check=False).returncode != 0
