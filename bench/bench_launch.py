@@ -165,6 +165,35 @@ def overhead(rounds: int, env: Dict[str, str], work: str) -> None:
               f"x{wall / max(ms(py) - ms(base), 1e-9):.1f} the start of a bare `python -c pass` here")
 
 
+PHASES = r"""
+import json, sys, time
+from pathlib import Path
+t = [time.perf_counter()]
+import click, hosttune.cli, hosttune.launch; t.append(time.perf_counter())
+from hosttune import detect; t.append(time.perf_counter())
+facts = detect.collect(Path("/"), probe_torch=False); t.append(time.perf_counter())
+from hosttune import profile; t.append(time.perf_counter())
+prof = profile.active(None, facts); t.append(time.perf_counter())
+from hosttune import plan; t.append(time.perf_counter())
+job = hosttune.launch.prepare(["true"], facts=facts); t.append(time.perf_counter())
+names = ["cli+click+launch import", "detect import", "detect.collect", "profile import", "profile.active",
+         "plan import", "prepare (resolve, argv)"]
+print(json.dumps({n: (b - a) * 1000 for n, a, b in zip(names, t, t[1:])}))
+"""
+
+
+def phases(rounds: int, env: Dict[str, str], work: str) -> None:
+    """Where the launcher's time goes, phase by phase in one fresh interpreter (medians)."""
+    runs = []
+    for _ in range(rounds):
+        r = subprocess.run([PY, "-c", PHASES], env=env, cwd=work, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"bench_launch: phase probe failed: {r.stderr[-2000:]}")
+        runs.append(json.loads(r.stdout))
+    parts = ", ".join(f"{name} {statistics.median(x[name] for x in runs):.0f}" for name in runs[0])
+    print(f"  launcher phases, median of {rounds} (ms wall): {parts}")
+
+
 def torchrun_noop(rounds: int, env: Dict[str, str], work: str) -> None:
     Path(work, "noop.py").write_text("")
     plain = [*TORCHRUN, "--nproc_per_node=2", "noop.py"]
@@ -215,6 +244,7 @@ def main() -> int:
         print(f"host: {os.cpu_count()} CPUs, allowed {sorted(os.sched_getaffinity(0))}, "
               f"load {os.getloadavg()[0]:.2f}")
         overhead(9 if args.quick else 21, env, work)
+        phases(5, env, work)
         torchrun_noop(2 if args.quick else 3, env, work)
         if not args.skip_train:
             payoff("cnn", 15, rounds, env, work)

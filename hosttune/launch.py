@@ -13,18 +13,14 @@ jobs and `--verify` runs are supervised instead: the child gets its own process 
 forwarded to it, every process carrying this launch's marker is swept when it ends, and hosttune exits with the
 job's status (128+N when the job died of signal N, or when it failed after hosttune forwarded signal N).
 
-This module must stay cheap to import: no torch, no detector at import time (facts are collected lazily).
+This module must stay cheap to import (every torchrun rank's shim imports it): no torch, no detector, and the
+heavier stdlib modules (subprocess, ctypes, tempfile, shutil, shlex) only inside the functions that use them.
 """
 
-import ctypes
 import json
 import os
-import shlex
-import shutil
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -264,6 +260,8 @@ def _lookup_option(name: str) -> _Opt:
 
 def _shebang_python(path: str, environ: Mapping[str, str]) -> Optional[str]:
     """The interpreter a script's `#!` line names, when it is a Python (else None: a shell wrapper, a pyenv shim)."""
+    import shutil
+
     try:
         with open(path, "rb") as fh:
             first = fh.readline(512)
@@ -284,6 +282,8 @@ def _shebang_python(path: str, environ: Mapping[str, str]) -> Optional[str]:
 
 def torchrun_python(t: TorchrunArgv, environ: Mapping[str, str]) -> str:
     """The interpreter torchrun runs a `script.py` with: $PYTHON_EXEC, else torchrun's own sys.executable."""
+    import shutil
+
     if environ.get("PYTHON_EXEC"):
         return environ["PYTHON_EXEC"]
     path = environ.get("PATH")
@@ -465,6 +465,8 @@ def prepare(
 
 
 def render_text(launch: Launch) -> str:
+    import shlex
+
     d = launch.to_dict()
     lines = [f"# {launch.kind} job", "argv: " + shlex.join(d["argv"])]
     if launch.kind == "torchrun":
@@ -550,6 +552,8 @@ def effective_mems(plan: Any) -> Tuple[str, Tuple[int, ...]]:
 
 
 def _libnuma(path: Optional[str]) -> Optional[Any]:
+    import ctypes
+
     for name in [p for p in (path, "libnuma.so.1", "libnuma.so") if p]:
         try:
             return ctypes.CDLL(name, use_errno=True)
@@ -560,6 +564,8 @@ def _libnuma(path: Optional[str]) -> Optional[Any]:
 
 def set_mempolicy(policy: str, nodes: Sequence[int], libnuma_path: Optional[str] = None) -> Optional[str]:
     """Set this process's memory policy (inherited across fork and exec). None on success, else why not."""
+    import ctypes
+
     lib = _libnuma(libnuma_path)
     if lib is None or not hasattr(lib, "set_mempolicy"):
         return "libnuma.so.1 not found"
@@ -597,6 +603,8 @@ class Binding:
 
 def bind_self(plan: Any, libnuma_path: Optional[str] = None, numactl: Optional[str] = None) -> Binding:
     """Bind this process to the plan (CPUs, then memory); exec afterwards so every thread of the job inherits it."""
+    import shutil
+
     notes: List[str] = []
     allowed = os.sched_getaffinity(0)
     cpus: Tuple[int, ...] = ()
@@ -679,6 +687,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def write_handoff(payload: Dict[str, Any]) -> str:
+    import tempfile
+
     base = os.environ.get("XDG_RUNTIME_DIR")
     fd, path = tempfile.mkstemp(
         prefix="hosttune-launch-", suffix=".json", dir=base if base and os.path.isdir(base) else None
@@ -856,6 +866,8 @@ def check_rank(rc: RankCheck) -> List[str]:
 
 
 def _which_or_fail(cmd: str, environ: Mapping[str, str]) -> str:
+    import shutil
+
     if os.sep in cmd:
         if not os.path.exists(cmd):
             raise UserError(f"exec: {cmd}: no such file")
@@ -957,6 +969,8 @@ def expected_for(launch: Launch, local_rank: int, local_world_size: int, rank_en
 
 def _supervise(launch: Launch, argv: List[str], env: Dict[str, str], marker: str, verify: bool) -> int:
     """Spawn the job in its own process group, forward signals, optionally verify ranks, sweep, map the status."""
+    import subprocess
+
     received: List[int] = []
     child: Optional[subprocess.Popen[bytes]] = None
     old: Dict[int, Any] = {}

@@ -13,7 +13,6 @@ Exit status: the program's own (exec); 127 when COMMAND cannot be found, 126 whe
 import dataclasses
 import json
 import os
-import shutil
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -118,6 +117,8 @@ def resolve_plan(
 
 def parent_python() -> Optional[str]:
     """The interpreter torchrun runs on: argv[0] of our parent (the kernel puts the `#!` interpreter there)."""
+    import shutil
+
     ppid = os.getppid()
     try:
         with open(f"/proc/{ppid}/cmdline", "rb") as fh:
