@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import sys
 import tarfile
 from pathlib import Path
@@ -15,6 +16,9 @@ HWLOC = SHARED / "fixtures" / "hwloc-linux"
 DISTROS = SHARED / "fixtures" / "distros"
 FAKES = Path(__file__).resolve().parent / "fakes"
 
+# Per-CPU sysfs folders nothing in hosttune reads: skipping them halves the extraction (about 24,000 files).
+_UNREAD = re.compile(r"/sys/devices/system/cpu/cpu\d+/(cache|cpuidle|power|microcode|hotplug)/|/cpufreq/stats/")
+
 HWLOC_NAMES = sorted(p.name[: -len(".tar.gz")] for p in HWLOC.glob("*.tar.gz"))
 
 
@@ -27,10 +31,11 @@ def hwloc_tree(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path
     def get(name: str) -> Path:
         if name not in done:
             with tarfile.open(HWLOC / f"{name}.tar.gz") as tar:
+                members = [m for m in tar.getmembers() if not _UNREAD.search(m.name)]
                 if sys.version_info >= (3, 12):
-                    tar.extractall(base, filter="tar")
+                    tar.extractall(base, members=members, filter="tar")
                 else:
-                    tar.extractall(base)
+                    tar.extractall(base, members=members)
             done[name] = base / name
         return done[name]
 
