@@ -269,7 +269,7 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
             else:  # a different world size reshards the data: continue, but not bit-exactly
                 metrics.say(f"hosttune.engine: warning: checkpoint was written by {state.get('world_size')} "
                             f"rank(s), this run has {world}: data order and RNG streams restart")
-                pos = pos * state.get("world_size", world) // world
+                pos = min(pos * state.get("world_size", world) // world, batches_per_epoch)
             resumed_from = step
             metrics.progress(step)
             metrics.write({"event": "resume", "step": step, "epoch": epoch, "pos": pos, "checkpoint": str(last),
@@ -323,7 +323,7 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
     while step < cfg.steps:
         for micro in range(cfg.grad_accum):
             t_wait = time.perf_counter()
-            if pos == batches_per_epoch:  # epoch boundary: a new shuffle, the same on every rank
+            if pos >= batches_per_epoch:  # epoch boundary: a new shuffle, the same on every rank
                 epoch, pos = epoch + 1, 0
                 sampler.set_epoch(epoch)
                 batch_iter = iter(loader)
