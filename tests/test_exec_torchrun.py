@@ -158,7 +158,8 @@ def _job_processes(marker: str) -> List[int]:
     return found
 
 
-def test_sigterm_stops_every_rank(env: Dict[str, str]) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])  # SIGINT: what Ctrl-C sends
+def test_signal_stops_every_rank(env: Dict[str, str], sig: int) -> None:
     proc = subprocess.Popen([PY, "-m", "hosttune", "exec", "--", *TORCHRUN, "--nproc_per_node=2", PROBE, "--sleep",
                              "120"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 90
@@ -167,8 +168,8 @@ def test_sigterm_stops_every_rank(env: Dict[str, str]) -> None:
     assert len(reports(env)) == 2, proc.communicate(timeout=5)
     marker = f"PROBE_OUT={env['PROBE_OUT']}"
     assert len(_job_processes(marker)) >= 3  # torchrun + two ranks
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=90)
-    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert proc.returncode == 128 + sig, err
     assert not _job_processes(marker)
     assert not any(Path(f"/proc/{x['pid']}").exists() for x in reports(env))
