@@ -37,6 +37,9 @@ def cmd(
       hosttune exec -- torchrun --nproc_per_node=2 train.py
       hosttune exec -- python train.py
       srun -n 4 hosttune exec -- python train.py
+
+    Exit status: the job's own; 128+N when it died of signal N (or failed after hosttune forwarded signal N);
+    2 when COMMAND is missing or not found or an option is wrong.
     """
     from hosttune import launch
 
