@@ -162,6 +162,11 @@ def hosttune_leftovers(root: Root, paths: List[str]) -> List[str]:
 # Build (once per module) and static checks
 
 
+def committed_profiles(commit: str) -> List[str]:
+    names = sh(["git", "ls-tree", "--name-only", commit, "profiles/"], cwd=str(REPO)).stdout.split()
+    return sorted(Path(n).name for n in names if n.endswith(".yaml"))
+
+
 def build_args(commit: str, out: Path) -> List[str]:
     return [sys.executable, str(BUILD), "--commit", commit, "--out", str(out)] + (
         ["--overlay", OVERLAY] if OVERLAY else [])
@@ -222,7 +227,7 @@ def test_deb_metadata_and_layout(pkgs: Dict[str, Path]) -> None:
                  "/usr/share/doc/hosttune/changelog.gz", "/usr/share/doc/hosttune/copyright",
                  "/usr/share/doc/hosttune/LICENSE.nvidia-ml-py"):
         assert path in files, f"{path} missing from the .deb"
-    profiles = sorted(p.name for p in (REPO / "profiles").glob("*.yaml"))
+    profiles = committed_profiles(str(pkgs["commit"]))
     assert profiles and all(f"/usr/share/hosttune/profiles/{p}" in files for p in profiles)
     assert not any("__pycache__" in f or f.endswith(".pyc") for f in files)
     assert not any(f.startswith("/usr/lib/systemd/") for f in files), "the deb's unit must stay under /lib"
@@ -400,6 +405,11 @@ def test_debian12_install_run_purge(pkgs: Dict[str, Path], tmp_path: Path) -> No
         doctor = out["doctor"]
         assert isinstance(doctor, dict) and doctor["findings"]
         assert all(f["status"] in ("pass", "warn", "fail", "skip") for f in doctor["findings"])
+        # The base profiles are found where the package puts them.
+        listed = json.loads(root.run(["/usr/bin/hosttune", "profile", "list", "--json"]).stdout)["profiles"]
+        shipped = {Path(p).stem for p in committed_profiles(str(pkgs["commit"]))}
+        assert {p["name"]: p["source"] for p in listed if p["name"] in shipped} == {
+            name: f"/usr/share/hosttune/profiles/{name}.yaml" for name in shipped}
         # Installing never enables or starts the monitor.
         assert not root.exists("/etc/systemd/system/multi-user.target.wants/hosttune-monitor.service")
         # The unit as installed passes systemd-analyze verify with nothing printed.
@@ -521,7 +531,6 @@ systemctl poweroff --no-block
 """
 NSPAWN_UNIT = """[Unit]
 Description=hosttune package test
-After=multi-user.target
 [Service]
 Type=oneshot
 ExecStart=/bin/sh /root/ht-test.sh
