@@ -64,6 +64,8 @@ def _scrub_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    # A profile left in the real /etc/hosttune on this machine must not leak into tests.
+    monkeypatch.setenv("HOSTTUNE_ETC_DIR", str(tmp_path / "etc-hosttune"))
 
 
 @pytest.fixture

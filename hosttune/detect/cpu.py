@@ -11,6 +11,8 @@ from hosttune.facts import Cgroup, Cpu
 FLAGS_OF_INTEREST = (
     "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
     "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8",
+    # running under a hypervisor: doctor skips bare-metal-only checks (IOMMU, ACS)
+    "hypervisor",
     # aarch64 Features
     "asimd", "sve", "sve2", "bf16", "i8mm", "asimdhp",
     # POWER
