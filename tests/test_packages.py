@@ -134,9 +134,9 @@ def apt_install(root: Root, *debs: str, extra: Optional[List[str]] = None) -> No
     archives = CACHE / "apt-archives" / root.path.name
     archives.mkdir(parents=True, exist_ok=True)
     dest = root.path / "var" / "cache" / "apt" / "archives"
-    for deb in archives.glob("*.deb"):
-        shutil.copy2(str(deb), str(dest / deb.name))
-    names = []
+    for cached in archives.glob("*.deb"):
+        shutil.copy2(str(cached), str(dest / cached.name))
+    names: List[str] = []
     for deb in debs:
         if "/" not in deb:  # a package name from the mirror
             names.append(deb)
@@ -149,9 +149,9 @@ def apt_install(root: Root, *debs: str, extra: Optional[List[str]] = None) -> No
         root.run(["apt-get", "-q", "update"], timeout=300)
         install.remove("--no-download")
         root.run(install, timeout=600)
-    for deb in dest.glob("*.deb"):
-        if not (archives / deb.name).exists():
-            shutil.copy2(str(deb), str(archives / deb.name))
+    for fetched in dest.glob("*.deb"):
+        if not (archives / fetched.name).exists():
+            shutil.copy2(str(fetched), str(archives / fetched.name))
 
 
 def hosttune_leftovers(root: Root, paths: List[str]) -> List[str]:
