@@ -3,25 +3,35 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 # torch is pinned: a bare `torch` pulls a multi-GB CUDA build; 2.13.0 CPU is what these machines carry.
 TORCH_PIN ?= torch==2.13.0
-APT_PACKAGES := numactl hwloc libnuma1 libjemalloc2 libtcmalloc-minimal4 libgoogle-perftools4 \
-	systemd procps util-linux
+# What profiles use at run time: numactl/libnuma (memory binding), jemalloc/tcmalloc (allocators they preload).
+RUNTIME_APT := numactl libnuma1 libjemalloc2 libtcmalloc-minimal4
+# What the tests also use for real: hwloc (the detector's oracle), full tcmalloc, systemd-analyze (the monitor unit),
+# and the package stage's mmdebstrap/lintian/rpm/rpmlint/systemd-nspawn.
+TEST_APT := $(RUNTIME_APT) hwloc libgoogle-perftools4 systemd procps util-linux \
+	mmdebstrap lintian rpm rpmlint systemd-container
 
-.PHONY: setup-apt setup demo test lint typecheck pytest bench
+.PHONY: setup setup-demo demo test lint typecheck pytest bench
 
-# System packages the tests use for real: numactl/libnuma (memory binding), hwloc (the detector's oracle),
-# jemalloc/tcmalloc (allocators that profiles preload), systemd-analyze (the monitor unit).
-setup-apt:
+# apt-install what is missing (root on Debian/Ubuntu only; elsewhere install the same packages yourself).
+define apt_install
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	  if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
 	fi
+endef
 
-setup: setup-apt
+setup-demo:
+	$(call apt_install,$(RUNTIME_APT))
+	$(PIP) install -q --disable-pip-version-check "$(TORCH_PIN)"
+	$(PIP) install -q --disable-pip-version-check -e '.[train]'
+
+setup:
+	$(call apt_install,$(TEST_APT))
 	$(PIP) install -q --disable-pip-version-check "$(TORCH_PIN)"
 	$(PIP) install -q --disable-pip-version-check -e '.[train,dev]'
 
 # The main job on the embedded defaults: check the host, generate its profile, train gpt-tiny on 2 ranks.
-demo: setup
+demo: setup-demo
 	hosttune doctor || [ $$? -eq 1 ]
 	hosttune profile generate --force
 	hosttune train --nproc 2 --preset gpt-tiny
