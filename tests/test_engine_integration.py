@@ -134,7 +134,7 @@ def test_rank_killed_with_sigkill_comes_back_and_resumes(tmp_path: Path, gpt_run
     sets = [a for s in GPT_SETS for a in ("--set", s)]
     argv = torchrun_argv(["--preset", "gpt-tiny", *sets, "--run-dir", "run"], "--max-restarts=1")
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+                            text=True, start_new_session=True)  # its own group: nothing outlives a failure
     try:
         deadline = time.monotonic() + 180
         while not (tmp_path / "run" / "checkpoints" / "step-0000015").exists():
@@ -145,7 +145,7 @@ def test_rank_killed_with_sigkill_comes_back_and_resumes(tmp_path: Path, gpt_run
         out, _ = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     (tmp_path / "torchrun.log").write_text(out)
     tracebacks = [out[i : i + 2500] for i in range(len(out)) if out.startswith("Traceback", i)]

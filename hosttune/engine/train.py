@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
@@ -146,6 +147,24 @@ def default_run_dir(cfg: Config, rank: int, world: int) -> Path:
     return Path(chosen[0])
 
 
+def init_process_group(backend: str, rank: int, world: int) -> None:
+    """The process group from torchrun's env, isolated per elastic attempt.
+
+    torchrun's agent keeps its store across restarts, so after a rank died the new attempt can read the dead
+    attempt's keys - gloo then dials the old rank 0's listening port ("Connection refused", or a hang). A key
+    prefix per TORCHELASTIC_RESTART_COUNT gives every attempt a clean namespace.
+    """
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
+    if attempt is None:
+        dist.init_process_group(backend)  # plain env:// rendezvous (not under torchrun)
+        return
+    agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"  # the agent hosts the store
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world,
+                          is_master=not agent_store and rank == 0, timeout=timedelta(minutes=10))
+    dist.init_process_group(backend, store=dist.PrefixStore(f"hosttune/attempt_{attempt}", store), rank=rank,
+                            world_size=world)
+
+
 def run(cfg: Config, task: Task) -> Dict[str, Any]:
     """Train `task` for cfg.steps optimizer steps; returns the summary (the same on every rank).
 
@@ -179,7 +198,7 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
     if use_cuda:
         torch.cuda.set_device(device)  # before init_process_group, so NCCL binds this rank to its GPU
     if world > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if use_cuda else "gloo")  # rendezvous from torchrun's env
+        init_process_group("nccl" if use_cuda else "gloo", rank, world)
     torch.backends.cudnn.benchmark = not deterministic  # autotuned kernels are fastest but may differ run to run
     torch.backends.cudnn.deterministic = deterministic
     torch.use_deterministic_algorithms(deterministic)
