@@ -131,6 +131,14 @@ def test_loader_settings_env_then_config() -> None:
     assert loader_settings(Config(), cuda=False, env={}).num_workers == (0 if cpus <= 4 else 2)
 
 
+def test_deterministic_from_profile_env_unless_config_says() -> None:
+    from hosttune.engine.data import deterministic_setting
+
+    assert deterministic_setting(Config(), env={}) is False
+    assert deterministic_setting(Config(), env={"HOSTTUNE_DETERMINISTIC": "1"}) is True
+    assert deterministic_setting(Config(deterministic=False), env={"HOSTTUNE_DETERMINISTIC": "1"}) is False
+
+
 def test_char_text_entropy_matches_counts() -> None:
     ds = CharText(64, "train")
     x, y = ds[5]
