@@ -114,7 +114,8 @@ class Gpu:
 class Nvidia:
     driver: Optional[str] = None  # "550.54.15"
     cuda_driver: Optional[str] = None  # CUDA version the driver supports: "12.4"
-    nvml: str = "skipped"  # ok | skipped (--root) | library_not_found | driver_not_loaded | version_mismatch | no_permission | error
+    # ok | skipped (--root) | library_not_found | driver_not_loaded | version_mismatch | no_permission | error
+    nvml: str = "skipped"
     nvml_error: Optional[str] = None
     cuda_toolkit: Optional[str] = None  # /usr/local/cuda*/version.json or nvcc
     cuda_toolkit_path: Optional[str] = None

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
+from hosttune.cpulist import format_cpulist as _cpulist
+from hosttune.cpulist import parse_cpulist as _parse_cpulist
 from hosttune.errors import UserError
 
 # Environment names the launcher and shim use among themselves.
@@ -488,34 +490,9 @@ def render_text(launch: Launch) -> str:
     return "\n".join(lines)
 
 
-def _cpulist(ids: Iterable[int]) -> str:
-    """[0, 1, 2, 5] -> "0-2,5"."""
-    out: List[str] = []
-    run: List[int] = []
-    for i in sorted(set(ids)):
-        if run and i == run[-1] + 1:
-            run.append(i)
-            continue
-        if run:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-        run = [i]
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ",".join(out)
-
-
 def parse_cpulist(text: str) -> Tuple[int, ...]:
-    """"0-2,5" -> (0, 1, 2, 5); also the "0-7:2" stride form the kernel accepts."""
-    out: Set[int] = set()
-    for part in text.strip().split(","):
-        part = part.strip()
-        if not part:
-            continue
-        rng, _, stride = part.partition(":")
-        lo, _, hi = rng.partition("-")
-        step = int(stride.split("/")[0]) if stride else 1
-        out.update(range(int(lo), int(hi or lo) + 1, step))
-    return tuple(sorted(out))
+    """"0-2,5" -> (0, 1, 2, 5), as a tuple to compare with a plan's."""
+    return tuple(_parse_cpulist(text))
 
 
 # --------------------------------------------------------------------------------------------------------------

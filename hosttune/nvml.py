@@ -215,9 +215,10 @@ class Nvml:
         put("power_limit_w", nv.nvmlDeviceGetEnforcedPowerLimit, conv=lambda mw: round(mw / 1000.0, 3))
         put("sm_clock_mhz", nv.nvmlDeviceGetClockInfo, 1)  # NVML_CLOCK_SM
         put("mem_clock_mhz", nv.nvmlDeviceGetClockInfo, 2)  # NVML_CLOCK_MEM
-        reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-            nv, "nvmlDeviceGetCurrentClocksThrottleReasons"
-        )
+        # nvidia-ml-py >= 12.535 names it "ClocksEvent"; older releases only have the "ClocksThrottle" name.
+        reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+        if reasons_fn is None:
+            reasons_fn = nv.nvmlDeviceGetCurrentClocksThrottleReasons
         put("clock_event_reasons", reasons_fn, conv=int)
         # NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1, NVML_VOLATILE_ECC = 0
         put("ecc_uncorrected_volatile", nv.nvmlDeviceGetTotalEccErrors, 1, 0, conv=int)

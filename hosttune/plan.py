@@ -15,8 +15,9 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from hosttune.cpulist import format_cpulist as cpulist  # re-exported: `plan.cpulist` formats CPU/node lists
 from hosttune.errors import UserError
 from hosttune.facts import Facts, Gpu
 from hosttune.profile import Profile
@@ -60,20 +61,6 @@ class RankPlan:
             "env": dict(self.env),
             "reasons": list(self.reasons),
         }
-
-
-def cpulist(cpus: Sequence[int]) -> str:
-    """(0,1,2,3,8) -> "0-3,8" (the kernel's cpulist format, also numactl's)."""
-    out: List[str] = []
-    s = sorted(set(cpus))
-    i = 0
-    while i < len(s):
-        j = i
-        while j + 1 < len(s) and s[j + 1] == s[j] + 1:
-            j += 1
-        out.append(str(s[i]) if i == j else f"{s[i]}-{s[j]}")
-        i = j + 1
-    return ",".join(out)
 
 
 # ---------------------------------------------------------------------------------------------------------------

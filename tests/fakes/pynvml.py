@@ -109,7 +109,7 @@ class NVMLError(Exception):
         return obj  # type: ignore[no-any-return]
 
     def __str__(self) -> str:
-        return self._errcode_to_string.get(self.value, "NVML Error with code %d" % self.value)  # type: ignore
+        return self._errcode_to_string.get(self.value, f"NVML Error with code {self.value}")  # type: ignore
 
     def __eq__(self, other: object) -> bool:
         return self.value == getattr(other, "value", None)  # type: ignore[attr-defined,no-any-return]
