@@ -1,16 +1,12 @@
 """Per-rank plans: hwloc fixture hosts (checked against hwloc's own topology) and synthetic GPU hosts built in code."""
 
 import dataclasses
-import json
 import os
-import re
-import sys
-import tarfile
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
-from conftest import HWLOC, HWLOC_NAMES
+from conftest import HWLOC_NAMES, hwloc_expected
 
 from hosttune import plan, profile
 from hosttune.errors import UserError
@@ -19,10 +15,6 @@ from hosttune.facts import Allocators, Cgroup, Cpu, Facts, Gpu, Numa, NumaNode
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"
 IS_ROOT = os.geteuid() == 0
-
-
-def oracle(name: str) -> Dict[str, Any]:
-    return json.loads((HWLOC / f"{name}.expected.json").read_text())  # type: ignore[no-any-return]
 
 
 def parse_cpulist(text: str) -> List[int]:
@@ -44,33 +36,6 @@ def kernel_node_cpus(root: Path, exp: Dict[str, Any]) -> Dict[int, List[int]]:
         f = root / f"sys/devices/system/node/node{n['os_index']}/cpulist"
         out[n["os_index"]] = parse_cpulist(f.read_text()) if f.is_file() else n["cpus"]
     return out
-
-
-# Only what the CPU/NUMA/cgroup probes read: the full trees hold ~10k PCI/ACPI files each and take seconds apiece to
-# extract on a loaded 2-core machine. The test below still checks every result against hwloc's expected output.
-_SLIM = re.compile(
-    r"^[^/]+/(proc/|etc/|dev/cpuset|cgroup|run/|sys/fs/cgroup|"
-    r"sys/devices/system/(node|cpu/(online|possible|present|offline|smt|cpu\d+/(online|topology))))"
-)
-
-
-@pytest.fixture(scope="module")
-def slim_tree(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    base = tmp_path_factory.mktemp("hwloc-slim")
-    done: Dict[str, Path] = {}
-
-    def get(name: str) -> Path:
-        if name not in done:
-            with tarfile.open(HWLOC / f"{name}.tar.gz") as tar:
-                members = [m for m in tar.getmembers() if _SLIM.match(m.name) and (m.isfile() or m.isdir())]
-                if sys.version_info >= (3, 12):
-                    tar.extractall(base, members=members, filter="tar")
-                else:
-                    tar.extractall(base, members=members)
-            done[name] = base / name
-        return done[name]
-
-    return get
 
 
 @pytest.fixture(scope="module")
@@ -116,12 +81,12 @@ def check_layout(plans: List[plan.RankPlan], allowed: Sequence[int], cores: Sequ
 
 
 @pytest.mark.parametrize("name", HWLOC_NAMES)
-def test_hwloc_fixture_plans(name: str, slim_tree: Any, throughput: profile.Profile) -> None:
+def test_hwloc_fixture_plans(name: str, hwloc_tree: Any, throughput: profile.Profile) -> None:
     from hosttune.detect import collect
 
-    root = slim_tree(name)
+    root = hwloc_tree(name)
     facts = collect(root, probe_torch=False)
-    exp = oracle(name)
+    exp = hwloc_expected(name)
     allowed = exp["allowed"]["pus_os_indexes"]
     assert sorted(facts.cpu.allowed_cpus) == sorted(allowed)
     assert sorted(tuple(c) for c in facts.cpu.cores if set(c) & set(allowed)) == sorted(
@@ -135,10 +100,10 @@ def test_hwloc_fixture_plans(name: str, slim_tree: Any, throughput: profile.Prof
     assert one.threads == exp["allowed"]["cores"], "a single process keeps every allowed physical core"
 
 
-def test_fixture_with_cpuset_and_offline_cpu(slim_tree: Any, throughput: profile.Profile) -> None:
+def test_fixture_with_cpuset_and_offline_cpu(hwloc_tree: Any, throughput: profile.Profile) -> None:
     from hosttune.detect import collect
 
-    facts = collect(slim_tree("16amd64-8n2c-cpusets"), probe_torch=False)
+    facts = collect(hwloc_tree("16amd64-8n2c-cpusets"), probe_torch=False)
     plans = plan.resolve_all(facts, throughput, 2, environ={})
     assert [plan.cpulist(p.cpus) for p in plans] == ["0-3,5", "6,12-15"]
     assert 4 not in {c for p in plans for c in p.cpus}  # offline
@@ -418,12 +383,12 @@ def test_bad_ranks_are_user_errors(throughput: profile.Profile) -> None:
             plan.resolve(facts, throughput, rank, size, environ={})
 
 
-def test_plan_from_a_fixture_with_gpus_from_hwloc(slim_tree: Any, throughput: profile.Profile) -> None:
+def test_plan_from_a_fixture_with_gpus_from_hwloc(hwloc_tree: Any, throughput: profile.Profile) -> None:
     """nvidiagpunumanodes: 6 GPUs, 2 CPU nodes (0, 8) and 6 CPU-less GPU-memory nodes (250-255)."""
     from hosttune.detect import collect
 
-    exp = oracle("nvidiagpunumanodes")
-    facts = collect(slim_tree("nvidiagpunumanodes"), probe_torch=False)
+    exp = hwloc_expected("nvidiagpunumanodes")
+    facts = collect(hwloc_tree("nvidiagpunumanodes"), probe_torch=False)
     gpus = tuple(Gpu(index=i, pci_bus_id=g["pci_busid"], numa_node=g["numa_node"]) for i, g in enumerate(exp["gpus"]))
     facts = dataclasses.replace(facts, gpus=gpus)
     plans = plan.resolve_all(facts, throughput, 6, environ={})
