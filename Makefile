@@ -10,7 +10,7 @@ RUNTIME_APT := numactl libnuma1 libjemalloc2 libtcmalloc-minimal4
 TEST_APT := $(RUNTIME_APT) hwloc libgoogle-perftools4 systemd procps util-linux \
 	mmdebstrap lintian rpm rpmlint systemd-container
 
-.PHONY: setup setup-demo demo test lint typecheck pytest bench
+.PHONY: setup setup-demo demo test lint typecheck pytest pytest-py39 bench
 
 # apt-install what is missing (root on Debian/Ubuntu only; elsewhere install the same packages yourself).
 define apt_install
@@ -45,7 +45,18 @@ typecheck:
 pytest:
 	$(PYTHON) -m pytest -q
 
-test: setup lint typecheck pytest
+# RHEL/Rocky 9 and Debian 11 run hosttune on Python 3.9 with click 7.1, PyYAML 5.3, psutil 5.8 and distro 1.5:
+# everything but the engine (which runs under the user's torch) is tested again on exactly that.
+PY39 ?= $(firstword $(wildcard /root/.pyenv/versions/3.9*/bin/python3) $(shell command -v python3.9 2>/dev/null))
+pytest-py39:
+	@if [ -z "$(PY39)" ]; then echo "pytest-py39: no Python 3.9 on this machine: skipped"; exit 0; fi; \
+	set -e; $(PY39) -m venv build/py39; \
+	build/py39/bin/pip install -q --disable-pip-version-check click==7.1.2 pyyaml==5.3.1 psutil==5.8.0 \
+	  distro==1.5.0 nvidia-ml-py pytest hypothesis prometheus_client; \
+	PYTHONPATH=$(CURDIR) build/py39/bin/python -m pytest -q -p no:cacheprovider -m "not integration" \
+	  --ignore=tests/test_engine.py --ignore=tests/test_engine_integration.py
+
+test: setup lint typecheck pytest-py39 pytest
 
 bench: setup
 	$(PYTHON) bench/run.py

@@ -107,6 +107,7 @@ class Context:
     live: bool = True  # the facts describe the machine we run on (no --root)
     cwd: str = field(default_factory=os.getcwd)
     profile_paths: Optional[Sequence[Path]] = None  # None: ask hosttune.profile.generated_paths()
+    python: Optional[str] = None  # --python: the training interpreter named by the user (None: python3 on PATH)
     probe: Live = field(default_factory=Live)
     _samples: Optional[Any] = None
 
@@ -1153,7 +1154,8 @@ def check_torch_version(ctx: Context) -> Finding:
     if t is None:
         if not ctx.live:
             return Finding("skip", "torch not probed on a captured host", ">= 2.6")
-        return Finding("warn", "no python3 with torch found", ">= 2.6",
+        where = ctx.python or "the first python3 on PATH"
+        return Finding("warn", f"no torch in {where}", ">= 2.6",
                        "python3 -m venv ~/venv && ~/venv/bin/pip install torch   # then: hosttune doctor "
                        "--python ~/venv/bin/python")
     if t.error or not t.version:
@@ -1534,7 +1536,8 @@ def diagnose(root: Optional[str] = None, python: Optional[str] = None, data: Seq
 
     live = root is None or os.path.realpath(root) == "/"
     facts = collect(Path(root or "/"), python, probe_torch=live or python is not None, use_nvml=live)
-    ctx = Context(facts=facts, env=dict(os.environ if env is None else env), data=tuple(data), live=live)
+    ctx = Context(facts=facts, env=dict(os.environ if env is None else env), data=tuple(data), live=live,
+                  python=python)
     return run_checks(ctx, only=only)
 
 

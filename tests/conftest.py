@@ -1,5 +1,6 @@
 """Shared test fixtures: captured hosts from ../shared/fixtures, a scrubbed environment, the fake NVML."""
 
+import inspect
 import json
 import os
 import re
@@ -44,6 +45,16 @@ def hwloc_tree(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path
 
 def hwloc_expected(name: str) -> Dict[str, Any]:
     return json.loads((HWLOC / f"{name}.expected.json").read_text())  # type: ignore[no-any-return]
+
+
+def cli_runner() -> Any:
+    """A click CliRunner whose results keep stderr apart: click < 8.2 mixes it in unless told (Debian 11/EL9 ship
+    click 7.1), click 8.2 removed the switch and always keeps it apart."""
+    from click.testing import CliRunner
+
+    if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters:
+        return CliRunner(mix_stderr=False)
+    return CliRunner()
 
 
 @pytest.fixture(autouse=True)

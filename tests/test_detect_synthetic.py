@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 import pytest
-from conftest import a100
+from conftest import a100, cli_runner
 
 from hosttune.detect import HostIO, collect, gpu, torchenv
 from hosttune.detect import _io as detect_io
@@ -350,12 +350,11 @@ def test_smt_siblings_make_one_core(tmp_path: Path) -> None:
 
 
 def test_python_by_name_and_bad_python_via_cli(tmp_path: Path) -> None:
-    from click.testing import CliRunner
 
     from hosttune.cli import cli
 
-    done = CliRunner().invoke(cli, ["facts", "--python", "no-such-python-xyz"])
-    assert done.exit_code == 2 and "--python no-such-python-xyz: not an executable file" in done.output
+    done = cli_runner().invoke(cli, ["facts", "--python", "no-such-python-xyz"])
+    assert done.exit_code == 2 and "--python no-such-python-xyz: not an executable file" in done.stderr
 
 
 def test_named_systemd_hierarchy_alone_is_cgroup_v2(tmp_path: Path) -> None:

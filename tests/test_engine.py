@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import cli_runner
 
 from hosttune.engine.config import PRESETS, Config, ConfigError, load_config, parse_set
 
@@ -244,7 +244,7 @@ def test_hosttune_train_argv_and_fast_failure() -> None:
     from hosttune.cli import cli
     from hosttune.commands.train import build_argv
 
-    runner = CliRunner()
+    runner = cli_runner()
     r = runner.invoke(cli, ["train", "--nproc", "2", "--dry-run", "--preset", "gpt-tiny", "--set", "steps=5"])
     assert r.exit_code == 0, r.output
     argv = build_argv(2, ["--preset", "gpt-tiny", "--set", "steps=5"])

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 import yaml
+from conftest import cli_runner
 
 from hosttune import plan
 
@@ -23,11 +24,10 @@ class Result:
 def run(args: List[str], env: Optional[Dict[str, str]] = None) -> Result:
     """The real CLI in-process (click's runner: the machine is shared and an interpreter start costs ~1 s there);
     the eval tests below run the installed command in a real shell."""
-    from click.testing import CliRunner
 
     from hosttune.cli import cli
 
-    res = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
+    res = cli_runner().invoke(cli, args, env=env, catch_exceptions=False)
     return Result(res.exit_code, res.stdout, res.stderr)
 
 

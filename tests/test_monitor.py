@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from click.testing import CliRunner
-from conftest import REPO
+from conftest import REPO, cli_runner
 from prometheus_client.parser import text_string_to_metric_families
 
 from hosttune.cli import cli
@@ -362,7 +361,7 @@ def test_svg_plot_draws_both_panels_and_the_thresholds(tmp_path: Path) -> None:
 def test_report_command_text_json_plot_and_errors(tmp_path: Path) -> None:
     log = tmp_path / "log"
     _synthetic_log(log, [70, 86, 70, 60])
-    runner = CliRunner()
+    runner = cli_runner()
     res = runner.invoke(cli, ["monitor", "report", "--log-dir", str(log), "--config", os.devnull,
                               "--plot", str(tmp_path / "p.svg")])
     assert res.exit_code == 0, res.output
@@ -373,9 +372,9 @@ def test_report_command_text_json_plot_and_errors(tmp_path: Path) -> None:
     data = json.loads(res.output)
     assert data["samples"] == 4 and data["unreadable_lines"] == 1 and data["metrics"]["gpu0.temperature_c"]["max"] == 86
     res = runner.invoke(cli, ["monitor", "report", "--log-dir", str(tmp_path / "none"), "--config", os.devnull])
-    assert res.exit_code == 2 and "no monitor log in" in res.output
+    assert res.exit_code == 2 and "no monitor log in" in res.stderr
     res = runner.invoke(cli, ["monitor", "report", "--log-dir", str(log), "--config", os.devnull, "--plot", "x.gif"])
-    assert res.exit_code == 2 and ".svg" in res.output
+    assert res.exit_code == 2 and ".svg" in res.stderr
     try:
         import matplotlib  # noqa: F401
 
@@ -387,7 +386,7 @@ def test_report_command_text_json_plot_and_errors(tmp_path: Path) -> None:
     if has_mpl:
         assert res.exit_code == 0 and (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
     else:
-        assert res.exit_code == 2 and "matplotlib" in res.output and not (tmp_path / "p.png").exists()
+        assert res.exit_code == 2 and "matplotlib" in res.stderr and not (tmp_path / "p.png").exists()
 
 
 def test_nvml_is_initialised_once_and_unsupported_fields_asked_once(fake_nvml: Any, tmp_path: Path) -> None:

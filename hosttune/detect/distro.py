@@ -55,7 +55,7 @@ def _linux_distribution(io: HostIO, legacy: bool) -> Any:
     if "include_oslevel" in params:
         kwargs["include_oslevel"] = False
     if io.live:
-        return _distro.LinuxDistribution(**kwargs)
+        return _no_uname(_distro.LinuxDistribution(**kwargs))
     # Name the files ourselves, resolved inside the root: a captured etc/os-release -> /usr/lib/os-release must not
     # open this machine's file, and distro 1.5 (Debian 11, EL9) has no root_dir at all. An empty name would make
     # distro read the running host's /etc, so a root without such a file gets a path that cannot exist.
@@ -70,6 +70,14 @@ def _linux_distribution(io: HostIO, legacy: bool) -> Any:
     )
     if hasattr(dist, "etc_dir"):  # distro >= 1.7 also reads etc/debian_version from here (default: the host's)
         dist.etc_dir = str(io.path("/etc"))
+    return _no_uname(dist)
+
+
+def _no_uname(dist: Any) -> Any:
+    """distro 1.5 runs `uname -rs` as a last fallback even with include_uname=False; its result is a cached
+    property, so an empty one stored up front keeps the detector free of that subprocess (and of the running
+    kernel's name leaking into a captured root's answer)."""
+    dist.__dict__["_uname_info"] = {}
     return dist
 
 
