@@ -799,11 +799,16 @@ class RankCheck:
     last: float = 0.0  # time.monotonic() of the last check
 
 
+def _exited(status: Mapping[str, str]) -> bool:
+    """A process that is gone (no status) or a zombie/dead one: nothing of it is left to compare."""
+    return not status or status.get("State", "").startswith(("Z", "X"))
+
+
 def check_rank(rc: RankCheck) -> List[str]:
     """Compare a running rank with its plan: affinity of every thread, memory policy, environment. New mismatches."""
     found: List[str] = []
     status = proc_status(rc.pid)
-    if not status:
+    if _exited(status):
         return found
     rc.checks += 1
     rc.last = time.monotonic()
@@ -829,7 +834,11 @@ def check_rank(rc: RankCheck) -> List[str]:
         if pol is not None and pol != (rc.expected_policy, rc.expected_mems):
             got_pol = pol[0] + (":" + _cpulist(pol[1]) if pol[1] else "")
             found.append(f"memory policy {got_pol}, plan {rc.expected_policy}:{_cpulist(rc.expected_mems)}")
-    env = proc_environ(rc.pid) or {}
+    env = proc_environ(rc.pid)
+    if not env and _exited(proc_status(rc.pid)):
+        # The rank ended between the reads: a zombie's environ reads empty, which is no evidence against the plan.
+        return found
+    env = env or {}
     for key, value in sorted(rc.expected_env.items()):
         if env.get(key) != value:
             found.append(f"env {key}={env.get(key)!r}, plan {value!r}")

@@ -324,3 +324,28 @@ def test_dry_run_text_and_captured_host(hwloc_tree: Any) -> None:
     assert all(sets) and sum(len(s) for s in sets) == len(set().union(*sets))  # disjoint
     # threads never exceed the rank's CPUs (no oversubscription)
     assert all(0 < int(r["env"]["OMP_NUM_THREADS"]) <= len(r["cpus"]) for r in d["ranks"])
+
+
+def test_verify_does_not_blame_a_rank_that_just_exited() -> None:
+    """A rank that ends between two reads leaves a zombie whose environ reads empty: no mismatch, no check counted;
+    the same rank alive with its planned env is ok, and with a different value it is a mismatch."""
+    env = {"HOSTTUNE_VERIFY_PROBE": "1", "PATH": os.environ.get("PATH", "")}
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], env=env,
+                             stdin=subprocess.PIPE)
+    try:
+        alive = launch.RankCheck(child.pid, 0, 1, (), "none", (), {"HOSTTUNE_VERIFY_PROBE": "1"})
+        assert launch.check_rank(alive) == [] and alive.checks == 1
+        wrong = launch.RankCheck(child.pid, 0, 1, (), "none", (), {"HOSTTUNE_VERIFY_PROBE": "2"})
+        assert launch.check_rank(wrong) == ["env HOSTTUNE_VERIFY_PROBE='1', plan '2'"]
+        assert child.stdin is not None
+        child.stdin.close()
+        for _ in range(200):  # not reaped: it stays a zombie until wait()
+            if launch.proc_status(child.pid).get("State", "").startswith("Z"):
+                break
+            time.sleep(0.02)
+        assert launch.proc_status(child.pid)["State"].startswith("Z")
+        gone = launch.RankCheck(child.pid, 0, 1, (), "none", (), {"HOSTTUNE_VERIFY_PROBE": "1"})
+        assert launch.check_rank(gone) == [] and gone.checks == 0
+    finally:
+        child.kill()
+        child.wait()
