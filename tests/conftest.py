@@ -16,6 +16,7 @@ SHARED = REPO.parent / "shared"
 HWLOC = SHARED / "fixtures" / "hwloc-linux"
 DISTROS = SHARED / "fixtures" / "distros"
 FAKES = Path(__file__).resolve().parent / "fakes"
+PROBES = Path(__file__).resolve().parent / "probes"  # rank probe scripts for the exec tests
 
 # Per-CPU sysfs folders nothing in hosttune reads: skipping them halves the extraction (about 24,000 files).
 _UNREAD = re.compile(r"/sys/devices/system/cpu/cpu\d+/(cache|cpuidle|power|microcode|hotplug)/|/cpufreq/stats/")
@@ -131,3 +132,14 @@ def a100(index: int, bus: str, numa: int = 0, **over: Any) -> Dict[str, Any]:
     }
     dev.update(over)
     return dev
+
+
+@pytest.fixture
+def probe_env(tmp_path: Path) -> Dict[str, str]:
+    """The environment for a job of tests/probes/: each rank writes its report into $PROBE_OUT."""
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(os.environ)
+    env["PROBE_OUT"] = str(out)
+    env["PROBE_PYTHON"] = sys.executable
+    return env

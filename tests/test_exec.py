@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
+from conftest import PROBES
 
 from hosttune import launch
 from hosttune.errors import UserError
 
-PROBES = Path(__file__).resolve().parent / "probes"
 PROBE = str(PROBES / "probe.py")
 PY = sys.executable
 
@@ -27,16 +27,6 @@ def hosttune(*args: str, env: Optional[Dict[str, str]] = None, prefix: List[str]
 
 def reports(out: Path) -> List[Dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(out.glob("rank-*.json"))]
-
-
-@pytest.fixture
-def probe_env(tmp_path: Path) -> Dict[str, str]:
-    out = tmp_path / "out"
-    out.mkdir()
-    env = dict(os.environ)
-    env["PROBE_OUT"] = str(out)
-    env["PROBE_PYTHON"] = PY
-    return env
 
 
 def dry_run(*command: str, env: Optional[Dict[str, str]] = None, extra: List[str] = ()) -> Dict[str, Any]:

@@ -14,25 +14,15 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
+from conftest import PROBES
 
 pytestmark = pytest.mark.integration
 
-PROBES = Path(__file__).resolve().parent / "probes"
 PROBE = str(PROBES / "probe.py")
 PY = sys.executable
 TORCHRUN = [PY, "-m", "torch.distributed.run"]  # the same torchrun as `torchrun` on PATH, without a pyenv shim
 
 pytest.importorskip("torch")
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> Dict[str, str]:
-    out = tmp_path / "out"
-    out.mkdir()
-    e = dict(os.environ)
-    e["PROBE_OUT"] = str(out)
-    e["PROBE_PYTHON"] = PY
-    return e
 
 
 def exec_(*command: str, env: Dict[str, str], prefix: List[str] = (), extra: List[str] = (), timeout: float = 120,
@@ -64,12 +54,12 @@ def check_bound(rep: Dict[str, Any], rank: Dict[str, Any]) -> None:
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
-def test_two_ranks_disjoint_threads_and_jemalloc(env: Dict[str, str]) -> None:
+def test_two_ranks_disjoint_threads_and_jemalloc(probe_env: Dict[str, str]) -> None:
     cmd = [*TORCHRUN, "--nproc_per_node=2", PROBE, "--torch"]
-    plan = plan_of(*cmd, env=env)
-    r = exec_(*cmd, env=env, extra=["--verify"])
+    plan = plan_of(*cmd, env=probe_env)
+    r = exec_(*cmd, env=probe_env, extra=["--verify"])
     assert r.returncode == 0, r.stderr
-    reps = by_rank(reports(env))
+    reps = by_rank(reports(probe_env))
     assert sorted(reps) == [0, 1]
     allowed = os.sched_getaffinity(0)
     a, b = set(reps[0]["affinity"]), set(reps[1]["affinity"])
@@ -84,27 +74,27 @@ def test_two_ranks_disjoint_threads_and_jemalloc(env: Dict[str, str]) -> None:
     assert "MISMATCH" not in r.stderr and r.stderr.count(": ok") == 2, r.stderr
 
 
-def test_under_taskset_both_ranks_stay_on_one_cpu(env: Dict[str, str]) -> None:
+def test_under_taskset_both_ranks_stay_on_one_cpu(probe_env: Dict[str, str]) -> None:
     cpu = str(max(os.sched_getaffinity(0)))
     cmd = [*TORCHRUN, "--nproc-per-node", "2", "--standalone", PROBE]
-    plan = plan_of(*cmd, env=env, prefix=["taskset", "-c", cpu])
+    plan = plan_of(*cmd, env=probe_env, prefix=["taskset", "-c", cpu])
     assert [r["cpus"] for r in plan["ranks"]] == [[int(cpu)], [int(cpu)]]
-    r = exec_(*cmd, env=env, prefix=["taskset", "-c", cpu])
+    r = exec_(*cmd, env=probe_env, prefix=["taskset", "-c", cpu])
     assert r.returncode == 0, r.stderr
-    reps = by_rank(reports(env))
+    reps = by_rank(reports(probe_env))
     assert [reps[i]["affinity"] for i in (0, 1)] == [[int(cpu)], [int(cpu)]]
     assert [reps[i]["env"]["OMP_NUM_THREADS"] for i in (0, 1)] == ["1", "1"]
 
 
-def test_module_and_restarted_rank_is_bound_again(env: Dict[str, str], tmp_path: Path) -> None:
+def test_module_and_restarted_rank_is_bound_again(probe_env: Dict[str, str], tmp_path: Path) -> None:
     flag = tmp_path / "died-once"
     cmd = [*TORCHRUN, "--nproc_per_node=2", "--max-restarts=1", "--monitor-interval=0.1", "-m", "probe",
            "--die-once", str(flag)]
-    plan = plan_of(*cmd, env=env)
-    r = exec_(*cmd, env=env, cwd=str(PROBES))
+    plan = plan_of(*cmd, env=probe_env)
+    r = exec_(*cmd, env=probe_env, cwd=str(PROBES))
     assert r.returncode == 0, r.stderr
     assert flag.exists()
-    reps = reports(env)
+    reps = reports(probe_env)
     restarted = [x for x in reps if x["restart_count"] == "1"]
     assert sorted(int(x["local_rank"]) for x in restarted) == [0, 1]  # torchrun restarts the whole group
     for rep in restarted:
@@ -112,13 +102,13 @@ def test_module_and_restarted_rank_is_bound_again(env: Dict[str, str], tmp_path:
         assert rep["argv"][0].endswith("probe.py")  # ran as `python -m probe`
 
 
-def test_no_python_command_is_bound(env: Dict[str, str]) -> None:
+def test_no_python_command_is_bound(probe_env: Dict[str, str]) -> None:
     cmd = [*TORCHRUN, "--nproc_per_node", "2", "--no-python", str(PROBES / "probe.sh"), "--exit", "0"]
-    plan = plan_of(*cmd, env=env)
+    plan = plan_of(*cmd, env=probe_env)
     assert plan["argv"].count("--no-python") == 1
-    r = exec_(*cmd, env=env)
+    r = exec_(*cmd, env=probe_env)
     assert r.returncode == 0, r.stderr
-    reps = by_rank(reports(env))
+    reps = by_rank(reports(probe_env))
     for rank in plan["ranks"]:
         check_bound(reps[rank["local_rank"]], rank)
 
@@ -129,17 +119,17 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_two_nodes_on_loopback_allreduce(env: Dict[str, str]) -> None:
+def test_two_nodes_on_loopback_allreduce(probe_env: Dict[str, str]) -> None:
     port = _free_port()
     procs = []
     for node in (0, 1):
         cmd = [PY, "-m", "hosttune", "exec", "--", *TORCHRUN, "--nnodes=2", f"--node-rank={node}",
                "--nproc_per_node=1", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
                "--rdzv-id=hosttune-test", PROBE, "--allreduce"]
-        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        procs.append(subprocess.Popen(cmd, env=probe_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outs = [p.communicate(timeout=150) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
-    reps = reports(env)
+    reps = reports(probe_env)
     assert len(reps) == 2
     assert all(x["allreduce"] == [2.0, 2.0, 2.0, 2.0] and x["world_size"] == 2 for x in reps)
     assert all(x["hosttune_local_rank"] == "0" for x in reps)
@@ -159,17 +149,17 @@ def _job_processes(marker: str) -> List[int]:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])  # SIGINT: what Ctrl-C sends
-def test_signal_stops_every_rank(env: Dict[str, str], sig: int) -> None:
+def test_signal_stops_every_rank(probe_env: Dict[str, str], sig: int) -> None:
     proc = subprocess.Popen([PY, "-m", "hosttune", "exec", "--", *TORCHRUN, "--nproc_per_node=2", PROBE, "--sleep",
-                             "120"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "120"], env=probe_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 90
-    while len(reports(env)) < 2 and time.monotonic() < deadline and proc.poll() is None:
+    while len(reports(probe_env)) < 2 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.1)
-    assert len(reports(env)) == 2, proc.communicate(timeout=5)
-    marker = f"PROBE_OUT={env['PROBE_OUT']}"
+    assert len(reports(probe_env)) == 2, proc.communicate(timeout=5)
+    marker = f"PROBE_OUT={probe_env['PROBE_OUT']}"
     assert len(_job_processes(marker)) >= 3  # torchrun + two ranks
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=90)
     assert proc.returncode == 128 + sig, err
     assert not _job_processes(marker)
-    assert not any(Path(f"/proc/{x['pid']}").exists() for x in reports(env))
+    assert not any(Path(f"/proc/{x['pid']}").exists() for x in reports(probe_env))
