@@ -143,3 +143,56 @@ def probe_env(tmp_path: Path) -> Dict[str, str]:
     env["PROBE_OUT"] = str(out)
     env["PROBE_PYTHON"] = sys.executable
     return env
+
+
+# ---- the other user on the box -------------------------------------------------------------------------------
+# Root-safety tests play a second, unprivileged local user: they plant files as that user (setpriv, real uid/gid
+# changes, no capabilities) and then run hosttune as root, which must refuse or ignore what was planted.
+OTHER_UID = 65534  # nobody
+OTHER_GID = 65534  # nogroup
+
+
+class OtherUser:
+    """`nobody`, with a directory of their own under /tmp (world-traversable, as a user's home or /tmp dir is)."""
+
+    uid = OTHER_UID
+    gid = OTHER_GID
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+
+    def run(self, argv: Any, **kw: Any) -> "Any":
+        """Run argv as the other user (setpriv: real+effective uid/gid, no supplementary groups)."""
+        import subprocess
+
+        cmd = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--", *argv]
+        kw.setdefault("capture_output", True)
+        kw.setdefault("text", True)
+        kw.setdefault("timeout", 60)
+        return subprocess.run(cmd, check=False, **kw)
+
+    def write(self, rel: str, content: Any, mode: int = 0o644) -> Path:
+        """A file the other user owns (created by them, so every directory they made on the way is theirs)."""
+        path = self.home / rel
+        done = self.run(["sh", "-c", 'mkdir -p "$(dirname "$1")" && cat > "$1" && chmod "$2" "$1"', "sh", str(path),
+                         f"{mode:o}"], input=content if isinstance(content, str) else content.decode())
+        assert done.returncode == 0, done.stderr
+        return path
+
+
+@pytest.fixture
+def other_user() -> Iterator[OtherUser]:
+    """The second, unprivileged user. Needs root (to become them) and setpriv; skipped otherwise."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("playing another user needs root and setpriv")
+    home = Path(tempfile.mkdtemp(prefix="hosttune-other-", dir="/tmp"))
+    os.chown(home, OTHER_UID, OTHER_GID)
+    os.chmod(home, 0o755)
+    try:
+        yield OtherUser(home)
+    finally:
+        subprocess.run(["rm", "-rf", "--one-file-system", str(home)], check=False)

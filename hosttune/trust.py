@@ -1,0 +1,255 @@
+"""Root trust: the one place that decides whether a file, a directory, a library or an environment value may steer
+what hosttune does as root.
+
+The rule (SECURITY.md states it for users): as root, hosttune acts only on what root alone could have written.
+A path is resolved once (symbolic links followed), then the file and every directory above it must be owned by a
+trusted user (root; as an ordinary user, root or that user) and not writable by group or others. Above the file's
+own directory a world-writable directory is accepted only with the sticky bit (as /tmp has): there nobody can
+rename or replace an entry they do not own. The file's own directory gets no such exception: a root-owned profile
+in /tmp is refused, since anybody may plant a sibling there and the next run may pick it up.
+
+Callers get the *resolved* path back and must use it (not the name they were given), so a symbolic link that is
+re-pointed after the check changes nothing.
+"""
+
+import os
+import stat
+from pathlib import Path
+from typing import Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
+
+from hosttune.errors import UserError
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+ELF_MAGIC = b"\x7fELF"
+
+# Variables that make a program load code or read its configuration from a path. As root each is as dangerous as
+# LD_PRELOAD: a value pointing at a user's directory runs that user's code as root.
+PATH_LIST_ENV: FrozenSet[str] = frozenset({
+    "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GCONV_PATH", "PATH", "PYTHONPATH", "PYTHONHOME",
+    "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONPYCACHEPREFIX", "BASH_ENV", "ENV", "PERL5LIB", "PERLLIB", "RUBYLIB",
+    "NODE_PATH", "LOCPATH", "NLSPATH", "TERMINFO", "TERMINFO_DIRS", "HOSTALIASES", "RESOLV_HOST_CONF",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "MALLOC_TRACE", "LD_DEBUG_OUTPUT", "LD_PROFILE_OUTPUT", "TORCHINDUCTOR_CACHE_DIR",
+    "TRITON_CACHE_DIR", "CUDA_CACHE_PATH", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "PYTHONBREAKPOINT_PATH",
+})
+# Variables whose value is code or a command line, not a path: no check makes them safe from a profile as root.
+CODE_ENV: FrozenSet[str] = frozenset({
+    "PYTHONBREAKPOINT", "PYTHONINSPECT", "PERL5OPT", "RUBYOPT", "NODE_OPTIONS", "JAVA_TOOL_OPTIONS", "PROMPT_COMMAND",
+    "SHELLOPTS", "BASHOPTS", "PS4", "LD_BIND_NOW_HOOK", "IFS",
+})
+# Interpreter start-up variables a caller's environment may carry (kept by `su`/`sudo -E`). hosttune drops them when
+# it starts an interpreter of its own as root, unless their paths pass `check_path`.
+PYTHON_START_ENV: Tuple[str, ...] = (
+    "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONINSPECT", "PYTHONBREAKPOINT",
+    "PYTHONPYCACHEPREFIX", "PYTHONEXECUTABLE", "PYTHONPLATLIBDIR", "PYTHONSAFEPATH", "PYTHONWARNINGS",
+    "PYTHONDEVMODE", "PYTHONNOUSERSITE", "PYTHONSITEPACKAGES",
+)
+
+
+class Untrusted(UserError):
+    """A path or value that someone other than a trusted user could have written."""
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def trusted_owners() -> FrozenSet[int]:
+    """Whose files may steer hosttune: root's alone as root; as an ordinary user, root's and the user's own."""
+    uid = os.geteuid()
+    return frozenset({0}) if uid == 0 else frozenset({0, uid})
+
+
+def _owner_name(uid: int) -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (KeyError, ImportError):
+        return f"uid {uid}"
+
+
+def problem(path: PathLike, *, kind: str = "file", owners: Optional[FrozenSet[int]] = None) -> Tuple[str, Optional[str]]:
+    """(resolved path, None) when `path` is trusted, else (resolved path, why). `kind` is "file" (a regular file),
+    "dir" or "any". Never raises."""
+    owners = trusted_owners() if owners is None else owners
+    try:
+        real = os.path.realpath(os.fspath(path))
+    except (OSError, ValueError) as exc:
+        return os.fspath(path), f"cannot be resolved ({exc})"
+    try:
+        st = os.lstat(real)
+    except (OSError, ValueError) as exc:
+        return real, f"does not exist ({getattr(exc, 'strerror', None) or exc})"
+    if kind == "file" and not stat.S_ISREG(st.st_mode):
+        return real, "is not a regular file"
+    if kind == "dir" and not stat.S_ISDIR(st.st_mode):
+        return real, "is not a directory"
+    why = _mode_problem(real, st, owners, sticky_ok=False)
+    if why:
+        return real, why
+    parent = os.path.dirname(real)
+    first = True
+    while True:
+        try:
+            pst = os.lstat(parent)
+        except OSError as exc:
+            return real, f"its directory {parent} cannot be read ({exc.strerror or exc})"
+        # The file's own directory may not be world-writable even with the sticky bit; higher ones may (/tmp).
+        why = _mode_problem(parent, pst, owners, sticky_ok=not first or kind == "dir")
+        if why:
+            return real, f"its directory {why}"
+        if parent == "/":
+            return real, None
+        first = False
+        parent = os.path.dirname(parent)
+
+
+def _mode_problem(path: str, st: os.stat_result, owners: FrozenSet[int], sticky_ok: bool) -> Optional[str]:
+    if st.st_uid not in owners:
+        return f"{path} is owned by {_owner_name(st.st_uid)}"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        if sticky_ok and stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX:
+            return None
+        who = "group and others" if st.st_mode & stat.S_IWGRP and st.st_mode & stat.S_IWOTH else (
+            "its group" if st.st_mode & stat.S_IWGRP else "others")
+        return f"{path} is writable by {who}"
+    return None
+
+
+def fix_for(why: str, real: str) -> str:
+    """The one command (or step) that makes `real` trusted, for a `problem()` answer."""
+    if why.startswith("its directory "):
+        bad = why[len("its directory "):].split(" is ", 1)[0]
+        if " writable by " in why and _is_shared_tmp(bad):
+            return f"move it to a directory only root can write, such as /etc/hosttune (not {bad})"
+        return f"chown root: {bad} && chmod go-w {bad}" if " owned by " in why else f"chmod go-w {bad}"
+    if " owned by " in why:
+        return f"chown root: {real}"
+    if " writable by " in why:
+        return f"chmod go-w {real}"
+    return f"use a root-owned file instead of {real}"
+
+
+def _is_shared_tmp(path: str) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return bool(st.st_mode & stat.S_ISVTX) and bool(st.st_mode & stat.S_IWOTH)
+
+
+def check_path(path: PathLike, what: str, *, kind: str = "file", owners: Optional[FrozenSet[int]] = None) -> str:
+    """The resolved path when trusted; else Untrusted with one line naming `what`, the file, the reason and the fix."""
+    real, why = problem(path, kind=kind, owners=owners)
+    if why is None:
+        return real
+    shown = f"{path}" if os.fspath(path) == real else f"{path} (-> {real})"
+    if why.startswith("does not exist") or why.startswith("cannot be resolved") or why.startswith("is not a"):
+        raise Untrusted(f"{what} {shown} {why}")
+    raise Untrusted(f"refusing {what} {shown}: {why}, so another user could change what runs as "
+                    f"{'root' if is_root() else 'you'}; fix: {fix_for(why, real)}")
+
+
+def check_root_file(path: PathLike, what: str) -> Path:
+    """As root: `check_path`; as an ordinary user only the file's type is checked (they can only hurt themselves)."""
+    if is_root():
+        return Path(check_path(path, what))
+    return Path(path)
+
+
+def is_elf(path: PathLike) -> bool:
+    try:
+        fd = os.open(os.fspath(path), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return os.read(fd, 4) == ELF_MAGIC
+    finally:
+        os.close(fd)
+
+
+def check_library(path: PathLike, what: str = "preload library") -> str:
+    """An LD_PRELOAD/LD_AUDIT entry: absolute, resolved once, every component trusted (root-owned as anyone:
+    it runs inside every rank), an ELF file. Returns the resolved path, which is what must be passed on."""
+    p = os.fspath(path)
+    if not p.startswith("/"):
+        raise Untrusted(f"{what} {p!r} is not an absolute path")
+    real = check_path(p, what, owners=frozenset({0}))
+    if not is_elf(real):
+        raise Untrusted(f"{what} {p} is not an ELF shared library")
+    return real
+
+
+def check_env_value(name: str, value: str, where: str) -> str:
+    """A profile's `env:` entry as root: code-valued variables are refused; path-valued ones must name only trusted
+    paths (each list entry resolved and checked; a missing entry is refused, as it could be created later). Returns
+    the value to use (entries resolved). As an ordinary user the value is returned unchanged."""
+    if not is_root():
+        return value
+    if name in CODE_ENV or name.startswith("LD_") and name not in PATH_LIST_ENV:
+        raise Untrusted(f"{where}: refusing env {name} while running as root: its value is code or changes how "
+                        f"programs load code; remove it from the profile")
+    if name not in PATH_LIST_ENV:
+        return value
+    # ld.so splits LD_PRELOAD at spaces and colons; every other list here is colon-separated.
+    parts = value.replace(" ", ":").split(":") if name == "LD_PRELOAD" else value.split(":")
+    out: List[str] = []
+    for part in parts:
+        if not part:
+            if name in ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH"):
+                # An empty entry means the current directory for these.
+                raise Untrusted(f"{where}: refusing env {name}={value!r} as root: an empty entry means the "
+                                f"current directory; remove it")
+            continue
+        if not part.startswith("/"):
+            raise Untrusted(f"{where}: refusing env {name} entry {part!r} as root: not an absolute path")
+        if name in ("LD_PRELOAD", "LD_AUDIT"):
+            out.append(check_library(part, f"env {name} entry"))
+        else:
+            out.append(check_path(part, f"{where}: env {name} entry", kind="any", owners=frozenset({0})))
+    return ":".join(out) if name != "LD_PRELOAD" else " ".join(out)
+
+
+def interpreter_env(environ: Mapping[str, str]) -> Tuple[Dict[str, str], List[str]]:
+    """The environment for an interpreter hosttune starts, and the names it dropped. As root, start-up variables a
+    caller may have left behind are dropped unless every path they name passes the root trust rule."""
+    env = dict(environ)
+    dropped: List[str] = []
+    if not is_root():
+        return env, dropped
+    for name in PYTHON_START_ENV:
+        if name not in env:
+            continue
+        try:
+            if name in PATH_LIST_ENV:
+                env[name] = check_env_value(name, env[name], "environment")
+                continue
+        except UserError:
+            pass
+        del env[name]
+        dropped.append(name)
+    return env, dropped
+
+
+def private_dir(path: PathLike, *, create: bool = True) -> str:
+    """A directory only the caller can use (owner = euid, mode 0700, not a link), created if asked. Raises
+    Untrusted when it exists with another owner or wider mode (someone else made it first)."""
+    p = os.fspath(path)
+    if create:
+        try:
+            os.mkdir(p, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise Untrusted(f"cannot create private directory {p}: {exc.strerror or exc}") from None
+    try:
+        st = os.lstat(p)
+    except OSError as exc:
+        raise Untrusted(f"private directory {p}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise Untrusted(f"refusing {p}: expected a private directory, found something else (a link or a file)")
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise Untrusted(f"refusing {p}: owned by {_owner_name(st.st_uid)} with mode {stat.S_IMODE(st.st_mode):o}; "
+                        f"expected owned by {_owner_name(os.geteuid())} with mode 700")
+    return p
