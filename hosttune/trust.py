@@ -69,7 +69,8 @@ def _owner_name(uid: int) -> str:
         return f"uid {uid}"
 
 
-def problem(path: PathLike, *, kind: str = "file", owners: Optional[FrozenSet[int]] = None) -> Tuple[str, Optional[str]]:
+def problem(path: PathLike, *, kind: str = "file",
+            owners: Optional[FrozenSet[int]] = None) -> Tuple[str, Optional[str]]:
     """(resolved path, None) when `path` is trusted, else (resolved path, why). `kind` is "file" (a regular file),
     "dir" or "any". Never raises."""
     owners = trusted_owners() if owners is None else owners
