@@ -180,7 +180,7 @@ def test_shipped_config_loads_and_matches_the_builtin_defaults() -> None:
     ("max_bytes: 12 parsecs\n", "not a size"),
     ("thresholds:\n  gpu_temp_warn_c: 90\n", "gpu_temp_warn_c must be below gpu_temp_crit_c"),
     ("interval: [1\n", "line 2"),
-    ("- 1\n", "must be a mapping"),
+    ("- 1\n", "must be a YAML mapping"),
 ])
 def test_bad_config_is_one_line_naming_file_and_key(tmp_path: Path, text: str, needle: str) -> None:
     f = tmp_path / "monitor.yaml"

@@ -41,7 +41,10 @@ class Daemon:
         self.log = log_dir or tmp / "log"
         self.tf = tmp / "textfile"
         cfg = tmp / "monitor.yaml"
-        cfg.write_text(f"interval: {interval}\nlog_dir: {self.log}\ntextfile_dir: {self.tf}\n{extra}")
+        base = {"interval": interval, "log_dir": self.log, "textfile_dir": self.tf}
+        # `extra` may override a base key: monitor.yaml refuses duplicate keys
+        lines = [f"{k}: {v}\n" for k, v in base.items() if not re.search(rf"^{k}:", extra, re.MULTILINE)]
+        cfg.write_text("".join(lines) + extra)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "hosttune", "monitor", "--config", str(cfg)], env=env, cwd=str(tmp),
             stdout=subprocess.PIPE, stderr=stderr, text=True, preexec_fn=preexec)

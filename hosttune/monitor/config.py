@@ -1,7 +1,9 @@
 """The monitor's settings: built-in defaults < /etc/hosttune/monitor.yaml (or --config) < command-line flags.
 
 `MonitorConfig` and `Thresholds` validate themselves; `load()` turns every problem in the YAML into a one-line
-UserError that names the file and the key.
+UserError that names the file and the key. The file is read with `fsio.read_user_text` (regular, bounded, UTF-8)
+and parsed with `yamlio` (no expanding aliases, no deep nesting), and every value quoted back goes through
+`yamlio.brief`, so no message grows with the input.
 """
 
 import os
@@ -10,8 +12,10 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Dict, List, Optional
 
 from hosttune.errors import UserError
+from hosttune.yamlio import brief
 
 DEFAULT_CONFIG = "/etc/hosttune/monitor.yaml"
+MAX_CONFIG_BYTES = 1 << 20  # a monitor.yaml is a dozen lines
 
 
 @dataclass(frozen=True)
@@ -53,9 +57,18 @@ class MonitorConfig:
             raise ValueError("backups must be between 0 and 1000")
         if not self.log_dir:
             raise ValueError("log_dir must not be empty")
+        for key in ("log_dir", "textfile_dir"):
+            _check_path(key, getattr(self, key))
         for d in self.disks:
             if not isinstance(d, str) or not d.startswith("/"):
-                raise ValueError(f"disks: {d!r} is not an absolute path")
+                raise ValueError(f"disks: {brief(d)} is not an absolute path")
+            _check_path("disks", d)
+
+
+def _check_path(key: str, value: str) -> None:
+    # A NUL would reach os.open() as a ValueError traceback; no real path holds one (or any control character).
+    if any(ord(ch) < 32 or ch == "\x7f" for ch in value):
+        raise ValueError(f"{key}: {brief(value)} holds a control character (NUL, newline, ...); not a usable path")
 
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMG]i?B?|B)?\s*$", re.IGNORECASE)
@@ -65,18 +78,18 @@ _SCALE = {"": 1, "B": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 def parse_size(value: Any) -> int:
     """An int, or "64M" / "64MiB" / "1G" (binary units)."""
     if isinstance(value, bool):
-        raise ValueError(f"not a size: {value!r}")
+        raise ValueError(f"not a size: {brief(value)}")
     if isinstance(value, int):
         return value
     m = _SIZE.match(str(value))
     if not m:
-        raise ValueError(f"not a size: {value!r} (use bytes or 64M, 1G)")
+        raise ValueError(f"not a size: {brief(value)} (use bytes or 64M, 1G)")
     return int(m.group(1)) * _SCALE[(m.group(2) or "")[:1].upper()]
 
 
 def _number(value: Any, key: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{key}: expected a number, got {value!r}")
+        raise ValueError(f"{key}: expected a number, got {brief(value)}")
     return float(value)
 
 
@@ -86,14 +99,15 @@ def from_mapping(data: Dict[str, Any]) -> MonitorConfig:
     kw: Dict[str, Any] = {}
     for key, value in data.items():
         if key not in known:
-            raise ValueError(f"unknown key {key!r} (known: {', '.join(sorted(known))})")
+            raise ValueError(f"unknown key {brief(key)} (known: {', '.join(sorted(known))})")
         if key == "thresholds":
             if not isinstance(value, dict):
                 raise ValueError("thresholds: expected a mapping")
             tknown = {f.name for f in fields(Thresholds)}
             for tkey in value:
                 if tkey not in tknown:
-                    raise ValueError(f"unknown key thresholds.{tkey} (known: {', '.join(sorted(tknown))})")
+                    shown = brief(tkey)[1:-1] if isinstance(tkey, str) else brief(tkey)
+                    raise ValueError(f"unknown key thresholds.{shown} (known: {', '.join(sorted(tknown))})")
             kw[key] = Thresholds(**{k: _number(v, f"thresholds.{k}") for k, v in value.items()})
         elif key == "interval":
             kw[key] = _number(value, key)
@@ -101,13 +115,13 @@ def from_mapping(data: Dict[str, Any]) -> MonitorConfig:
             kw[key] = parse_size(value)
         elif key == "backups":
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"backups: expected an integer, got {value!r}")
+                raise ValueError(f"backups: expected an integer, got {brief(value)}")
             kw[key] = value
         elif key in ("log_dir", "textfile_dir"):
             if value is None:
                 value = ""
             if not isinstance(value, str):
-                raise ValueError(f"{key}: expected a path, got {value!r}")
+                raise ValueError(f"{key}: expected a path, got {brief(value)}")
             kw[key] = value
         elif key == "disks":
             if not isinstance(value, list):
@@ -123,22 +137,11 @@ def load(path: Optional[str], overrides: Optional[Dict[str, Any]] = None) -> Mon
     if source is None and os.path.exists(DEFAULT_CONFIG):
         source = DEFAULT_CONFIG
     if source is not None:
-        import yaml  # only when there is a file to read
+        from hosttune import fsio, yamlio
 
-        try:
-            with open(source) as f:
-                loaded = yaml.safe_load(f)
-        except OSError as exc:
-            raise UserError(f"{source}: cannot read monitor config: {exc.strerror or exc}") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" line {mark.line + 1}" if mark is not None else ""
-            raise UserError(f"{source}:{where} malformed YAML: {getattr(exc, 'problem', None) or exc}") from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise UserError(f"{source}: monitor config must be a mapping of keys to values")
-        data = loaded
+        # `--config /dev/null`: the built-in defaults (a device is otherwise refused: it could block or never end)
+        text = "" if source == os.devnull else fsio.read_user_text(source, "monitor config", MAX_CONFIG_BYTES)
+        data, _node = yamlio.load_mapping(text, source, "monitor config")
     try:
         cfg = from_mapping(data)
     except (ValueError, TypeError) as exc:

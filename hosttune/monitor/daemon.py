@@ -7,6 +7,7 @@ dropped, error at most once a minute), SIGHUP (reopen the log). SIGTERM/SIGINT e
 Under systemd (Type=notify) it sends READY=1, WATCHDOG=1 and STOPPING=1 over $NOTIFY_SOCKET itself.
 """
 
+import errno
 import json
 import os
 import select
@@ -21,7 +22,7 @@ from hosttune.errors import UserError
 from hosttune.monitor.config import MonitorConfig
 from hosttune.monitor.events import PRIORITY, Alerts, Event
 from hosttune.monitor.sample import HostReader, gpu_fields, now_fields
-from hosttune.monitor.sinks import JsonlSink, TextfileSink, render_textfile
+from hosttune.monitor.sinks import JSONL_NAME, JsonlSink, TextfileSink, render_textfile
 
 ERROR_PERIOD_S = 60.0  # a repeating error is printed at most this often
 
@@ -134,10 +135,14 @@ class Monitor:
 
     # ---- setup ----------------------------------------------------------------------------------------------
     def open_sinks(self) -> None:
-        """Fail at start, with one line and exit 2, when the log or textfile directory cannot be written."""
+        """Fail at start, with one line and exit 2, when the log or textfile directory cannot be written or is not
+        trusted (sinks.trusted_dir), or a link or non-regular file sits at the log's name."""
         try:
             self.jsonl = JsonlSink(self.cfg.log_dir, self.cfg.max_bytes, self.cfg.backups)
         except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EINVAL):
+                raise UserError(f"refusing {os.path.join(self.cfg.log_dir, JSONL_NAME)}: a link or a non-regular "
+                                f"file is at the log's name; the monitor never writes through one: remove it") from None
             raise UserError(f"log dir {self.cfg.log_dir} is not writable: {exc.strerror or exc}") from None
         if self.cfg.textfile_dir:
             try:

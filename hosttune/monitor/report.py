@@ -6,9 +6,12 @@ intervals, i.e. while the monitor was not running), and the events. The SVG is w
 distribution packages need no matplotlib; a .png is drawn with matplotlib when it happens to be importable.
 """
 
+import errno
 import json
 import math
+import os
 import re
+import stat
 import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -16,6 +19,7 @@ from hosttune import nvml
 from hosttune.errors import UserError
 from hosttune.monitor.config import Thresholds
 from hosttune.monitor.sinks import jsonl_files
+from hosttune.term import printable
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -41,9 +45,115 @@ def parse_duration(text: str) -> float:
     return total
 
 
+MAX_LINE_BYTES = 1 << 20  # a sample is a few hundred bytes per GPU; anything longer is not one of ours
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 parses as inf
+        raise ValueError(f"not a finite number: {text[:20]}")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > 20:  # beyond any counter we write; float() of it would overflow later
+        raise ValueError("integer too long")
+    return int(text)
+
+
+def _no_constant(text: str) -> Any:
+    raise ValueError(f"{text} is not a reading")  # NaN, Infinity, -Infinity: json.loads accepts them by default
+
+
+def _is_num(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _opt(value: Any, kind: Any) -> bool:
+    return value is None or isinstance(value, kind)
+
+
+def _well_formed(rec: Any) -> bool:
+    """The shape the summary and the plot rely on; a line that parses as JSON but has another shape is unreadable,
+    not a traceback."""
+    if not isinstance(rec, dict) or not _is_num(rec.get("ts")) or not 0 <= rec["ts"] < 1e11:
+        return False
+    host = rec.get("host")
+    if not _opt(host, dict):
+        return False
+    host = host or {}
+    for key in ("mem_used_pct", "swap_total_bytes", "swap_used_bytes"):
+        if host.get(key) is not None and not _is_num(host[key]):
+            return False
+    temps = host.get("cpu_temps_c")
+    if not _opt(temps, dict) or not all(_is_num(v) for v in (temps or {}).values()):
+        return False
+    disks = host.get("disks")
+    if not _opt(disks, dict) or not all(
+            isinstance(u, dict) and (u.get("used_pct") is None or _is_num(u["used_pct"]))
+            for u in (disks or {}).values()):
+        return False
+    gpus = rec.get("gpus")
+    if not _opt(gpus, list):
+        return False
+    for gpu in gpus or []:
+        if not isinstance(gpu, dict) or not isinstance(gpu.get("index"), int) or isinstance(gpu["index"], bool):
+            return False
+        for key in ("temperature_c", "memory_used_pct"):
+            if gpu.get(key) is not None and not _is_num(gpu[key]):
+                return False
+        reasons = gpu.get("clock_event_reasons")
+        if reasons is not None and (not isinstance(reasons, int) or isinstance(reasons, bool)):
+            return False
+    events = rec.get("events")
+    return _opt(events, list) and all(isinstance(ev, dict) for ev in events or [])
+
+
+def _parse_line(raw: bytes) -> Optional[Dict[str, Any]]:
+    """One JSONL line as a sample, or None when it is not one (bad UTF-8, bad JSON, nested too deep, wrong shape)."""
+    try:
+        rec = json.loads(raw.decode("utf-8"), parse_float=_finite_float, parse_int=_bounded_int,
+                         parse_constant=_no_constant)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return None
+    return rec if _well_formed(rec) else None
+
+
+def _lines(path: str) -> Iterator[Optional[bytes]]:
+    """The lines of one log file, each at most MAX_LINE_BYTES (None stands for a longer one, skipped unread).
+    A link, FIFO or device at a log name is refused with one line: it is not a log the monitor wrote."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        if os.path.islink(path):
+            raise OSError(errno.ELOOP, "is a symbolic link, not a log the monitor wrote")
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UserError(f"{path}: cannot read: not a regular file")
+        os.set_blocking(fd, True)
+        f = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with f:
+        while True:
+            line = f.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                return
+            if len(line) > MAX_LINE_BYTES:
+                while line and not line.endswith(b"\n"):  # skip the rest of the overlong line in bounded reads
+                    line = f.readline(MAX_LINE_BYTES)
+                yield None
+                continue
+            yield line
+
+
 def read_samples(log_dir: str, since_s: Optional[float] = None, now: Optional[float] = None
                  ) -> Tuple[List[Dict[str, Any]], int]:
-    """All samples in the log files, oldest first, and the number of lines that did not parse."""
+    """All samples in the log files, oldest first, and the number of lines that did not parse (malformed JSON,
+    too long, nested too deep, or not shaped like a sample)."""
     files = jsonl_files(log_dir)
     if not files:
         raise UserError(f"no monitor log in {log_dir} (expected monitor.jsonl; is `hosttune monitor` running?)")
@@ -51,24 +161,15 @@ def read_samples(log_dir: str, since_s: Optional[float] = None, now: Optional[fl
     samples: List[Dict[str, Any]] = []
     bad = 0
     for path in files:
-        try:
-            f = open(path, encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        with f:
-            for line in f:
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    bad += 1
-                    continue
-                if not isinstance(rec, dict) or not isinstance(rec.get("ts"), (int, float)):
-                    bad += 1
-                    continue
-                if cutoff is None or rec["ts"] >= cutoff:
-                    samples.append(rec)
+        for raw in _lines(path):
+            if raw is not None and not raw.strip():
+                continue
+            rec = _parse_line(raw) if raw is not None else None
+            if rec is None:
+                bad += 1
+                continue
+            if cutoff is None or rec["ts"] >= cutoff:
+                samples.append(rec)
     samples.sort(key=lambda r: r["ts"])
     return samples, bad
 
@@ -200,7 +301,9 @@ def render_text(summary: Dict[str, Any], log_dir: str, bad_lines: int) -> str:
     lines.append(f"events ({len(summary['events'])})")
     for ev in summary["events"]:
         state = "cleared " if ev.get("state") == "clear" else ""
-        lines.append(f"  {_utc(ev['ts'])}  {ev.get('level', ''):<8}  {state}{ev.get('message', '')}")
+        # a log line is data: control characters in it are shown, never sent to the terminal
+        lines.append(f"  {_utc(ev['ts'])}  {printable(str(ev.get('level', ''))):<8}  "
+                     f"{state}{printable(str(ev.get('message', '')))}")
     return "\n".join(lines) + "\n"
 
 
@@ -379,18 +482,11 @@ def write_plot(path: str, samples: Sequence[Dict[str, Any]], thresholds: Thresho
 
 
 def _atomic_write(path: str, data: bytes) -> None:
-    import os
+    from hosttune import fsio
 
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        fsio.atomic_write(path, data, 0o644)
     except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise UserError(f"--plot {path}: cannot write: {exc.strerror or exc}") from None
 
 
@@ -403,7 +499,7 @@ def _write_png(path: str, samples: Sequence[Dict[str, Any]], thresholds: Thresho
     except ImportError:
         raise UserError(f"--plot {path}: PNG needs matplotlib, which is not installed; use a .svg name") from None
     import datetime as dt
-    import os
+    import io
 
     temps, mems = _series(samples)
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
@@ -421,11 +517,9 @@ def _write_png(path: str, samples: Sequence[Dict[str, Any]], thresholds: Thresho
         if ax.get_legend_handles_labels()[0]:
             ax.legend(loc="upper left", fontsize="small")
     fig.suptitle(title or "hosttune monitor")
-    tmp = f"{path}.{os.getpid()}.tmp.png"
+    buf = io.BytesIO()
     try:
-        fig.savefig(tmp)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise UserError(f"--plot {path}: cannot write: {exc.strerror or exc}") from None
+        fig.savefig(buf, format="png")
     finally:
         plt.close(fig)
+    _atomic_write(path, buf.getvalue())

@@ -5,17 +5,26 @@ a short write (disk full, RLIMIT_FSIZE) is cut back with ftruncate so the file n
 sample is dropped with an OSError for the caller to report. `reopen()` (SIGHUP) lets logrotate move the file away.
 
 Textfile: the Prometheus text exposition format 0.0.4 written by hand (prometheus_client is not packaged on EL9),
-to a dot-temp file in the same directory and renamed over `hosttune.prom`, so node_exporter's textfile collector
-(which reads only *.prom) never sees half a file. No timestamps, base units (celsius, bytes, watts, hertz, ratio).
+with `fsio.atomic_write` (a random dot-temp name in the same directory, renamed over `hosttune.prom`), so
+node_exporter's textfile collector (which reads only *.prom) never sees half a file. No timestamps, base units
+(celsius, bytes, watts, hertz, ratio).
+
+Links: the monitor may run as root, so nothing at a name in its directories is trusted. The log is opened with
+O_NOFOLLOW (a link planted at monitor.jsonl is refused, never appended through), rotation only renames (rename(2)
+moves a link, never its target), temp and probe names are random and O_EXCL, and each directory must pass
+`trust.problem(kind="dir")` for the monitor's own user: owned by root or by that user, not writable by group or
+others. Under DynamicUser= the state directories belong to the dynamic uid, which is then the monitor's own.
 """
 
 import errno
 import json
 import math
 import os
+import tempfile
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from hosttune import nvml
+from hosttune import fsio, nvml, trust
+from hosttune.errors import UserError
 
 JSONL_NAME = "monitor.jsonl"
 TEXTFILE_NAME = "hosttune.prom"
@@ -39,6 +48,24 @@ def jsonl_files(log_dir: str) -> List[str]:
     return out
 
 
+DIR_MODE = 0o755  # new directories: readable by `monitor report` and node_exporter, whatever the umask
+
+
+class UntrustedDir(UserError):
+    """A log or textfile directory another user could write to (and so plant links or files in)."""
+
+
+def trusted_dir(path: str, what: str) -> None:
+    """Refuse (one line) a directory another user could write to: the root trust rule of `trust.problem`, with the
+    monitor's own euid also trusted (its DynamicUser= state directory is owned by it)."""
+    owners = frozenset({0, os.geteuid()})
+    real, why = trust.problem(path, kind="dir", owners=owners)
+    if why is not None:
+        shown = path if real == path else f"{path} (-> {real})"
+        raise UntrustedDir(f"refusing {what} {shown}: {why}, so another user could plant links or files where the "
+                           f"monitor writes; fix: {trust.fix_for(why, real)}")
+
+
 class JsonlSink:
     def __init__(self, log_dir: str, max_bytes: int, backups: int) -> None:
         self.dir = log_dir
@@ -47,11 +74,12 @@ class JsonlSink:
         self.backups = backups
         self.fd: Optional[int] = None
         self.size = 0
-        os.makedirs(log_dir, exist_ok=True)
+        fsio.makedirs_private(log_dir, DIR_MODE)
+        trusted_dir(log_dir, "log dir")
         self.open()
 
     def open(self) -> None:
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        fd = fsio.open_append_nofollow(self.path, 0o640)  # a link at the name: ELOOP, never its target
         self.fd, self.size = fd, os.fstat(fd).st_size
 
     def close(self) -> None:
@@ -66,7 +94,7 @@ class JsonlSink:
     def reopen(self) -> None:
         """SIGHUP: logrotate (or an admin) moved the file; continue in a new one at the same path."""
         self.close()
-        os.makedirs(self.dir, exist_ok=True)
+        fsio.makedirs_private(self.dir, DIR_MODE)
         self.open()
 
     def _rotate(self) -> None:
@@ -76,7 +104,7 @@ class JsonlSink:
         else:
             for n in range(self.backups - 1, 0, -1):
                 src = f"{self.path}.{n}"
-                if os.path.exists(src):
+                if os.path.lexists(src):  # rename moves a link itself; nothing here opens or follows one
                     os.replace(src, f"{self.path}.{n + 1}")
             os.replace(self.path, f"{self.path}.1")
         self.open()
@@ -263,31 +291,15 @@ class TextfileSink:
     def __init__(self, textfile_dir: str) -> None:
         self.dir = textfile_dir
         self.path = os.path.join(textfile_dir, TEXTFILE_NAME)
-        os.makedirs(textfile_dir, exist_ok=True)
-        # fail now, not at the first sample, when the directory is not writable
-        probe = os.path.join(textfile_dir, f".{TEXTFILE_NAME}.{os.getpid()}.probe")
-        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644))
+        fsio.makedirs_private(textfile_dir, DIR_MODE)
+        trusted_dir(textfile_dir, "textfile dir")
+        # fail now, not at the first sample, when the directory is not writable (a random O_EXCL name: a link
+        # planted at a predictable probe name would otherwise be followed and truncated)
+        fd, probe = tempfile.mkstemp(prefix=f".{TEXTFILE_NAME}.", suffix=".probe", dir=textfile_dir)
+        os.close(fd)
         os.unlink(probe)
 
     def write(self, text: str) -> None:
-        tmp = os.path.join(self.dir, f".{TEXTFILE_NAME}.{os.getpid()}.tmp")
-        data = text.encode()
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-            try:
-                os.fchmod(fd, 0o644)  # node_exporter runs as another user; the unit's UMask must not hide it
-                view = memoryview(data)
-                while view:
-                    n = os.write(fd, view)
-                    if n == 0:
-                        raise OSError(errno.ENOSPC, "short write")
-                    view = view[n:]
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
-        except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        # mode 0644: node_exporter runs as another user, and the unit's UMask must not hide the file from it.
+        # Not fsynced: the textfile lives in /run and is rewritten every interval; the JSONL is the record.
+        fsio.atomic_write(self.path, text, 0o644, durable=False)
