@@ -86,25 +86,30 @@ def read_bounded(path: PathLike, limit: int, *, nofollow: bool = False) -> bytes
     flags = os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC | (_NOFOLLOW if nofollow else 0)
     fd = os.open(os.fspath(path), flags)
     try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
-        chunks = []
-        left = limit + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        blob = b"".join(chunks)
-        if len(blob) > limit:
-            raise TooLarge(errno.EFBIG, f"larger than {limit} bytes", os.fspath(path))
-        return blob
+        return read_fd_bounded(fd, limit, os.fspath(path))
     finally:
         os.close(fd)
+
+
+def read_fd_bounded(fd: int, limit: int, name: str) -> bytes:
+    """`read_bounded` for a descriptor the caller opened (and closes); `name` is for the error."""
+    st = os.fstat(fd)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", name)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", name)
+    chunks = []
+    left = limit + 1
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    blob = b"".join(chunks)
+    if len(blob) > limit:
+        raise TooLarge(errno.EFBIG, f"larger than {limit} bytes", name)
+    return blob
 
 
 def read_user_text(path: PathLike, what: str, limit: int = 1 << 20) -> str:
