@@ -3,7 +3,10 @@
 A check is `Check(id, group, title, run)`; `run(ctx)` looks at `ctx.facts` (and, for the few things Facts cannot
 hold, at `ctx.env` and `ctx.live`) and returns a `Finding(status, expected, actual, fix)`. The run function's
 docstring is what `hosttune doctor --explain ID` prints, so it says why the threshold is what it is.
-Fixes are real commands for the detected distro family (apt on Debian/Ubuntu, dnf on the RHEL family).
+Fixes are real commands for the detected distro family (apt on Debian/Ubuntu, dnf on the RHEL family). A user pastes
+them into a root shell, so a value that came from the host (os-release, a driver version, a path, a device name) is
+put into a fix only after it matched a strict pattern, and always through `shlex.quote`; a value that fails gets a
+fix without it.
 A check that raises becomes a `skip` finding naming the exception: the user never sees a traceback.
 """
 
@@ -12,6 +15,7 @@ import difflib
 import math
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -29,6 +33,15 @@ GROUPS = ("os", "cpu", "storage", "tools", "nvidia", "torch", "hosttune")
 SYSCTL_FILE = "/etc/sysctl.d/90-hosttune.conf"
 LIMITS_FILE = "/etc/security/limits.d/90-hosttune.conf"
 GiB = 1024
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+# What a host-derived value must look like before a fix may contain it (fullmatch: no trailing newline slips by).
+VERSION_ID = re.compile(r"[0-9][0-9A-Za-z._-]*")  # os-release(5): VERSION_ID is lower-case letters, digits, . _ -
+DRIVER_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+){0,3}")  # 550.54.15, 12.4
+PACKAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+_-]*\*?")  # a Debian/RPM package name, or a trailing-glob dnf spec
+PCI_ADDRESS = re.compile(r"(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")  # [domain:]bus:dev.fn
+COUNT = re.compile(r"[1-9][0-9]{0,5}")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -83,11 +96,13 @@ class Live:
         return usage.total // (1024 * 1024), usage.free // (1024 * 1024)
 
     def lspci_vvv(self) -> Optional[str]:
-        exe = shutil.which("lspci")
+        # as root, only the system's directories: a PATH entry another user can write must not supply "lspci"
+        exe = shutil.which("lspci", path=SYSTEM_PATH if os.geteuid() == 0 else None)
         if exe is None:
             return None
         try:
-            proc = subprocess.run([exe, "-vvv"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            # from "/": as root, nothing the caller's directory holds may take part in what runs
+            proc = subprocess.run([exe, "-vvv"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd="/",
                                   text=True, timeout=10, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise RuntimeError(f"lspci -vvv: {exc}") from None
@@ -127,8 +142,44 @@ class Context:
 
 
 # ---- helpers ----------------------------------------------------------------------------------------------------
+def valid(pattern: "re.Pattern[str]", value: Optional[str]) -> Optional[str]:
+    """`value` when all of it matches `pattern`, else None: the only way a host-derived value reaches a fix."""
+    return value if value is not None and pattern.fullmatch(value) else None
+
+
+def shell_path(path: Optional[str]) -> Optional[str]:
+    """An absolute path, shell-quoted for a fix; None when it is relative or holds control characters (a newline
+    would split the fix into two commands on the screen, whatever the quoting)."""
+    if not path or not path.startswith("/") or _CONTROL.search(path):
+        return None
+    return shlex.quote(path)
+
+
+def distro_major(ctx: Context) -> Optional[str]:
+    """The distro's major version for a fix: "9" when unknown (the current RHEL), None when os-release holds
+    something that is not a version (then the fix must not contain it)."""
+    version = ctx.facts.distro.version
+    if not version:
+        return "9"
+    if not valid(VERSION_ID, version):
+        return None
+    major = version.split(".")[0]
+    return major if major.isdigit() else None
+
+
+def _packages(names: str) -> str:
+    """Each package name checked and shell-quoted (a dnf glob such as `foo-550*` comes out as 'foo-550*')."""
+    out = []
+    for name in names.split():
+        if not PACKAGE.fullmatch(name):
+            raise ValueError(f"not a package name: {name!r}")
+        out.append(shlex.quote(name))
+    return " ".join(out)
+
+
 def install(ctx: Context, apt: str, dnf: str, epel: bool = False) -> str:
     """The install command for this distro family; both forms when the family is unknown."""
+    apt, dnf = _packages(apt), _packages(dnf)
     dnf_cmd = f"dnf install -y {dnf}"
     if epel:
         dnf_cmd = f"{_epel(ctx)} && {dnf_cmd}"
@@ -140,7 +191,8 @@ def install(ctx: Context, apt: str, dnf: str, epel: bool = False) -> str:
 
 
 def _epel(ctx: Context) -> str:
-    major = (ctx.facts.distro.version or "9").split(".")[0]
+    # an os-release version that is not one: let rpm say the major version on the host itself (EPEL's own docs)
+    major = distro_major(ctx) or "$(rpm -E %rhel)"
     if ctx.facts.distro.id == "rhel":
         return (f"subscription-manager repos --enable codeready-builder-for-rhel-{major}-$(arch)-rpms && "
                 f"dnf install -y https://dl.fedoraproject.org/pub/epel/epel-release-latest-{major}.noarch.rpm")
@@ -429,8 +481,9 @@ def check_omp_threads(ctx: Context) -> Finding:
         want, src = planned
         if str(value) == want:
             return Finding("pass", f"{value} (matches the plan)", want)
-        return Finding("warn", f"{value}, plan from {src} says {want}", want,
-                       f"unset OMP_NUM_THREADS, or export OMP_NUM_THREADS={want}")
+        # the planned value comes from a profile file: only a plain count goes into the command
+        export = f", or export OMP_NUM_THREADS={want}" if valid(COUNT, want) else ""
+        return Finding("warn", f"{value}, plan from {src} says {want}", want, f"unset OMP_NUM_THREADS{export}")
     if eff is not None and value > eff:
         return Finding("warn", f"{value} threads for {eff} usable CPUs", f"<= {eff}",
                        f"export OMP_NUM_THREADS={eff}   # or unset it and launch with `hosttune exec`")
@@ -608,16 +661,15 @@ def check_numactl(ctx: Context) -> Finding:
 # ---- NVIDIA -----------------------------------------------------------------------------------------------------
 def _driver_install(ctx: Context) -> str:
     d = ctx.facts.distro
-    major = (d.version or "9").split(".")[0]
-    major = major if major.isdigit() else "9"
+    major = distro_major(ctx)
     if d.id == "ubuntu":
         return "ubuntu-drivers install --gpgpu && reboot   # or apt-get install -y nvidia-driver-570-server"
     if ctx.family == "debian":
         return "apt-get install -y nvidia-driver firmware-misc-nonfree && reboot   # needs contrib non-free"
-    if ctx.family == "rhel":
+    if ctx.family == "rhel" and major is not None:
         repo = (f"dnf config-manager --add-repo https://developer.download.nvidia.com/compute/cuda/repos/"
                 f"rhel{major}/$(arch)/cuda-rhel{major}.repo")
-        pkg = ("dnf install -y nvidia-open" if int(major or 9) >= 10
+        pkg = ("dnf install -y nvidia-open" if int(major) >= 10
                else "dnf module install -y nvidia-driver:open-dkms")
         return f"{repo} && {pkg} && reboot"
     return "install the NVIDIA driver from your distribution or https://www.nvidia.com/Download, then reboot"
@@ -756,7 +808,8 @@ def check_driver_cuda(ctx: Context) -> Finding:
         return Finding("fail", actual, f">= {major_min} (CUDA {cuda[0]}.x)", upgrade)
     if exact and drv < version_tuple(exact):
         return Finding("warn", actual + " (minor-version compatibility only)", f">= {exact} (CUDA {t.cuda})",
-                       upgrade + f"\nor install a torch built for CUDA {nv.cuda_driver or 'your driver'}")
+                       upgrade + "\nor install a torch built for CUDA "
+                       + (valid(DRIVER_VERSION, nv.cuda_driver) or "your driver"))
     return Finding("pass", actual, f">= {exact or major_min}")
 
 
@@ -783,16 +836,19 @@ def check_torch_build(ctx: Context) -> Finding:
     t = ctx.facts.torch
     if t is None or not t.version:
         return Finding("skip", "no torch found (see torch.version)", "a CUDA build")
-    py = t.python
+    py = shell_path(t.python)
     if not t.cuda:
         idx = _torch_index(ctx)
+        note = "" if py else "   # with your training interpreter"
         return Finding("fail", f"torch {t.version} is a CPU-only build on a host with {len(gpus(ctx))} GPU(s)",
-                       "a CUDA build", f"{py} -m pip install --force-reinstall torch --index-url "
-                       f"https://download.pytorch.org/whl/{idx}")
+                       "a CUDA build", f"{py or 'python3'} -m pip install --force-reinstall torch --index-url "
+                       f"https://download.pytorch.org/whl/{idx}{note}")
     if not t.cuda_available:
+        run = f"{py} -c 'import torch; torch.zeros(1).cuda()'" if py else \
+            "running `import torch; torch.zeros(1).cuda()` in your training interpreter"
         return Finding("fail", f"torch {t.version} (CUDA {t.cuda}) cannot use the GPUs: cuda.is_available() False",
                        "cuda available", "see nvidia.driver, nvidia.nvml and env.cuda_visible_devices; then "
-                       f"{py} -c 'import torch; torch.zeros(1).cuda()' shows the CUDA error")
+                       f"{run} shows the CUDA error")
     return Finding("pass", f"torch {t.version}, CUDA {t.cuda}, {t.device_count} device(s)", "a CUDA build")
 
 
@@ -1040,11 +1096,16 @@ def check_fabric_manager(ctx: Context) -> Finding:
         return Finding("pass", f"running ({nv.nvswitches} NVSwitches)", "running")
     if nv.fabric_manager_running is None and nv.fabric_manager_installed:
         return Finding("skip", f"{nv.nvswitches} NVSwitches; service state unknown on a captured host", "running")
-    major = (nv.driver or "").split(".")[0] or "<driver-major>"
+    driver = valid(DRIVER_VERSION, nv.driver)
     start = "systemctl enable --now nvidia-fabricmanager"
     if nv.fabric_manager_installed:
         return Finding("fail", f"installed but not running ({nv.nvswitches} NVSwitches)", "running", start)
-    pkg = install(ctx, f"nvidia-fabricmanager-{major}", f"'nvidia-fabric-manager-{major}*'")
+    if driver is None:
+        return Finding("fail", f"not installed ({nv.nvswitches} NVSwitches)", "running",
+                       "install nvidia-fabricmanager-<major> (Debian/Ubuntu) or nvidia-fabric-manager (RHEL family) "
+                       f"for the driver's major version (nvidia-smi shows it)\n{start}")
+    major = driver.split(".")[0]
+    pkg = install(ctx, f"nvidia-fabricmanager-{major}", f"nvidia-fabric-manager-{major}*")
     return Finding("fail", f"not installed ({nv.nvswitches} NVSwitches)", "running",
                    f"{pkg}   # same version as the driver\n{start}")
 
@@ -1134,7 +1195,10 @@ def check_acs(ctx: Context) -> Finding:
                        install(ctx, "pciutils", "pciutils"))
     enabled, denied = parse_acs(text)
     if enabled:
-        fix = "\n".join(f"setpci -s {d} ECAP_ACS+0x6.w=0000" for d in enabled[:8])
+        # device addresses come from lspci's output: only a well-formed bus address goes into setpci
+        ok = [d for d in enabled if valid(PCI_ADDRESS, d)]
+        fix = "\n".join(f"setpci -s {shlex.quote(d)} ECAP_ACS+0x6.w=0000" for d in ok[:8]) or \
+            "setpci -s BUS:DEV.FN ECAP_ACS+0x6.w=0000   # for each bridge lspci -vvv shows with ACSCtl SrcValid+"
         return Finding("warn", "ACS on for " + ", ".join(enabled), "ACS off",
                        fix + "\n# lost at reboot: disable ACS in the BIOS or run this from a boot-time unit")
     if denied:
@@ -1158,12 +1222,15 @@ def check_torch_version(ctx: Context) -> Finding:
         return Finding("warn", f"no torch in {where}", ">= 2.6",
                        "python3 -m venv ~/venv && ~/venv/bin/pip install torch   # then: hosttune doctor "
                        "--python ~/venv/bin/python")
+    py = shell_path(t.python)
+    note = "" if py else "   # with your training interpreter"
     if t.error or not t.version:
         return Finding("warn", f"{t.python}: torch probe failed: {t.error or 'no version'}", ">= 2.6",
-                       f"{t.python} -c 'import torch'   # shows the error")
+                       f"{py or 'python3'} -c 'import torch'   # shows the error"
+                       + ("" if py else "; run it with your training interpreter"))
     if version_tuple(t.version)[:2] < (2, 6):
         return Finding("warn", f"{t.version} ({t.python})", ">= 2.6",
-                       f"{t.python} -m pip install --upgrade 'torch>=2.6'")
+                       f"{py or 'python3'} -m pip install --upgrade 'torch>=2.6'{note}")
     return Finding("pass", f"{t.version} ({t.python})", ">= 2.6")
 
 
@@ -1546,8 +1613,14 @@ COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "bright_bla
 
 
 def render_table(report: Report, colour: bool = False) -> str:
-    """One line per check (status, id, title, actual vs expected); the fix indented on the lines below."""
+    """One line per check (status, id, title, actual vs expected); the fix indented on the lines below.
+
+    Every text that came from the host (a distro name, a path, a driver's answer) goes through `term.printable`, so a
+    planted os-release or device name cannot move the cursor, retitle the terminal or hide a line.
+    """
     import click
+
+    from hosttune.term import printable
 
     width = max((len(r.id) for r in report.results), default=10)
     lines = []
@@ -1555,12 +1628,12 @@ def render_table(report: Report, colour: bool = False) -> str:
         tag = f"{r.status.upper():4}"
         if colour:
             tag = click.style(tag, fg=COLOURS[r.status], bold=r.status == "fail")
-        vs = f" (expected {r.expected})" if r.expected and r.status in ("warn", "fail") else ""
-        lines.append(f"{tag}  {r.id:{width}}  {r.title}: {r.actual}{vs}")
+        vs = f" (expected {printable(r.expected)})" if r.expected and r.status in ("warn", "fail") else ""
+        lines.append(f"{tag}  {r.id:{width}}  {printable(r.title)}: {printable(r.actual)}{vs}")
         if r.fix and r.status in ("warn", "fail"):
             pad = " " * (width + 6)
-            for n, fix_line in enumerate(r.fix.splitlines()):
-                lines.append(f"{pad}{'fix: ' if n == 0 else '     '}{fix_line}")
+            for n, fix_line in enumerate(r.fix.split("\n")):  # only "\n" ends a fix line; any other control shows
+                lines.append(f"{pad}{'fix: ' if n == 0 else '     '}{printable(fix_line)}")
     s = report.summary
     lines.append("")
     lines.append(f"{s['pass']} pass, {s['warn']} warn, {s['fail']} fail, {s['skip']} skip")

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -712,3 +713,148 @@ def test_cli_data_path_kind(tmp_path: Path) -> None:
     by = {f["id"]: f for f in json.loads(done.stdout)["findings"]}
     assert by["storage.data"]["status"] in ("pass", "warn") and str(tmp_path) in by["storage.data"]["actual"]
     assert str(tmp_path) in by["storage.free_space"]["actual"]
+
+
+# ---- fix commands are built only from validated, quoted values (issue 11, item 12) ------------------------------
+INJECTIONS = [
+    "12; touch {marker}",
+    "$(touch {marker})",
+    "`touch {marker}`",
+    "9\ntouch {marker}",
+    "9 && touch {marker} #",
+]
+
+
+def planted_rhel_root(tmp: Path, version_id: str) -> Path:
+    """A captured RHEL host whose os-release VERSION_ID was written by someone else, with enough wrong on it that
+    doctor prints its distro-aware fixes: no jemalloc (EPEL), no numactl, nouveau loaded (driver install), an
+    NVSwitch without Fabric Manager."""
+    release = 'ID=rhel\nVERSION_ID="' + version_id.replace('"', '\\"') + '"\nNAME="Red Hat Enterprise Linux"\n'
+    return synthetic_root(tmp, {
+        "etc/os-release": release,
+        "etc/debian_version": None,
+        "proc/modules": "nouveau 1 0 - Live 0x0\n",
+        "proc/sys/kernel/numa_balancing": "1\n",
+        "proc/cmdline": "BOOT_IMAGE=/vmlinuz intel_iommu=on\n",
+        "sys/kernel/mm/transparent_hugepage/enabled": "[always] madvise never\n",
+        "sys/bus/pci/devices/0000:3a:00.0/vendor": "0x10de\n",
+        "sys/bus/pci/devices/0000:3a:00.0/class": "0x068000\n",
+        "usr/lib/x86_64-linux-gnu/libjemalloc.so.2": None,
+        "usr/bin/numactl": None,
+    })
+
+
+@pytest.mark.parametrize("payload", INJECTIONS)
+def test_fix_commands_never_carry_an_injected_version_id(tmp_path: Path, payload: str) -> None:
+    marker = tmp_path / "pwned"
+    root = planted_rhel_root(tmp_path / "host", payload.format(marker=marker))
+    done = hosttune("doctor", "--root", str(root), "--json")
+    data = json.loads(done.stdout)
+    fixes = {f["id"]: f["fix"] for f in data["findings"] if f["fix"]}
+    # the hosts's distro-aware fixes are there (the EPEL and driver ones are the ones that used VERSION_ID) ...
+    assert {"tools.allocator", "nvidia.driver", "nvidia.fabric_manager"} <= set(fixes), fixes
+    assert "dnf install -y jemalloc" in fixes["tools.allocator"]
+    for cid, fix in fixes.items():
+        # ... and no part of the planted value is in any of them
+        assert "touch" not in fix and str(marker) not in fix, (cid, fix)
+    for cid in ("tools.allocator", "tools.numactl", "nvidia.driver", "nvidia.nouveau", "nvidia.iommu"):
+        # the command fixes still parse as shell: nothing planted left a dangling quote or operator
+        check = subprocess.run(["bash", "-n", "-c", fixes[cid]], capture_output=True, text=True, cwd=tmp_path)
+        assert check.returncode == 0, (cid, fixes[cid], check.stderr)
+    assert not marker.exists()
+
+
+def test_a_good_version_id_still_names_the_release(tmp_path: Path) -> None:
+    done = hosttune("doctor", "--root", str(planted_rhel_root(tmp_path / "host", "9.4")), "--json")
+    fixes = {f["id"]: f["fix"] for f in json.loads(done.stdout)["findings"]}
+    assert "codeready-builder-for-rhel-9-$(arch)-rpms" in fixes["tools.allocator"]
+    assert "epel-release-latest-9.noarch.rpm" in fixes["tools.allocator"]
+    assert "cuda/repos/rhel9/" in fixes["nvidia.driver"]
+
+
+def test_an_invalid_version_id_gets_a_fix_that_asks_rpm() -> None:
+    f = run_one("tools.allocator", cpu_host(allocators=Allocators(), distro=Distro(
+        id="rhel", version="9; reboot", family="rhel")))
+    assert "reboot" not in f.fix and "epel-release-latest-$(rpm -E %rhel).noarch.rpm" in f.fix
+    d = run_one("nvidia.driver", gpu_host(kernel=Kernel(modules=("nvme",)), nvidia=Nvidia(),
+                                          distro=Distro(id="rhel", version="9; reboot", family="rhel")))
+    assert d.status == "fail" and "; reboot" not in d.fix and "nvidia.com" in d.fix
+
+
+@pytest.mark.parametrize("python_path", [
+    "/nonexistent dir/$(touch {marker})/bin/python",
+    "/nonexistent/py; touch {marker}; :",
+    "/nonexistent/`touch {marker}`/python",
+])
+@pytest.mark.parametrize("check_id,facts", [
+    ("torch.version", lambda py: cpu_host(torch=TorchInstall(python=py, version="2.4.0", in_venv=True))),
+    ("torch.version", lambda py: cpu_host(torch=TorchInstall(python=py, error="ImportError", in_venv=True))),
+    ("nvidia.torch_build", lambda py: gpu_host(torch=TorchInstall(python=py, version="2.6.0+cpu", in_venv=True))),
+    ("nvidia.torch_build", lambda py: gpu_host(torch=TorchInstall(python=py, version="2.6.0", cuda="12.4",
+                                                                  cuda_available=False, in_venv=True))),
+])
+def test_an_interpreter_path_in_a_fix_is_one_quoted_word(tmp_path: Path, python_path: str, check_id: str,
+                                                         facts: Callable[[str], Facts]) -> None:
+    """Pasting the fix runs the interpreter at that path (here: one that does not exist), nothing else."""
+    marker = tmp_path / "pwned"
+    py = python_path.format(marker=marker)
+    f = run_one(check_id, facts(py))
+    assert f.status in ("warn", "fail")
+    line = f.fix.split("then ")[-1].split("\n")[0]
+    assert shlex.split(line, comments=True)[0] == py, f.fix
+    shell = subprocess.run(["bash", "-c", line], capture_output=True, text=True, cwd=tmp_path,
+                           env={"PATH": "/usr/bin:/bin"}, timeout=30)
+    assert shell.returncode == 127 and not marker.exists(), shell.stderr
+
+
+def test_an_interpreter_path_with_a_newline_is_left_out_of_the_fix() -> None:
+    f = run_one("torch.version", cpu_host(torch=TorchInstall(python="/opt/x\nreboot", version="2.4.0")))
+    assert "reboot" not in f.fix and f.fix.startswith("python3 -m pip install --upgrade 'torch>=2.6'")
+
+
+def test_lspci_device_names_reach_setpci_only_when_they_are_addresses() -> None:
+    class Lspci(doctor.Live):
+        def lspci_vvv(self) -> Optional[str]:
+            return ("0000:00:01.0 PCI bridge: Intel\n\tACSCtl:\tSrcValid+ ReqRedir+\n"
+                    "$(reboot) PCI bridge: planted\n\tACSCtl:\tSrcValid+ ReqRedir+\n")
+
+    f = run_one("nvidia.acs", gpu_host(), probe=Lspci())
+    assert f.status == "warn" and "setpci -s 0000:00:01.0 ECAP_ACS+0x6.w=0000" in f.fix
+    assert "reboot" not in f.fix.replace("after reboot", "").replace("at reboot", "")
+
+
+def test_a_planned_thread_count_reaches_the_fix_only_as_a_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(doctor, "_planned_threads", lambda ctx: ("4; reboot", "/etc/hosttune/profile.yaml"))
+    f = run_one("cpu.omp_threads", cpu_host(), env={"OMP_NUM_THREADS": "2"})
+    assert f.status == "warn" and f.fix == "unset OMP_NUM_THREADS"
+    monkeypatch.setattr(doctor, "_planned_threads", lambda ctx: ("4", "/etc/hosttune/profile.yaml"))
+    assert run_one("cpu.omp_threads", cpu_host(), env={"OMP_NUM_THREADS": "2"}).fix.endswith("OMP_NUM_THREADS=4")
+
+
+def test_unknown_driver_version_gives_a_fabric_manager_fix_without_it() -> None:
+    f = run_one("nvidia.fabric_manager", gpu_host(nvidia=Nvidia(driver="550$(reboot)", nvswitches=4,
+                                                                fabric_manager_running=False)))
+    assert f.status == "fail" and "reboot" not in f.fix and "systemctl enable --now nvidia-fabricmanager" in f.fix
+
+
+def test_table_shows_host_text_without_terminal_escapes(tmp_path: Path) -> None:
+    root = synthetic_root(tmp_path / "host", {
+        "etc/os-release": 'ID=ubuntu\nVERSION_ID="23.10"\nNAME="\x1b]0;owned\x07Ubuntu\x1b[2J\u202e"\n',
+        "etc/debian_version": None,
+    })
+    table = hosttune("doctor", "--root", str(root), "--only", "os")
+    assert "os.distro" in table.stdout and "\x1b" not in table.stdout and "\x07" not in table.stdout
+    assert "\u202e" not in table.stdout and "\\x1b]0;owned" in table.stdout
+
+
+def test_doctor_runs_lspci_from_the_root_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: Dict[str, Any] = {}
+
+    def fake_run(argv: Any, **kw: Any) -> "subprocess.CompletedProcess[str]":
+        seen.update(kw, argv=argv)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(doctor.shutil, "which", lambda name, path=None: "/usr/bin/lspci")
+    monkeypatch.setattr(doctor.subprocess, "run", fake_run)
+    assert doctor.Live().lspci_vvv() == ""
+    assert seen["cwd"] == "/" and seen["argv"] == ["/usr/bin/lspci", "-vvv"] and "shell" not in seen
