@@ -79,7 +79,7 @@ def test_bad_config_cli_exits_2_with_one_line(tmp_path: Path) -> None:
         (["--preset", "gpt-tiny", "--set", "device=cpu", "--set", "amp=fp16"], "amp=fp16 needs CUDA"),
         (["--preset", "gpt-large"], "invalid choice"),
         (["--config", str(tmp_path / "missing.yaml")], "cannot read config file"),
-        (["--config", str(bad_yaml)], f"{bad_yaml} line 2: malformed YAML"),
+        (["--config", str(bad_yaml)], f"{bad_yaml}:2: not valid YAML"),  # the one YAML loader's format
         (["--config", str(unknown)], f"{unknown}: unknown key 'warmup' (did you mean 'warmup_steps'?)"),
         (["--preset", "gpt-tiny", "--profile-steps", "x"], "profile_steps must be WAIT,WARMUP,ACTIVE"),
         ([], "one of the arguments --preset --config is required"),
@@ -173,13 +173,18 @@ def test_oom_report_gives_memory_advice() -> None:
 
 # ---- checkpoints ----
 
+def shared_state(step: int) -> dict:
+    """What the engine's rank 0 saves, in miniature (load refuses a state.pt without these keys)."""
+    return {"model": {"w": torch.full((2,), float(step))}, "optimizer": {}, "scheduler": {}, "scaler": {},
+            "step": step, "epoch": 0, "pos": 0}
+
+
 def test_checkpoints_atomic_keep_last_k_and_rng_roundtrip(tmp_path: Path) -> None:
     d = tmp_path / "checkpoints"
     (d / ".tmp-step-0000001").mkdir(parents=True)  # a save that crashed half-way
     torch.manual_seed(3)
     for step in (10, 20, 30):
-        ckpt.save(d, step, 0, lambda s=step: {"step": s, "model": {"w": torch.full((2,), float(s))}},
-                  {"rng": ckpt.rng_state(False)}, keep=2, barrier=lambda: None)
+        ckpt.save(d, step, 0, lambda s=step: shared_state(s), {"rng": ckpt.rng_state(False)}, keep=2)
     assert [p.name for p in ckpt.list_checkpoints(d)] == ["step-0000020", "step-0000030"]
     assert sorted(p.name for p in d.iterdir()) == ["step-0000020", "step-0000030"]  # no temp dirs or files
     assert sorted(p.name for p in (d / "step-0000030").iterdir()) == ["rng-rank0.pt", "state.pt"]

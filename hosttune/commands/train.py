@@ -6,6 +6,7 @@ milliseconds with one line instead of once per rank after torchrun has started.
 
 import importlib
 import os
+import shlex
 import sys
 from typing import List, Optional, Tuple
 
@@ -44,7 +45,7 @@ def cmd(nproc: int, profile: Optional[str], dry_run: bool, engine_args: Tuple[st
         raise UserError(f"engine: {problem}")
     argv = build_argv(nproc, args, profile)
     if dry_run:
-        click.echo(" ".join(argv))
+        click.echo(shlex.join(argv))  # pasteable: a path with a space or `$` stays one argument
         return
     sys.stdout.flush()
     sys.stderr.flush()

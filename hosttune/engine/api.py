@@ -30,8 +30,8 @@ def fit(model: nn.Module, train_set: Dataset, loss_fn: Callable[[torch.Tensor, t
     (`steps=500, amp="bf16", ckpt_interval=100, resume=True`, ...). Unknown or ill-typed settings raise
     ConfigError before anything runs.
     """
-    if isinstance(config, Config):
-        cfg = Config(**{**config.to_dict(), **settings, "model": "custom"})
+    if isinstance(config, Config):  # through load_config: an unknown key is a ConfigError, not a TypeError
+        cfg = load_config(None, None, None, {**config.to_dict(), **settings, "model": "custom"})
     else:
         cfg = load_config(None, config, None, {**settings, "model": "custom"})
     task = Task(model, train_set, loss_fn, val_set, accuracy=accuracy, tokens_per_sample=tokens_per_sample)

@@ -2,6 +2,9 @@
 
 Nothing here imports torch, so a bad flag or key fails in a few milliseconds with one line instead of after
 torch's two-second import. Settings resolve in this order: field defaults < preset < config file < --set.
+A config file is read like every file a user hands hosttune: bounded, regular files only, UTF-8, through the one
+YAML loader (no expanding aliases, no duplicate keys); every value quoted in an error goes through `brief()`, so a
+hostile file cannot make a message (or the time to build it) grow.
 """
 
 from __future__ import annotations
@@ -13,9 +16,15 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
+from hosttune.errors import UserError
+from hosttune.fsio import read_user_text
+from hosttune.yamlio import brief, load_mapping
+from hosttune.yamlio import load as load_yaml
+
 AMP_MODES = ("auto", "bf16", "fp16", "off")
 DEVICES = ("auto", "cpu", "cuda")
 MODELS = ("gpt-tiny", "resnet-tiny", "custom")
+CONFIG_LIMIT = 1 << 20  # bytes; a config is a few dozen lines
 
 
 class ConfigError(Exception):
@@ -76,22 +85,23 @@ class Config:
     def __post_init__(self) -> None:
         for f in fields(self):
             setattr(self, f.name, _coerce(f.name, f.type, getattr(self, f.name)))
-        _check(self.model in MODELS, f"model must be one of {', '.join(MODELS)}, got {self.model!r}")
-        _check(self.amp in AMP_MODES, f"amp must be one of {', '.join(AMP_MODES)}, got {self.amp!r}")
-        _check(self.device in DEVICES, f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        _check(self.model in MODELS, f"model must be one of {', '.join(MODELS)}, got {brief(self.model)}")
+        _check(self.amp in AMP_MODES, f"amp must be one of {', '.join(AMP_MODES)}, got {brief(self.amp)}")
+        _check(self.device in DEVICES, f"device must be one of {', '.join(DEVICES)}, got {brief(self.device)}")
         for name in ("steps", "micro_batch_size", "grad_accum", "log_interval", "keep_checkpoints", "n_layer",
                      "n_head", "n_embd", "block_size", "width", "num_classes", "image_size", "eval_batches"):
-            _check(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+            _check(getattr(self, name) >= 1, f"{name} must be >= 1, got {brief(getattr(self, name))}")
         for name in ("warmup_steps", "ckpt_interval", "weight_decay", "grad_clip", "dropout", "peak_tflops"):
-            _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+            _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {brief(getattr(self, name))}")
         _check(self.lr > 0, f"lr must be > 0, got {self.lr}")
         _check(0 <= self.min_lr <= self.lr, f"min_lr ({self.min_lr}) must be between 0 and lr ({self.lr})")
         _check(self.dropout < 1, f"dropout must be < 1, got {self.dropout}")
         _check(self.n_embd % self.n_head == 0, f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
-        _check(self.num_classes >= 2, f"num_classes must be >= 2, got {self.num_classes}")
+        _check(self.num_classes >= 2, f"num_classes must be >= 2, got {brief(self.num_classes)}")
         _check(self.train_samples >= self.num_classes and self.val_samples >= 1,
                "train_samples must be >= num_classes and val_samples >= 1")
-        _check(self.num_workers is None or self.num_workers >= 0, f"num_workers must be >= 0, got {self.num_workers}")
+        _check(self.num_workers is None or self.num_workers >= 0,
+               f"num_workers must be >= 0, got {brief(self.num_workers)}")
         _check(not (self.device == "cpu" and self.amp == "fp16"),
                "amp=fp16 needs CUDA (GradScaler); on CPU use amp=bf16 or amp=off")
         _check(not (self.device == "cpu" and self.pin_memory),
@@ -114,7 +124,7 @@ class Config:
         except ValueError:
             nums = []
         if len(nums) != 3 or min(nums) < 0 or nums[2] < 1:
-            raise ConfigError(f"profile_steps must be WAIT,WARMUP,ACTIVE (e.g. 2,2,5), got {self.profile_steps!r}")
+            raise ConfigError(f"profile_steps must be WAIT,WARMUP,ACTIVE (e.g. 2,2,5), got {brief(self.profile_steps)}")
         if sum(nums) > self.steps:
             raise ConfigError(f"profile_steps {self.profile_steps} needs {sum(nums)} steps, the run has {self.steps}")
         return nums
@@ -160,7 +170,7 @@ def _coerce(name: str, annotation: Any, value: Any) -> Any:
     if isinstance(value, base) and not (base is int and isinstance(value, bool)):
         return value
     want = _TYPE_NAMES[base] + (" or null" if optional else "")
-    raise ConfigError(f"{name} must be {want}, got {value!r}")
+    raise ConfigError(f"{name} must be {want}, got {brief(value)}")
 
 
 def _suggest(key: str) -> str:
@@ -172,15 +182,15 @@ def _apply(values: Dict[str, Any], updates: Dict[str, Any], source: str) -> None
     known = {f.name for f in fields(Config)}
     for key, value in updates.items():
         if key not in known:
-            raise ConfigError(f"{source}: unknown key {key!r}{_suggest(str(key))}")
+            raise ConfigError(f"{source}: unknown key {brief(key)}{_suggest(str(key)[:100])}")
         values[key] = value
 
 
 def preset_values(name: str) -> Dict[str, Any]:
     if name not in PRESETS:
-        close = difflib.get_close_matches(name, list(PRESETS), n=1)
+        close = difflib.get_close_matches(name[:100], list(PRESETS), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else f"; presets: {', '.join(sorted(PRESETS))}"
-        raise ConfigError(f"unknown preset {name!r}{hint}")
+        raise ConfigError(f"unknown preset {brief(name)}{hint}")
     return dict(PRESETS[name], preset=name)
 
 
@@ -188,29 +198,33 @@ def read_config_file(path: Union[str, Path]) -> Dict[str, Any]:
     """A YAML or JSON mapping of Config keys (a `preset:` key names the starting preset)."""
     p = Path(path)
     try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {p}: {exc.strerror}") from None
-    try:
+        text = read_user_text(p, "config file", CONFIG_LIMIT)  # a FIFO, /dev/zero or binary file: one line
         if p.suffix == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
+            return _json_mapping(text, p)
+        return load_mapping(text, str(p), "a config file")[0]
+    except UserError as exc:
+        raise ConfigError(str(exc)) from None
 
-            data = yaml.safe_load(text)
-    except Exception as exc:  # noqa: BLE001 - any parser error is the user's file, reported in one line
-        where = ""
-        mark = getattr(exc, "problem_mark", None)
-        if mark is not None:
-            where = f" line {mark.line + 1}"
-        elif isinstance(exc, json.JSONDecodeError):
-            where = f" line {exc.lineno}"
-        problem = getattr(exc, "problem", None) or getattr(exc, "msg", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{p}{where}: malformed {'JSON' if p.suffix == '.json' else 'YAML'}: {problem}") from None
+
+def _json_mapping(text: str, p: Path) -> Dict[str, Any]:
+    def no_duplicates(pairs: List[Any]) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for k, v in pairs:
+            if k in out:
+                raise ConfigError(f"{p}: duplicate key {brief(k)}")
+            out[k] = v
+        return out
+
+    try:
+        data = json.loads(text, object_pairs_hook=no_duplicates)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{p}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except (RecursionError, ValueError) as exc:  # nested too deeply; an integer too long to convert
+        raise ConfigError(f"{p}: not valid JSON: {brief(str(exc) or type(exc).__name__, 120)[1:-1]}") from None
     if data is None:
-        data = {}
+        return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{p}: expected a mapping of settings, got {type(data).__name__}")
+        raise ConfigError(f"{p}:1: a config file must be a JSON object of settings, not {type(data).__name__}")
     return data
 
 
@@ -218,12 +232,10 @@ def parse_set(item: str) -> Dict[str, Any]:
     """`key=value` with a YAML-typed value (3 -> int, 1e-3 -> float, true -> bool, null -> None)."""
     key, sep, raw = item.partition("=")
     if not sep or not key.strip():
-        raise ConfigError(f"--set expects key=value, got {item!r}")
-    import yaml
-
+        raise ConfigError(f"--set expects key=value, got {brief(item)}")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
+        value = load_yaml(raw, "--set")[0] if raw.strip() else ""
+    except UserError:
         value = raw
     if isinstance(value, (dict, list)):
         value = raw

@@ -26,6 +26,8 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset
 
+from hosttune.yamlio import brief
+
 from . import checkpoint as ckpt
 from .config import Config
 from .data import CharText, ResumableSampler, SeparableImages, deterministic_setting, loader_settings
@@ -211,6 +213,15 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
         if world > 1:
             dist.barrier(device_ids=[local_rank]) if use_cuda else dist.barrier()
 
+    def agree(ok: bool) -> bool:
+        """True only when every rank says ok; a barrier too. Checkpoint saves and loads use it so that a failure on
+        one rank stops all of them in step, instead of leaving the others waiting forever."""
+        if world == 1:
+            return ok
+        flag = torch.tensor([int(ok)], device=device, dtype=torch.int32)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        return bool(flag.item())
+
     run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg, rank, world)
     if rank == 0:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -250,8 +261,8 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
     # ---- data ----
     loader_cfg = loader_settings(cfg, use_cuda)
     sampler = ResumableSampler(task.train_set, world, rank, cfg.seed, shuffle=True)
-    batches_per_epoch = len(sampler.inner) // cfg.micro_batch_size
-    if batches_per_epoch == 0:
+    epoch_len = len(sampler.inner)  # this rank's samples per epoch
+    if epoch_len < cfg.micro_batch_size:
         raise EngineError(f"the training set has {len(task.train_set)} samples: too few for "
                           f"micro_batch_size={cfg.micro_batch_size} on {world} rank(s)")
     # A private generator for the loader's worker seeds, so creating an iterator (each epoch, and again after
@@ -267,33 +278,62 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
 
     # ---- state: fresh, or resumed from the last checkpoint ----
     seed_all(cfg.seed + rank)  # per-rank streams: different dropout masks on each rank
-    step, epoch, pos = 0, 0, 0  # pos = micro-batches of `epoch` already consumed
+    # offset = samples of `epoch` this rank has consumed. Counted in samples, not batches, so a resume with another
+    # micro_batch_size continues at the very next sample.
+    step, epoch, offset = 0, 0, 0
     elastic_restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0
     metrics = Metrics(run_dir, rank == 0, cfg.steps, 0)
     resumed_from = None
     if cfg.resume or elastic_restart:
-        last = ckpt.latest_checkpoint(ckpt_dir)
-        if last is None:
+        last, state, skipped = ckpt.load_latest(ckpt_dir, rank, device, agree)
+        if last is None and skipped:
+            raise EngineError(f"no usable checkpoint in {ckpt_dir}: " + "; ".join(
+                f"{p.name}: {why}" for p, why in skipped[:3]) + (f"; and {len(skipped) - 3} more"
+                                                                   if len(skipped) > 3 else "")
+                              + "; move them aside to start from step 0")
+        for bad, why in skipped:  # fall back, and move the bad ones aside so they never shadow newer saves
+            metrics.say(f"hosttune.engine: warning: skipping checkpoint {bad.name}: {why}; it is renamed to "
+                        f"{bad.name.lstrip('.')}.unusable")
+        barrier()  # every rank has finished reading before rank 0 renames anything
+        if rank == 0:
+            for bad, _ in skipped:
+                ckpt.set_aside(bad)
+        if last is None or state is None:
             metrics.say(f"hosttune.engine: no checkpoint in {ckpt_dir}; starting from step 0")
         else:
-            state = ckpt.load(last, rank, device)
-            raw_model.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
-            scheduler.load_state_dict(state["scheduler"])
-            scaler.load_state_dict(state["scaler"])
-            step, epoch, pos = state["step"], state["epoch"], state["pos"]
-            if state["rng"] is not None and state.get("world_size") == world:
-                ckpt.set_rng_state(state["rng"]["rng"], use_cuda)
-                loader_gen.set_state(state["rng"]["loader"])
-            else:  # a different world size reshards the data: continue, but not bit-exactly
-                metrics.say(f"hosttune.engine: warning: checkpoint was written by {state.get('world_size')} "
-                            f"rank(s), this run has {world}: data order and RNG streams restart")
-                pos = min(pos * state.get("world_size", world) // world, batches_per_epoch)
+            saved_cfg = state.get("config", {})
+            restore(state, saved_cfg, last, cfg, raw_model, optimizer, scheduler, scaler)
+            step, epoch = state["step"], state["epoch"]
+            saved_world = state.get("world_size", world)
+            saved_mbs = saved_cfg.get("micro_batch_size")
+            if not isinstance(saved_mbs, int) or isinstance(saved_mbs, bool) or saved_mbs < 1:
+                saved_mbs = cfg.micro_batch_size
+            offset = state.get("samples", state["pos"] * saved_mbs)  # checkpoints before `samples` have `pos`
+            if saved_world != world:  # a different world size reshards the data: continue, but not bit-exactly
+                metrics.say(f"hosttune.engine: warning: checkpoint was written by {brief(saved_world)} rank(s), "
+                            f"this run has {world}: data order and RNG streams restart")
+                offset = offset * saved_world // world
+            elif state["rng"] is None or not restore_rng(state["rng"], use_cuda, loader_gen):
+                seed_all(cfg.seed + rank)  # a half-applied state must not linger
+                problem = state["rng_problem"] or "unreadable (malformed RNG state)"
+                # Every rank has its own file, so the rank that lacks it says so (metrics.say is rank 0 only).
+                print(f"hosttune.engine: warning: rank {rank}: {last / f'rng-rank{rank}.pt'} is {problem}: "
+                      f"resuming continues, but not bit-exactly (this rank's dropout and loader RNG streams "
+                      f"restart from the seed; the data order is unaffected)", file=sys.stderr, flush=True)
+            if saved_mbs != cfg.micro_batch_size:
+                metrics.say(f"hosttune.engine: warning: micro_batch_size changed from {brief(saved_mbs)} "
+                            f"(checkpoint) to {cfg.micro_batch_size}: continuing at sample {offset} of epoch "
+                            f"{epoch}, so no sample is skipped or repeated; the effective batch changes from "
+                            f"{brief(saved_mbs)} x {brief(saved_cfg.get('grad_accum', cfg.grad_accum))} x "
+                            f"{brief(saved_world)} to {cfg.micro_batch_size} x {cfg.grad_accum} x {world}")
+            offset = min(offset, epoch_len)
             resumed_from = step
             metrics.progress(step)
-            metrics.write({"event": "resume", "step": step, "epoch": epoch, "pos": pos, "checkpoint": str(last),
+            metrics.write({"event": "resume", "step": step, "epoch": epoch, "pos": offset // cfg.micro_batch_size,
+                           "samples": offset, "checkpoint": str(last),
+                           "skipped": [str(p) for p, _ in skipped],
                            "elastic_restart": int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))})
-            metrics.say(f"hosttune.engine: resumed from {last} (step {step}, epoch {epoch}, batch {pos})")
+            metrics.say(f"hosttune.engine: resumed from {last} (step {step}, epoch {epoch}, sample {offset})")
     if rank == 0 and resumed_from is None:
         metrics.write({"event": "start", "world_size": world, "device": str(device),
                        "amp": str(amp_dtype).replace("torch.", "") if amp_dtype else "off",
@@ -304,9 +344,13 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
         def shared() -> Dict[str, Any]:
             return {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(),
                     "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "step": step,
-                    "epoch": epoch, "pos": pos, "world_size": world, "config": cfg.to_dict()}
+                    "epoch": epoch, "pos": offset // cfg.micro_batch_size, "samples": offset, "world_size": world,
+                    "config": cfg.to_dict()}
         rng = {"rng": ckpt.rng_state(use_cuda), "loader": loader_gen.get_state()}
-        ckpt.save(ckpt_dir, step, rank, shared, rng, cfg.keep_checkpoints, barrier)
+        try:
+            ckpt.save(ckpt_dir, step, rank, shared, rng, cfg.keep_checkpoints, agree)
+        except ckpt.CheckpointError as exc:
+            raise EngineError(str(exc)) from None
 
     # ---- FLOPs for MFU: counted once, only when the device's peak is known ----
     peak = peak_tflops(cfg.peak_tflops, device)
@@ -330,7 +374,7 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
         prof_end = step + sum(schedule)
 
     # ---- the loop ----
-    sampler.set_epoch(epoch, skip=pos * cfg.micro_batch_size)
+    sampler.set_epoch(epoch, skip=offset)
     batch_iter = iter(loader)
     model.train()
     t_start = t_log = time.perf_counter()
@@ -342,12 +386,12 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
     while step < cfg.steps:
         for micro in range(cfg.grad_accum):
             t_wait = time.perf_counter()
-            if pos >= batches_per_epoch:  # epoch boundary: a new shuffle, the same on every rank
-                epoch, pos = epoch + 1, 0
+            if offset + cfg.micro_batch_size > epoch_len:  # epoch boundary: a new shuffle, the same on every rank
+                epoch, offset = epoch + 1, 0
                 sampler.set_epoch(epoch)
                 batch_iter = iter(loader)
             x, y = next(batch_iter)
-            pos += 1
+            offset += cfg.micro_batch_size
             x, y = to_device(x), y.to(device, non_blocking=loader_cfg.pin_memory)
             wait_s += time.perf_counter() - t_wait
             # Gradients are all-reduced only on the last micro-step; the others just accumulate locally.
@@ -402,7 +446,8 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
     if prof is not None:
         prof.stop()
     train_s = time.perf_counter() - t_start
-    save_checkpoint()  # the final (or the SIGTERM) checkpoint
+    if resumed_from is None or step > resumed_from:  # the final (or the SIGTERM) checkpoint
+        save_checkpoint()  # (a finished run resumed again has nothing new: its checkpoint stays as it is)
     stopped_early = step < cfg.steps
 
     # ---- evaluation and summary ----
@@ -421,6 +466,41 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
     if world > 1:
         dist.destroy_process_group()
     return summary
+
+
+# What shapes a preset's parameters: a checkpoint that differs in these belongs to another model.
+ARCH_KEYS = {"gpt-tiny": ("n_layer", "n_head", "n_embd", "block_size"), "resnet-tiny": ("width", "num_classes")}
+
+
+def restore(state: Dict[str, Any], saved_cfg: Dict[str, Any], where: Path, cfg: Config, model: nn.Module,
+            optimizer: torch.optim.Optimizer, scheduler: Any, scaler: Any) -> None:
+    """Load a checkpoint's shared state, or stop with one line when it belongs to another model: loading it would
+    be a traceback at best and, with the same shapes (n_head), a silently different model at worst."""
+    keys = ("model",) + ARCH_KEYS.get(cfg.model, ())
+    diff = [k for k in keys if k in saved_cfg and saved_cfg[k] != getattr(cfg, k)]
+    if diff:
+        theirs = ", ".join(f"{k}={brief(saved_cfg[k], 40)}" for k in diff)
+        ours = ", ".join(f"{k}={getattr(cfg, k)!r}" for k in diff)
+        raise EngineError(f"checkpoint {where} was written for {theirs}, this run has {ours}: resume with the same "
+                          f"settings, or use another --run-dir")
+    try:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        scaler.load_state_dict(state["scaler"])
+    except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as exc:
+        first = " ".join(str(exc).split())
+        raise EngineError(f"checkpoint {where} does not fit this model: {brief(first, 200)[1:-1]}") from None
+
+
+def restore_rng(rng: Dict[str, Any], cuda: bool, loader_gen: torch.Generator) -> bool:
+    """Put this rank's saved RNG streams back (what makes a resume bit-exact); False when the state is malformed."""
+    try:
+        ckpt.set_rng_state(rng["rng"], cuda)
+        loader_gen.set_state(rng["loader"])
+    except (KeyError, TypeError, ValueError, IndexError, RuntimeError):
+        return False
+    return True
 
 
 @torch.no_grad()
