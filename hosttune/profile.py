@@ -9,25 +9,28 @@ Search path for names, later wins (tuned's locator order): the packaged `profile
 A profile whose `base:` is its own name extends the next one *earlier* on the path, so a user can override
 `throughput` by writing ~/.config/hosttune/profiles/throughput.yaml with `base: throughput`.
 
-As root, a profile file (or the directory holding it) that is group- or world-writable is refused: its LD_PRELOAD
-would run someone else's code as root.
+As root, every file of a profile's chain (bases too, found by name or by path) and every directory above it must
+pass the root trust rule (`hosttune.trust`: owned by root, not writable by group or others, symlinks resolved), and
+the file is then read by its resolved name, so what was checked is what is read. A profile's `env:` entries go
+through `trust.check_env_value` as root: variables whose value is code are refused, path-valued ones (PYTHONPATH,
+LD_LIBRARY_PATH, PATH, BASH_ENV ...) must name only root's files. Text is parsed by `hosttune.yamlio` (no expanding
+aliases, no duplicate keys) and every value quoted in a message is bounded with `yamlio.brief`.
 """
 
 import dataclasses
 import difflib
-import errno
 import os
 import re
-import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import yaml
 
+from hosttune import fsio, trust
 from hosttune.errors import UserError
 from hosttune.facts import Facts
+from hosttune.yamlio import brief, key_lines, load_mapping, sub_lines
 
 GENERATED = "<generated>"
 ALLOCATORS = ("auto", "jemalloc", "tcmalloc", "system")
@@ -198,40 +201,6 @@ def available() -> List[Tuple[str, Path, List[Path]]]:
 # Reading one file
 
 
-def _check_owner_safety(path: Path) -> None:
-    """As root, refuse a profile that someone else could have written (LD_PRELOAD would run their code as root)."""
-    if os.geteuid() != 0:
-        return
-    for p, what in ((path, "profile file"), (path.parent, "directory")):
-        try:
-            st = os.stat(p)
-        except OSError:
-            continue
-        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            raise UserError(
-                f"{path}: refusing to use a profile whose {what} {p} is group/world-writable while running as root "
-                f"(its settings would run as root); fix with: chmod go-w {p}"
-            )
-
-
-def _lines(node: Any) -> Dict[str, int]:
-    """key -> 1-based line of each key of a YAML mapping node (for error messages)."""
-    out: Dict[str, int] = {}
-    if isinstance(node, yaml.MappingNode):
-        for k, _v in node.value:
-            if isinstance(k, yaml.ScalarNode):
-                out.setdefault(str(k.value), k.start_mark.line + 1)
-    return out
-
-
-def _sub_lines(node: Any, key: str) -> Dict[str, int]:
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == key:
-                return _lines(v)
-    return {}
-
-
 class _Raw:
     """One parsed profile file: its data and the line of each key."""
 
@@ -250,47 +219,31 @@ class _Raw:
 
 def parse_text(text: str, path: Path) -> _Raw:
     """Parse and validate the text of one profile file (no inheritance yet). Raises UserError only."""
-    try:
-        # One parse: compose (libyaml when present), then build Python values from the same node tree.
-        node = yaml.compose(text, Loader=_COMPOSER)
-        data = yaml.SafeLoader("").construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as exc:
-        # The context mark is where the broken construct starts (the problem mark is often the end of the file).
-        mark = exc.context_mark or exc.problem_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = ": ".join(x.strip() for x in (exc.context, exc.problem) if x) or "invalid YAML"
-        if exc.problem_mark is not None and exc.problem_mark is not mark:
-            problem += f" (line {exc.problem_mark.line + 1})"
-        raise UserError(f"{path}{line}: not valid YAML: {problem}") from None
-    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError, AttributeError) as exc:
-        # pyyaml raises ValueError/OverflowError from some scalar constructors (dates, huge numbers).
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UserError(f"{path}: not valid YAML: {msg}") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise UserError(f"{path}:1: a profile must be a YAML mapping of settings, not {type(data).__name__}")
-    raw = _Raw(path, data, _lines(node), {k: _sub_lines(node, k) for k in ("env", "dataloader", "tcmalloc", "reasons")})
+    data, node = load_mapping(text, str(path), "a profile")
+    raw = _Raw(path, data, key_lines(node), {k: sub_lines(node, k) for k in ("env", "dataloader", "tcmalloc",
+                                                                            "reasons")})
     _validate(raw)
     return raw
 
 
-_COMPOSER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _CACHE: Dict[Tuple[str, bytes], _Raw] = {}
 
 
 def read_file(path: Path) -> _Raw:
-    _check_owner_safety(path)
+    """One profile file, checked (as root: `trust.check_path`) and then read by the name that was checked."""
+    real = str(path)
+    if trust.is_root():
+        # Resolved once; every component is root's and not writable by others, so nobody can swap it after this.
+        real = trust.check_path(path, "profile")
     try:
-        with open(path, "rb") as fh:
-            blob = fh.read(MAX_PROFILE_BYTES + 1)
+        blob = fsio.read_bounded(real, MAX_PROFILE_BYTES, nofollow=trust.is_root())
+    except fsio.TooLarge:
+        raise UserError(f"{path}: profile is larger than {MAX_PROFILE_BYTES} bytes") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read profile: {exc.strerror or exc}") from None
     key = (str(path), blob)
     if key in _CACHE:  # the same bytes again (bases are read once per profile that uses them): skip the parse
         return _CACHE[key]
-    if len(blob) > MAX_PROFILE_BYTES:
-        raise UserError(f"{path}: profile is larger than {MAX_PROFILE_BYTES} bytes")
     try:
         text = blob.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -303,12 +256,14 @@ def read_file(path: Path) -> _Raw:
 
 
 def _bad(raw: _Raw, key: str, msg: str, sub: Optional[str] = None) -> UserError:
-    shown = f"{sub}.{key}" if sub else key
+    name = key if len(key) <= 60 and key.isprintable() else brief(key)  # a key is user text too: bounded
+    shown = f"{sub}.{name}" if sub else name
     return UserError(f"{raw.where(key, sub)}: {shown}: {msg}")
 
 
 def _unknown(raw: _Raw, key: Any, known: Tuple[str, ...], sub: Optional[str] = None) -> UserError:
-    close = difflib.get_close_matches(str(key), known, n=1)
+    # difflib is quadratic in the key's length: only a key of plausible length gets a suggestion
+    close = difflib.get_close_matches(str(key), known, n=1) if len(str(key)) <= 100 else []
     hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(known)})"
     return _bad(raw, str(key), f"unknown key{hint}", sub)
 
@@ -339,16 +294,16 @@ def _validate(raw: _Raw) -> None:
             if v is False and key == "memory_policy":  # YAML 1.1 reads a bare `none`-ish `no` as false
                 v = "none"
             if not isinstance(v, str) or v not in choices:
-                raise _bad(raw, key, f"must be one of {', '.join(choices)}, not {v!r}")
+                raise _bad(raw, key, f"must be one of {', '.join(choices)}, not {brief(v)}")
     if "allocator_path" in d and d["allocator_path"] is not None and not str(d["allocator_path"]).startswith("/"):
         raise _bad(raw, "allocator_path", "must be an absolute path")
     if "threads" in d:
         v = d["threads"]
         if not (v == "auto" or (_is_int(v) and 1 <= v <= 4096)):
-            raise _bad(raw, "threads", f"must be 'auto' or a number from 1 to 4096, not {v!r}")
+            raise _bad(raw, "threads", f"must be 'auto' or a number from 1 to 4096, not {brief(v)}")
     for key in ("deterministic", "debug"):
         if key in d and not isinstance(d[key], bool):
-            raise _bad(raw, key, f"must be true or false, not {d[key]!r}")
+            raise _bad(raw, key, f"must be true or false, not {brief(d[key])}")
     for key in ("env", "tcmalloc"):
         if key not in d or d[key] is None:
             continue
@@ -363,7 +318,7 @@ def _validate(raw: _Raw) -> None:
             if key == "tcmalloc" and not name.startswith("TCMALLOC_"):
                 raise _bad(raw, name, "tcmalloc settings are TCMALLOC_* variables", key)
             if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
-                raise _bad(raw, name, f"value must be a string or number (quote it), not {value!r}", key)
+                raise _bad(raw, name, f"value must be a string or number (quote it), not {brief(value)}", key)
             if isinstance(value, str) and "\x00" in value:
                 raise _bad(raw, name, "value must not contain a NUL byte", key)
     if "reasons" in d and d["reasons"] is not None:
@@ -379,11 +334,11 @@ def _validate(raw: _Raw) -> None:
             if not isinstance(key, str) or key not in _DL_KEYS:
                 raise _unknown(raw, key, _DL_KEYS, "dataloader")
             if key in ("num_workers",) and not (v == "auto" or (_is_int(v) and 0 <= v <= 256)):
-                raise _bad(raw, key, f"must be 'auto' or a number from 0 to 256, not {v!r}", "dataloader")
+                raise _bad(raw, key, f"must be 'auto' or a number from 0 to 256, not {brief(v)}", "dataloader")
             if key == "prefetch_factor" and not (v == "auto" or (_is_int(v) and 1 <= v <= 1024)):
-                raise _bad(raw, key, f"must be 'auto' or a number from 1 to 1024, not {v!r}", "dataloader")
+                raise _bad(raw, key, f"must be 'auto' or a number from 1 to 1024, not {brief(v)}", "dataloader")
             if key in ("pin_memory", "persistent_workers") and not (v == "auto" or isinstance(v, bool)):
-                raise _bad(raw, key, f"must be auto, true or false, not {v!r}", "dataloader")
+                raise _bad(raw, key, f"must be auto, true or false, not {brief(v)}", "dataloader")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -398,16 +353,16 @@ def _find(name: str, before: Optional[Path] = None) -> Path:
     """The winning file for `name`; with `before`, the one just earlier on the search path than that file (a
     profile that extends its own name extends the next one down, as tuned's overrides do)."""
     if not name or not re.match(r"^[A-Za-z0-9_.@+-]+$", name) or name.startswith("."):
-        raise UserError(f"{name!r} is not a profile name (names are letters, digits, '.', '_', '-')")
+        raise UserError(f"{brief(name)} is not a profile name (names are letters, digits, '.', '_', '-')")
     cands = _candidates(name)
     if before is not None:
         real = [p.resolve() for p in cands]
         cands = cands[: real.index(before)] if before in real else [p for p, r in zip(cands, real) if r != before]
     if not cands:
         known = [n for n, _p, _o in available()]
-        close = difflib.get_close_matches(name, known, n=1)
+        close = difflib.get_close_matches(name, known, n=1) if len(name) <= 100 else []
         hint = f"; did you mean {close[0]!r}?" if close else (f"; known: {', '.join(known)}" if known else "")
-        raise UserError(f"unknown profile {name!r}{hint}")
+        raise UserError(f"unknown profile {brief(name)}{hint}")
     return cands[-1]
 
 
@@ -432,12 +387,12 @@ def _chain(path: Path) -> List[_Raw]:
         if _looks_like_path(base):
             nxt = Path(base) if base.startswith("/") else cur.parent / base
             if not nxt.is_file():
-                raise _bad(raw, "base", f"unknown base {base!r}: no such file")
+                raise _bad(raw, "base", f"unknown base {brief(base)}: no such file")
         else:
             try:
                 nxt = _find(base, before=real if base == cur.stem else None)
             except UserError as exc:
-                raise _bad(raw, "base", f"unknown base {base!r} ({exc})") from None
+                raise _bad(raw, "base", f"unknown base {brief(base)} ({exc})") from None
         cur = nxt
     chain.reverse()
     return chain
@@ -450,6 +405,7 @@ def _merge(chain: List[_Raw], name: str) -> Profile:
     tcm: Dict[str, str] = {}
     dl: Dict[str, Any] = {}
     why_all: Dict[str, str] = {}
+    env_where: Dict[str, str] = {}
     for raw in chain:
         reasons = raw.data.get("reasons") or {}
         why_all.update(reasons)
@@ -464,7 +420,8 @@ def _merge(chain: List[_Raw], name: str) -> Profile:
             if key == "env":
                 for k, v in (value or {}).items():
                     env[k] = str(v)
-                    prov[f"env.{k}"] = note(f"env.{k}", raw.where(k, "env"))
+                    env_where[k] = raw.where(k, "env")
+                    prov[f"env.{k}"] = note(f"env.{k}", env_where[k])
             elif key == "tcmalloc":
                 for k, v in (value or {}).items():
                     tcm[k] = str(v)
@@ -476,6 +433,8 @@ def _merge(chain: List[_Raw], name: str) -> Profile:
             else:
                 vals[key] = "none" if (key == "memory_policy" and value is False) else value
                 prov[key] = note(key, raw.where(key))
+    for k in env:  # as root, what the merged profile will really export must be root's alone (trust.py)
+        env[k] = trust.check_env_value(k, env[k], env_where[k])
     top = chain[-1]
     summary = top.data.get("summary") or next((r.data["summary"] for r in reversed(chain) if r.data.get("summary")), "")
     vals.pop("summary", None)
@@ -520,7 +479,7 @@ def load_text(text: str, path: str = "<string>") -> Profile:
         try:
             chain = _chain(_find(base)) + chain
         except UserError as exc:
-            raise _bad(raw, "base", f"unknown base {base!r} ({exc})") from None
+            raise _bad(raw, "base", f"unknown base {brief(base)} ({exc})") from None
     return _merge(chain, Path(path).stem)
 
 
@@ -695,7 +654,8 @@ def to_yaml(profile: Profile) -> str:
 
 
 def write(profile: Profile, path: Path, force: bool) -> Path:
-    """Write the profile atomically (temp file in the same directory, then rename); refuse to overwrite unforced."""
+    """Write the profile atomically (fsio.atomic_write); refuse to overwrite unforced. New parent directories get
+    mode 755 whatever the umask."""
     path = Path(path)
     if (path.exists() or path.is_symlink()) and not force:
         raise UserError(f"{path} exists; use --force to replace it")
@@ -704,33 +664,11 @@ def write(profile: Profile, path: Path, force: bool) -> Path:
     text = to_yaml(profile)
     parse_text(text, path)  # never write what we could not read back
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    except OSError as exc:
-        raise UserError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        if force:
-            os.replace(tmp, path)
-        else:  # link(2) never replaces: a file that appeared since the check above is not clobbered
-            try:
-                os.link(tmp, path)
-                os.unlink(tmp)
-            except OSError as exc:
-                if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
-                    raise
-                os.replace(tmp, path)  # a filesystem without hard links: the check above has to do
+        fsio.makedirs_private(path.parent, 0o755)
+        # exclusive: link(2) never replaces, so a file that appeared since the check above is not clobbered
+        fsio.atomic_write(path, text, 0o644, exclusive=not force)
     except FileExistsError:
-        os.unlink(tmp)
         raise UserError(f"{path} exists; use --force to replace it") from None
     except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise UserError(f"{path}: cannot write: {exc.strerror or exc}") from None
     return path

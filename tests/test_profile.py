@@ -162,14 +162,14 @@ def test_group_or_world_writable_profile_is_refused_as_root(tmp_path: Path) -> N
     os.chmod(p, 0o644)
     assert profile.load(str(p)).env["X"] == "1"
     os.chmod(p, 0o664)
-    assert "group/world-writable" in error_of(profile.load, str(p))
+    assert "is writable by its group" in error_of(profile.load, str(p))
     os.chmod(p, 0o646)
     assert "chmod go-w" in error_of(profile.load, str(p))
     os.chmod(p, 0o644)
     os.chmod(d, 0o777)
     assert f"directory {d}" in error_of(profile.load, str(p))
     os.chmod(d, 0o775)
-    assert "group/world-writable" in error_of(profile.load, str(p))
+    assert f"its directory {d} is writable by its group" in error_of(profile.load, str(p))
     os.chmod(d, 0o755)
     # a writable base is refused too, even when the top file is fine
     (d / "child.yaml").write_text(f"base: {p}\n")

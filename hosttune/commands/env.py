@@ -4,12 +4,14 @@ import json
 import os
 import re
 import shlex
+import sys
 from pathlib import Path
 from typing import Optional
 
 import click
 
 from hosttune.errors import UserError
+from hosttune.term import printable
 
 
 def _int_env(name: str) -> Optional[int]:
@@ -22,8 +24,45 @@ def _int_env(name: str) -> Optional[int]:
 
 
 def _comment(text: str) -> str:
-    # A comment ends at a newline; no other byte can leave it, so control characters are flattened.
-    return "# " + re.sub(r"[\x00-\x1f\x7f]+", " ", text)
+    # A comment ends at a newline; no other byte can leave it. Control and escape characters are shown escaped
+    # (term.printable) so nothing reaches the terminal raw; bytes that are not UTF-8 (from argv) are shown as \udcXX.
+    return "# " + printable(text).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+_PLAIN = re.compile(r"[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]*")
+
+
+def shell_quote(value: str) -> str:
+    """`value` as one shell word that `eval` in bash turns back into exactly `value`, and that never puts a raw
+    control or escape character on a terminal: plain text is quoted as shlex does; a value holding a control
+    character (newline, ESC, a bidi override) or bytes that are not UTF-8 is written as $'...' with those bytes in
+    octal, which bash reads back byte for byte in any locale."""
+    if _PLAIN.fullmatch(value):
+        return shlex.quote(value)
+    out = []
+    for byte in value.encode("utf-8", "surrogateescape"):
+        ch = chr(byte)
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif 0x20 <= byte < 0x7F:
+            out.append(ch)
+        else:
+            out.append(f"\\{byte:03o}")
+    return "$'" + "".join(out) + "'"
+
+
+def _write(text: str) -> None:
+    """Print exactly `text`: click.echo drops ANSI sequences when stdout is not a terminal, so piped output would
+    differ from the plan; this writes the same bytes to a pipe, a file or a terminal."""
+    sys.stdout.flush()
+    data = (text + "\n").encode("utf-8", "surrogateescape")
+    buf = getattr(sys.stdout, "buffer", None)
+    if buf is not None:
+        buf.write(data)
+        buf.flush()
+    else:  # pragma: no cover - a text-only stream
+        sys.stdout.write(data.decode("utf-8", "replace"))
+        sys.stdout.flush()
 
 
 @click.command("env")
@@ -51,7 +90,7 @@ def cmd(profile_name: Optional[str], root: Optional[str], local_rank: Optional[i
     if as_json:
         out = rp.to_dict()
         out["profile"] = {"name": prof.name, "source": prof.source}
-        click.echo(json.dumps(out, indent=2))
+        _write(json.dumps(out, indent=2))
         return
     lines = [
         _comment(f"hosttune env: profile {prof.name} ({prof.source}), local rank {rank} of {size}"),
@@ -64,5 +103,5 @@ def cmd(profile_name: Optional[str], root: Optional[str], local_rank: Optional[i
         lines.append(_comment(f"pin with: {hint} -- COMMAND   (hosttune exec does this per rank)"))
     lines.extend(_comment(r) for r in rp.reasons)
     for key in sorted(rp.env):
-        lines.append(f"export {key}={shlex.quote(rp.env[key])}")
-    click.echo("\n".join(lines))
+        lines.append(f"export {key}={shell_quote(rp.env[key])}")
+    _write("\n".join(lines))

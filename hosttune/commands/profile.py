@@ -8,6 +8,13 @@ from typing import Any, Dict, List, Optional, Tuple
 import click
 
 from hosttune.errors import UserError
+from hosttune.term import printable
+
+
+def _say(line: str) -> None:
+    """One line of text output: names, summaries, paths and values come from files a user wrote, so control and
+    escape characters are shown escaped (term.printable), never sent to the terminal raw."""
+    click.echo(printable(line).encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def _facts(root: Optional[str]) -> Any:
@@ -18,9 +25,9 @@ def _facts(root: Optional[str]) -> Any:
     return collect(Path(root) if root is not None else Path("/"), probe_torch=False)
 
 
-def _table(rows: List[Tuple[str, str]]) -> str:
+def _table(rows: List[Tuple[str, str]]) -> List[str]:
     width = max((len(k) for k, _v in rows), default=0)
-    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+    return [f"{k.ljust(width)}  {v}" for k, v in rows]
 
 
 @click.group("profile")
@@ -46,8 +53,8 @@ def list_cmd(as_json: bool) -> None:
         return
     width = max((len(r["name"]) for r in rows), default=4)
     for r in rows:
-        click.echo(f"{r['name'].ljust(width)}  {r['summary']}")
-        click.echo(f"{''.ljust(width)}  {r['source']}" + (" (overrides " + ", ".join(r["overrides"]) + ")"
+        _say(f"{r['name'].ljust(width)}  {r['summary']}")
+        _say(f"{''.ljust(width)}  {r['source']}" + (" (overrides " + ", ".join(r["overrides"]) + ")"
                                                           if r["overrides"] else ""))
 
 
@@ -72,8 +79,9 @@ def show_cmd(name: Optional[str], root: Optional[str], as_json: bool) -> None:
         now = here.hardware_fingerprint()
         state = "matches this host" if now == prof.fingerprint else f"STALE: this host is {now}; regenerate"
         rows.append(("fingerprint", f"{prof.fingerprint} ({state})"))
-    click.echo(_table(rows))
-    click.echo("")
+    for line in _table(rows):
+        _say(line)
+    _say("")
     settings: List[Tuple[str, str, str]] = []
     for key in ("allocator", "allocator_path", "malloc_conf", "threads", "binding", "memory_policy",
                 "cuda_alloc_conf", "deterministic", "debug", "device", "openmp"):
@@ -87,7 +95,7 @@ def show_cmd(name: Optional[str], root: Optional[str], as_json: bool) -> None:
     w1 = max(len(s[0]) for s in settings)
     w2 = min(40, max(len(s[1]) for s in settings))
     for k, v, src in settings:
-        click.echo(f"{k.ljust(w1)}  {v.ljust(w2)}  {src}")
+        _say(f"{k.ljust(w1)}  {v.ljust(w2)}  {src}")
 
 
 def _has_configured(name: Optional[str]) -> bool:
@@ -122,8 +130,8 @@ def generate_cmd(base: str, output: Optional[str], root: Optional[str], force: b
     if as_json:
         click.echo(json.dumps({"path": str(path), "profile": prof.to_dict()}, indent=2))
         return
-    click.echo(f"wrote {path} (profile {prof.name}, fingerprint {prof.fingerprint})")
+    _say(f"wrote {path} (profile {prof.name}, fingerprint {prof.fingerprint})")
     for key in ("allocator", "threads", "binding", "memory_policy", "cuda_alloc_conf", "dataloader.num_workers",
                 "dataloader.pin_memory"):
         if key in prof.reasons:
-            click.echo(f"  {key}: {prof.reasons[key]}")
+            _say(f"  {key}: {prof.reasons[key]}")
