@@ -3,7 +3,7 @@
 import posixpath
 from typing import Dict, List, Optional, Tuple
 
-from hosttune.detect._io import HostIO, parse_cpulist
+from hosttune.detect._io import HostIO
 from hosttune.detect.mounts import MountEntry, read_mounts
 from hosttune.facts import Cgroup
 
@@ -139,8 +139,8 @@ def probe(io: HostIO) -> Cgroup:
         return Cgroup(
             version=2,
             path=path,
-            cpuset=tuple(parse_cpulist(cpus_text)) if cpus_text else None,
-            mems=tuple(parse_cpulist(mems_text)) if mems_text else None,
+            cpuset=tuple(io.cpulist(cpus_text, "cgroup", "cpuset.cpus.effective")) if cpus_text else None,
+            mems=tuple(io.cpulist(mems_text, "cgroup", "cpuset.mems.effective")) if mems_text else None,
             quota_cpus=quota,
             memory_max=min(real_max) if real_max else None,
         )
@@ -157,8 +157,8 @@ def probe(io: HostIO) -> Cgroup:
             # intersects with sched_getaffinity anyway, which is what the kernel enforces.
             cpus_text = _first(io, dirs, ("cpuset.cpus", "cpus", "cpuset.effective_cpus"))
             mems_text = _first(io, dirs, ("cpuset.mems", "mems", "cpuset.effective_mems"))
-            cpus = tuple(parse_cpulist(cpus_text)) if cpus_text else None
-            mems = tuple(parse_cpulist(mems_text)) if mems_text else None
+            cpus = tuple(io.cpulist(cpus_text, "cgroup", "cpuset.cpus")) if cpus_text else None
+            mems = tuple(io.cpulist(mems_text, "cgroup", "cpuset.mems")) if mems_text else None
         elif path is not None and path != "/":
             io.note("cgroup", "cpuset hierarchy not mounted")
         quota = None

@@ -4,7 +4,8 @@ import os
 import platform
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from hosttune.detect._io import HostIO, parse_cpulist, parse_cpumask
+from hosttune.cpulist import MAX_CPUS
+from hosttune.detect._io import HostIO
 from hosttune.facts import Cgroup, Cpu
 
 # The ISA flags that change what hosttune recommends (bf16 autocast on CPU, AMX, vector width).
@@ -90,12 +91,13 @@ def cpuinfo_model_fallback() -> Optional[str]:
 def online_cpus(io: HostIO) -> List[int]:
     """cpu/online, else each cpuN/online (cpu0 often has none: online), else every cpuN folder."""
     base = "/sys/devices/system/cpu"
-    present = sorted(int(n[3:]) for n in io.listdir(base) if n.startswith("cpu") and n[3:].isdigit())
-    text = io.read(f"{base}/online")
-    if text is not None:
+    present = sorted(int(n[3:]) for n in io.listdir(base)
+                     if n.startswith("cpu") and n[3:].isdigit() and len(n) <= 8 and int(n[3:]) < MAX_CPUS)
+    listed = io.cpus(f"{base}/online", "cpu.online")
+    if listed is not None:
         # Keep only CPUs that have a folder: a trimmed capture (nvidiagpunumanodes) says 0-175 but holds 32.
-        listed = parse_cpulist(text)
-        return [c for c in listed if c in set(present)] if present else listed
+        have = set(present)
+        return [c for c in listed if c in have] if present else listed
     if not present:
         io.note("cpu.online", f"{base} has no cpuN folders")
         return []
@@ -127,18 +129,16 @@ def topology(io: HostIO, online: Sequence[int]) -> Tuple[List[Tuple[int, ...]], 
         pkg = io.read_int(f"{topo}/physical_package_id")
         if pkg is None or pkg < 0:
             # Some ARM firmware leaves package id -1: use the sibling mask as the package's identity.
-            sib = io.read(f"{topo}/package_cpus_list") or io.read(f"{topo}/core_siblings_list")
-            pkg_key: Any = ("mask", tuple(parse_cpulist(sib))) if sib else ("cpu", cpu)
+            sib_rel = next((f"{topo}/{n}" for n in ("package_cpus_list", "core_siblings_list")
+                            if io.read(f"{topo}/{n}")), None)
+            pkg_key: Any = ("mask", tuple(io.cpus(sib_rel, "cpu.topology") or ())) if sib_rel else ("cpu", cpu)
         else:
             pkg_key = pkg
         pkg_of.setdefault(pkg_key, []).append(cpu)
-        sib_text = io.read(f"{topo}/thread_siblings_list")
-        if sib_text is None:
-            sib_text = io.read(f"{topo}/core_cpus_list")
-        if sib_text is not None:
-            sibs = parse_cpulist(sib_text)
-        else:
-            sibs = parse_cpumask(io.read(f"{topo}/thread_siblings"))
+        sib_rel = f"{topo}/thread_siblings_list"
+        if io.read(sib_rel) is None:
+            sib_rel = f"{topo}/core_cpus_list"
+        sibs = io.cpus(sib_rel, "cpu.topology", f"{topo}/thread_siblings") or []
         siblings = tuple(c for c in sibs if c in online_set) or (cpu,)
         core_id = io.read_int(f"{topo}/core_id")
         key: Tuple[Any, ...] = (pkg_key, siblings, core_id if core_id is not None else cpu)

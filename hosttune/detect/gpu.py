@@ -2,7 +2,7 @@
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from hosttune.detect._io import HostIO, parse_cpulist, parse_cpumask
+from hosttune.detect._io import HostIO
 from hosttune.facts import Gpu, Nvidia
 from hosttune.nvml import GpuLost, Nvml, NvmlUnavailable, normalize_bus_id
 
@@ -26,8 +26,7 @@ def device_locality(io: HostIO, bdf: str) -> Tuple[int, Tuple[int, ...]]:
     """(numa_node, local CPUs) of a PCI device; -1 / () when sysfs does not say (single-node boxes, some BIOSes)."""
     d = f"{PCI_DIR}/{bdf}"
     node = io.read_int(f"{d}/numa_node")
-    text = io.read(f"{d}/local_cpulist")
-    cpus = parse_cpulist(text) if text is not None else parse_cpumask(io.read(f"{d}/local_cpus"))
+    cpus = io.cpus(f"{d}/local_cpulist", f"pci {bdf}", f"{d}/local_cpus") or []
     return (node if node is not None else -1), tuple(cpus)
 
 

@@ -3,7 +3,7 @@
 import re
 from typing import Dict, List, Optional, Sequence
 
-from hosttune.detect._io import HostIO, parse_cpulist, parse_cpumask
+from hosttune.detect._io import HostIO
 from hosttune.facts import Numa, NumaNode
 
 NODE_DIR = "/sys/devices/system/node"
@@ -42,10 +42,10 @@ def probe(io: HostIO, online: Sequence[int], cgroup_mems: Optional[Sequence[int]
     else:
         for nid in ids:
             d = f"{NODE_DIR}/node{nid}"
-            text = io.read(f"{d}/cpulist")
-            cpus = parse_cpulist(text) if text is not None else parse_cpumask(io.read(f"{d}/cpumap"))
-            if text is None and io.read(f"{d}/cpumap") is None:
+            got = io.cpus(f"{d}/cpulist", f"numa.node{nid}", f"{d}/cpumap")
+            if got is None:
                 io.note(f"numa.node{nid}", "no cpulist or cpumap")
+            cpus = got or []
             mem = parse_node_meminfo(io.read(f"{d}/meminfo"))
             if mem is None:
                 io.note(f"numa.node{nid}", "no MemTotal in meminfo")
