@@ -2,9 +2,10 @@
 
 Three shapes of job:
 - torchrun (`torchrun ...`, `python -m torch.distributed.run ...`): the argv is rewritten to torchrun's own
-  `--no-python` mode so that every rank (and every restart of a rank) starts as `python -m hosttune.shim <rank
-  command>`; the shim reads LOCAL_RANK/LOCAL_WORLD_SIZE, resolves that rank's plan, binds, sets env and execs.
-  Detection happens once, here; facts and profile reach the shims through a private handoff file.
+  `--no-python` mode so that every rank (and every restart of a rank) starts through hosttune/shim.py (`python -c
+  <bootstrap> <rank command>`, isolated from the caller's directory: see shim_argv); the shim reads
+  LOCAL_RANK/LOCAL_WORLD_SIZE, resolves that rank's plan, binds, sets env and execs.
+  Detection happens once, here; facts and profile reach the shims through a private handoff file (handoff.py).
 - an srun task (SLURM_LOCALID set, no torchrun): this process is one rank of the node's tasks.
 - anything else: one rank that owns the whole allowed set.
 
@@ -17,7 +18,6 @@ This module must stay cheap to import (every torchrun rank's shim imports it): n
 heavier stdlib modules (subprocess, ctypes, tempfile, shutil, shlex) only inside the functions that use them.
 """
 
-import json
 import os
 import signal
 import sys
@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
+from hosttune import handoff
 from hosttune.cpulist import format_cpulist as _cpulist
 from hosttune.cpulist import parse_cpulist as _parse_cpulist
 from hosttune.errors import UserError
 
 # Environment names the launcher and shim use among themselves.
-ENV_HANDOFF = "HOSTTUNE_HANDOFF"  # path of the JSON handoff file (facts, profile, touched env, flags)
+ENV_HANDOFF = handoff.ENV  # path of the JSON handoff file (facts, profile, touched env, flags): see handoff.py
 ENV_MARKER = "HOSTTUNE_LAUNCH_ID"  # carried by every process of the job; the sweep and --verify look for it
 ENV_LOCAL_RANK = "HOSTTUNE_LOCAL_RANK"  # set on the rank's own process (after the shim's exec)
 ENV_LOCAL_WORLD_SIZE = "HOSTTUNE_LOCAL_WORLD_SIZE"
@@ -306,12 +307,30 @@ def rank_command(t: TorchrunArgv, python: str) -> List[str]:
     return [python, "-u", t.script, *t.script_args]
 
 
-def shim_argv(shim_python: str) -> List[str]:
-    return [shim_python, "-m", "hosttune.shim"]
+# How a rank's shim starts: `python -c` with this bootstrap instead of `python -m hosttune.shim`, because `-m`
+# (and `-c`) put the caller's directory first on sys.path, so a `hosttune.py` or `json.py` another user left in a
+# shared working directory would run inside every rank (as root, too). The bootstrap drops that entry before any
+# import and loads the package from the directory this launcher was itself loaded from (the same code on both ends
+# of the handoff, without putting anything else ahead of the standard library). As root the interpreter also runs
+# isolated (-I: no PYTHONPATH/PYTHONSTARTUP/user site that `su`/`sudo -E` may have carried over); the rank itself
+# still gets the environment unchanged and runs in the caller's directory.
+_SHIM_BOOT = (
+    "import sys; sys.path[:1] == [''] and sys.path.pop(0); import importlib.util as u; "
+    "s = u.spec_from_file_location('hosttune', {init!r}, submodule_search_locations=[{pkg!r}]); "
+    "m = u.module_from_spec(s); sys.modules['hosttune'] = m; s.loader.exec_module(m); "
+    "from hosttune.shim import main; sys.exit(main())"
+)
+
+
+def shim_argv(shim_python: str, *, root: Optional[bool] = None) -> List[str]:
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    isolated = os.geteuid() == 0 if root is None else root
+    boot = _SHIM_BOOT.format(init=os.path.join(pkg, "__init__.py"), pkg=pkg)
+    return [shim_python, *(["-I"] if isolated else []), "-c", boot]
 
 
 def rewrite_torchrun(t: TorchrunArgv, environ: Mapping[str, str], shim_python: str) -> List[str]:
-    """torchrun [opts] --no-python <python> -m hosttune.shim <rank command>."""
+    """torchrun [opts] --no-python <python> [-I] -c <shim bootstrap> <rank command>."""
     return [
         *t.launcher,
         *t.options,
@@ -663,18 +682,6 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def write_handoff(payload: Dict[str, Any]) -> str:
-    import tempfile
-
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    fd, path = tempfile.mkstemp(
-        prefix="hosttune-launch-", suffix=".json", dir=base if base and os.path.isdir(base) else None
-    )
-    with os.fdopen(fd, "w") as fh:
-        json.dump(payload, fh)
-    return path
-
-
 # --------------------------------------------------------------------------------------------------------------
 # /proc reads for --verify and the sweep
 
@@ -890,7 +897,10 @@ def run(launch: Launch, *, verify: bool = False) -> int:
             raise UserError(f"exec: {t.script}: no such file (torchrun's training script)")
         if t is not None and t.mode == "no_python":
             _which_or_fail(t.script, environ)
-        path = write_handoff(handoff_payload(launch, marker))
+        try:
+            path = handoff.write(handoff_payload(launch, marker), environ)
+        except OSError as exc:
+            raise UserError(f"exec: {exc}") from None
         env = dict(environ)
         env.update(launch.env)
         for key in ("PET_MODULE", "PET_RUN_PATH", "PET_NO_PYTHON"):
@@ -898,12 +908,9 @@ def run(launch: Launch, *, verify: bool = False) -> int:
         env[ENV_HANDOFF] = path
         env[ENV_MARKER] = marker
         try:
-            return _supervise(launch, launch.argv, env, marker, verify)
+            return _supervise(launch, launch.argv, env, marker, verify, cleanup=[path])
         finally:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            handoff.remove(path)
     # plain / srun: bind this process, then exec (or spawn and watch with --verify)
     plan = launch.ranks[0]
     exe = _which_or_fail(launch.argv[0], environ)
@@ -953,10 +960,18 @@ def expected_for(launch: Launch, local_rank: int, local_world_size: int, rank_en
     return RankCheck(0, local_rank, local_world_size, cpus, policy, mems, dict(plan.env))
 
 
-def _supervise(launch: Launch, argv: List[str], env: Dict[str, str], marker: str, verify: bool) -> int:
-    """Spawn the job in its own process group, forward signals, optionally verify ranks, sweep, map the status."""
+def _supervise(launch: Launch, argv: List[str], env: Dict[str, str], marker: str, verify: bool,
+               cleanup: Sequence[str] = ()) -> int:
+    """Spawn the job in its own process group, forward signals, optionally verify ranks, sweep, map the status.
+
+    A guardian (guardian.py) stops the job if this process dies without doing so itself (SIGKILL, OOM killer)."""
     import subprocess
 
+    from hosttune import guardian
+
+    grace = _grace()
+    guardian.become_subreaper()  # a rank's setsid'd child stays in our tree, where the guardian sees it
+    guard = guardian.Guardian.start(marker, grace, cleanup)
     received: List[int] = []
     child: Optional[subprocess.Popen[bytes]] = None
     old: Dict[int, Any] = {}
@@ -974,9 +989,12 @@ def _supervise(launch: Launch, argv: List[str], env: Dict[str, str], marker: str
     checks: Dict[int, RankCheck] = {}
     try:
         try:
-            child = subprocess.Popen(argv, env=env, preexec_fn=os.setpgrp)  # no threads here
+            # no threads here, so preexec_fn is safe; the top process also gets SIGTERM if we die
+            child = subprocess.Popen(argv, env=env, preexec_fn=guardian.pdeathsig_preexec())
         except OSError as exc:
+            guard.finish()
             raise UserError(f"exec: {argv[0]}: {exc.strerror}") from None
+        guard.watch(child.pid)
         if received:  # a signal that came before the child existed
             os.killpg(child.pid, received[-1])
         started = time.monotonic()
@@ -990,9 +1008,10 @@ def _supervise(launch: Launch, argv: List[str], env: Dict[str, str], marker: str
             except subprocess.TimeoutExpired:
                 pass
             if received and deadline is None:
-                deadline = time.monotonic() + _grace()
+                deadline = time.monotonic() + grace
+            guardian.reap_orphans_except(child.pid, guard.pid)
             if deadline is not None and time.monotonic() > deadline:
-                _say(f"job still running {_grace():.0f} s after signal {received[0]}; killing it")
+                _say(f"job still running {grace:.0f} s after signal {received[0]}; killing it")
                 try:
                     os.killpg(child.pid, signal.SIGKILL)
                 except ProcessLookupError:
@@ -1011,6 +1030,7 @@ def _supervise(launch: Launch, argv: List[str], env: Dict[str, str], marker: str
                 pass
             child.wait()
         _sweep(marker)
+        guard.finish()  # stragglers that dropped the marker (setsid + env -i) are stopped by the guardian
     if verify:
         _verify_report(launch, checks)
     if rc < 0:

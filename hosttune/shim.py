@@ -11,12 +11,11 @@ Exit status: the program's own (exec); 127 when COMMAND cannot be found, 126 whe
 """
 
 import dataclasses
-import json
 import os
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from hosttune import launch
+from hosttune import handoff, launch, trust
 from hosttune.errors import UserError
 
 
@@ -54,46 +53,61 @@ def profile_from_dict(data: Mapping[str, Any]) -> Any:
 
 
 def read_handoff(environ: Mapping[str, str]) -> Optional[Dict[str, Any]]:
-    path = environ.get(launch.ENV_HANDOFF)
-    if not path:
-        return None
-    try:
-        with open(path) as fh:
-            data = json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise UserError(f"cannot read the launcher's handoff file {path}: {exc}") from None
-    if not isinstance(data, dict) or data.get("version") != 1:
-        raise UserError(f"{path}: not a hosttune handoff file of version 1")
-    return data
+    """The launcher's plan, read through the checked channel (handoff.py); UserError when it fails a check."""
+    return handoff.read(environ)
+
+
+def users_env(handoff_data: Optional[Mapping[str, Any]], environ: Mapping[str, str]) -> Dict[str, str]:
+    """The caller's own environment: torchrun's, with what the launcher set for torchrun (its common env) undone."""
+    user_env = dict(environ)
+    touched = (handoff_data or {}).get("touched") or {}
+    for key, orig in touched.items():
+        if orig is None:
+            user_env.pop(key, None)
+        else:
+            user_env[key] = orig
+    return user_env
+
+
+def checked_env(plan_env: Mapping[str, str], environ: Mapping[str, str]) -> Dict[str, str]:
+    """As root, every loader/interpreter variable the plan sets (LD_PRELOAD, PYTHONPATH, PYTHONSTARTUP, ...) must
+    pass the root trust rule again here, right before exec: a library re-pointed since the launcher checked it, or a
+    plan that did not come from a checked profile, stops the rank (Untrusted). Values already in the environment
+    torchrun gave us, minus what the launcher added, are the caller's own and not the plan's to judge."""
+    if not trust.is_root():
+        return dict(plan_env)
+    for key, value in plan_env.items():
+        risky = key in trust.PATH_LIST_ENV or key in trust.CODE_ENV or key.startswith("LD_")
+        if risky and environ.get(key) != value:
+            trust.check_env_value(key, value, "the launcher's plan")
+    return dict(plan_env)
 
 
 def resolve_plan(
-    handoff: Optional[Mapping[str, Any]], local_rank: int, world: int, environ: Mapping[str, str]
+    handoff_data: Optional[Mapping[str, Any]], local_rank: int, world: int, environ: Mapping[str, str]
 ) -> Tuple[Any, Optional[str], Optional[str], bool]:
     """(plan, libnuma path, numactl path, no_bind) for this rank.
 
     Fast path: the launcher resolved the plans for this world size already. Otherwise (an elastic change of the
     world size, or no launcher at all) resolve from the handed-over facts and profile, or detect here.
     """
-    if handoff is not None:
-        plans = (handoff.get("plans") or {}).get(str(world))
-        tools = handoff.get("tools") or {}
-        no_bind = bool(handoff.get("no_bind"))
+    if handoff_data is not None:
+        plans = (handoff_data.get("plans") or {}).get(str(world))
+        tools = handoff_data.get("tools") or {}
+        no_bind = bool(handoff_data.get("no_bind"))
         if plans and 0 <= local_rank < len(plans):
             return launch.PlanView.from_dict(plans[local_rank]), tools.get("libnuma"), tools.get("numactl"), no_bind
     from hosttune import plan as planmod
     from hosttune.facts import Facts
 
-    touched: Dict[str, Optional[str]] = {}
-    if handoff is not None:
-        facts = Facts.from_dict(handoff["facts"])
-        if handoff.get("profile") is not None:
-            prof = profile_from_dict(handoff["profile"])
+    if handoff_data is not None:
+        facts = Facts.from_dict(handoff_data["facts"])
+        if handoff_data.get("profile") is not None:
+            prof = profile_from_dict(handoff_data["profile"])
         else:
             from hosttune import profile as profmod
 
             prof = profmod.active(None, facts)
-        touched = dict(handoff.get("touched") or {})
     else:
         from pathlib import Path
 
@@ -105,12 +119,7 @@ def resolve_plan(
         no_bind = False
     # Plan with the user's own environment: undo what the launcher set for torchrun (its common env), so
     # LD_PRELOAD is not prepended twice and torchrun's OMP_NUM_THREADS is not taken for the user's choice.
-    user_env = dict(environ)
-    for key, orig in touched.items():
-        if orig is None:
-            user_env.pop(key, None)
-        else:
-            user_env[key] = orig
+    user_env = users_env(handoff_data, environ)
     rank_plan = planmod.resolve(facts, prof, local_rank, world, environ=user_env)
     return rank_plan, facts.tools.libnuma, facts.tools.numactl, no_bind
 
@@ -153,13 +162,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         elif world is None:
             slurm = launch.slurm_rank(environ)
             world = slurm[1] if slurm else local_rank + 1
-        rank_plan, libnuma, numactl, no_bind = resolve_plan(read_handoff(environ), local_rank, world, environ)
+        handoff_data = read_handoff(environ)
+        rank_plan, libnuma, numactl, no_bind = resolve_plan(handoff_data, local_rank, world, environ)
     except UserError as exc:
-        _say(f"error: {exc}")
+        # Refuse rather than run the rank unprofiled: a silently unbound rank hides both a misconfiguration and
+        # a swapped handoff. torchrun sees the failure and stops the job.
+        _say(f"error: {exc}; rank not started")
         return 2
 
     env = dict(environ)
-    env.update(rank_plan.env)
+    try:
+        env.update(checked_env(rank_plan.env, users_env(handoff_data, environ)))
+    except UserError as exc:
+        _say(f"error: {exc}; rank {local_rank} not started")
+        return 2
     env[launch.ENV_LOCAL_RANK] = str(local_rank)
     env[launch.ENV_LOCAL_WORLD_SIZE] = str(world)
     env.pop(launch.ENV_HANDOFF, None)  # the rank's own children have no use for it

@@ -9,7 +9,7 @@ from typing import Any, Dict
 
 import pytest
 
-from hosttune import launch, shim
+from hosttune import handoff, launch, shim
 
 PY = sys.executable
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
@@ -65,18 +65,18 @@ SHOW = "import os, json; print(json.dumps([sorted(os.sched_getaffinity(0)), os.e
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
 def test_shim_binds_each_rank_and_execs(tmp_path: Path) -> None:
     job = launch.prepare(["torchrun", "--nproc_per_node=2", "t.py"])
-    path = launch.write_handoff(launch.handoff_payload(job, "m"))
+    path = handoff.write(launch.handoff_payload(job, "m"))
     try:
         for rank in (0, 1):
             env = dict(os.environ, HOSTTUNE_HANDOFF=path, LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE="2")
             r = _run_shim(tmp_path, env, PY, "-c", SHOW)
             assert r.returncode == 0, r.stderr
-            cpus, omp, hrank, handoff = json.loads(r.stdout)
+            cpus, omp, hrank, seen_path = json.loads(r.stdout)
             assert cpus == list(launch.effective_cpus(job.ranks[rank].cpus, os.sched_getaffinity(0)))
             assert omp == job.ranks[rank].env["OMP_NUM_THREADS"] and hrank == str(rank)
-            assert handoff is None  # the rank itself does not see the launcher's file
+            assert seen_path is None  # the rank itself does not see the launcher's file
     finally:
-        os.unlink(path)
+        handoff.remove(path)
 
 
 def test_shim_without_launcher_detects_and_finds_torchruns_python(tmp_path: Path) -> None:

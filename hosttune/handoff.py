@@ -1,0 +1,133 @@
+"""The launcher -> shim handoff: one JSON file in a directory only the launching user can write, read back checked.
+
+`hosttune exec -- torchrun ...` resolves every rank's plan once and hands it to the shims torchrun starts. torchrun
+closes inherited descriptors before it starts a worker, so the plan travels as a file whose path is in
+$HOSTTUNE_HANDOFF. Whoever can write that file decides what runs inside every rank (LD_PRELOAD, env), as root too,
+so both ends live here:
+
+- `write`: a fresh `mkdtemp` directory (owner = euid, mode 0700) under the first base that passes the root trust
+  rule: $XDG_RUNTIME_DIR (after `su` it is still the user's, and refused), then /run/hosttune as root, then the
+  temp directory; the file is written there atomically with mode 0600.
+- `read` (the shim): the directory must still be owned by the shim's euid with mode 0700 and sit under trusted
+  directories, the file must be a regular file (never a link) owned by the euid, not group/other-writable, and
+  smaller than `LIMIT`. Anything else is `Untrusted`: the shim then refuses to start the rank (exit 2) rather than
+  run it unprofiled or with someone else's plan.
+"""
+
+import json
+import os
+import stat
+from typing import Any, Dict, Iterator, Mapping, Optional
+
+from hosttune import fsio, trust
+
+ENV = "HOSTTUNE_HANDOFF"  # path of the handoff file
+NAME = "handoff.json"
+LIMIT = 64 << 20  # facts + 1024 ranks' plans stay far below this; a bigger file is not ours
+RUN_BASE = "/run/hosttune"
+
+
+def _bases(environ: Mapping[str, str]) -> Iterator[str]:
+    import tempfile
+
+    xdg = environ.get("XDG_RUNTIME_DIR")
+    if xdg and os.path.isabs(xdg):
+        yield xdg
+    if os.geteuid() == 0 and os.path.isdir("/run"):
+        try:
+            yield trust.private_dir(RUN_BASE, create=True)
+        except trust.Untrusted:
+            pass  # someone else made /run/hosttune: not ours to use
+    yield tempfile.gettempdir()  # honours $TMPDIR, which `su` keeps: checked like the others
+    yield "/tmp"
+
+
+def _private_under(base: str) -> Optional[str]:
+    """A new 0700 directory under `base` that passes the trust rule (with every directory above it), or None."""
+    import tempfile
+
+    try:
+        d = tempfile.mkdtemp(prefix="hosttune-launch-", dir=base)
+    except OSError:
+        return None
+    _, why = trust.problem(d, kind="dir")
+    if why is None:
+        try:
+            return trust.private_dir(d, create=False)
+        except trust.Untrusted:
+            pass
+    try:
+        os.rmdir(d)
+    except OSError:
+        pass
+    return None
+
+
+def write(payload: Mapping[str, Any], environ: Optional[Mapping[str, str]] = None) -> str:
+    """Write the handoff; returns the file's path (for $HOSTTUNE_HANDOFF). OSError when no base is usable."""
+    env = os.environ if environ is None else environ
+    blob = json.dumps(payload).encode()
+    for base in _bases(env):
+        d = _private_under(base)
+        if d is None:
+            continue
+        path = os.path.join(d, NAME)
+        try:
+            fsio.atomic_write(path, blob, 0o600, durable=False)  # a tmpfs file read within seconds: no fsync
+        except OSError:
+            remove(path)
+            continue
+        return path
+    raise OSError("no private directory for the launcher's handoff could be made (tried $XDG_RUNTIME_DIR, "
+                  "/run/hosttune, the temp directory)")
+
+
+def remove(path: str) -> None:
+    """Remove the file and its private directory (never anything else)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    if os.path.basename(os.path.dirname(path)).startswith("hosttune-launch-"):
+        try:
+            os.rmdir(os.path.dirname(path))
+        except OSError:
+            pass
+
+
+def check(path: str) -> None:
+    """Untrusted unless `path` is a handoff only this euid could have written (see the module's docstring)."""
+    if not os.path.isabs(path) or os.path.basename(path) != NAME:
+        raise trust.Untrusted(f"refusing the launcher's handoff {path!r}: not a hosttune handoff path")
+    d = os.path.dirname(path)
+    trust.private_dir(d, create=False)  # owner = euid, mode 0700, not a link
+    _, why = trust.problem(d, kind="dir")
+    if why is not None:
+        raise trust.Untrusted(f"refusing the launcher's handoff {path}: its directory {why}")
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise trust.Untrusted(f"the launcher's handoff {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise trust.Untrusted(f"refusing the launcher's handoff {path}: not a regular file (a link?)")
+    if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise trust.Untrusted(f"refusing the launcher's handoff {path}: owned by uid {st.st_uid} with mode "
+                              f"{stat.S_IMODE(st.st_mode):o}; expected uid {os.geteuid()}, not group/other-writable")
+
+
+def read(environ: Mapping[str, str]) -> Optional[Dict[str, Any]]:
+    """The handoff named by $HOSTTUNE_HANDOFF, checked; None when there is none. Untrusted/UserError otherwise."""
+    path = environ.get(ENV)
+    if not path:
+        return None
+    check(path)
+    try:
+        # The directory is private to this euid, so nobody else can swap the file between the check and the read;
+        # no-follow and the size bound hold even so.
+        blob = fsio.read_bounded(path, LIMIT, nofollow=True)
+        data = json.loads(blob.decode("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise trust.Untrusted(f"cannot read the launcher's handoff {path}: {exc}") from None
+    if not isinstance(data, dict) or data.get("version") != 1:
+        raise trust.Untrusted(f"{path}: not a hosttune handoff file of version 1")
+    return data
