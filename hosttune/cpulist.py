@@ -8,7 +8,7 @@ arm64 and powerpc (their Kconfig `range 2 8192`); we allow twice that, 16384, as
 CPU while `0-99999999` cannot allocate a list of a hundred million ints.
 """
 
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 MAX_CPUS = 16384
 _MAX_DIGITS = len(str(MAX_CPUS))
@@ -62,7 +62,7 @@ def parse_cpulist_checked(text: Optional[str]) -> Tuple[List[int], int]:
             hi = MAX_CPUS - 1
         r = lo % stride
         spans.setdefault((stride, r), []).append((lo // stride, (hi - r) // stride))
-    out = set()
+    out: Set[int] = set()
     for (stride, r), items in spans.items():
         items.sort()
         cur_lo, cur_hi = items[0]

@@ -13,6 +13,9 @@ from conftest import a100, cli_runner
 from hosttune.detect import HostIO, collect, gpu, torchenv
 from hosttune.detect import _io as detect_io
 
+# The start of an ELF shared library: detection checks the magic, not the rest.
+ELF = "\x7fELF\x02\x01\x01"
+
 
 def build(root: Path, files: Dict[str, str], links: Optional[Dict[str, str]] = None) -> Path:
     """Write a host tree: files (host path -> text) and symbolic links (host path -> target, as on the host)."""
@@ -110,8 +113,8 @@ def gpu_host(root: Path) -> Path:
         "/usr/include/x86_64-linux-gnu/cudnn_version_v9.h":
             "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n",
         "/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5": "",
-        "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2": "",
-        "/usr/lib64/libtcmalloc_minimal.so.4": "",
+        "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2": ELF,
+        "/usr/lib64/libtcmalloc_minimal.so.4": ELF,
         "/usr/bin/nv-fabricmanager": "",
         "/usr/bin/numactl": "",
     })

@@ -1,7 +1,6 @@
 """`hosttune facts`: detect the host and print a summary, or the Facts JSON with --json."""
 
 import os
-import shutil
 from pathlib import Path
 from typing import List, Optional, Sequence
 
@@ -9,6 +8,7 @@ import click
 
 from hosttune.errors import UserError
 from hosttune.facts import Facts
+from hosttune.term import printable
 
 
 def _cpus(cpus: Sequence[int]) -> str:
@@ -82,8 +82,11 @@ def render(f: Facts) -> str:
         row(f"storage {s.mount}", f"{s.kind} ({s.fstype}{', ' + s.device if s.device else ''}){size}")
     for gap in f.missing:
         row("missing", gap)
-    width = max(len(r[0]) for r in rows)
-    return "\n".join(f"{key.ljust(width)}  {value}" for key, value in rows)
+    # Every value came from the host (or a captured tree): a CPU model or os-release NAME holding ESC [ ... must not
+    # drive the terminal. (The JSON is escaped by json.dumps.)
+    shown = [(printable(key), printable(value)) for key, value in rows]
+    width = max(len(r[0]) for r in shown)
+    return "\n".join(f"{key.ljust(width)}  {value}" for key, value in shown)
 
 
 @click.command("facts")
@@ -94,11 +97,13 @@ def render(f: Facts) -> str:
 def cmd(root: Optional[str], python: Optional[str], as_json: bool) -> None:
     """Detect what this host is (CPU, NUMA, GPUs, drivers, torch, storage)."""
     from hosttune.detect import collect
+    from hosttune.detect._io import trusted_which
 
     if root is not None and not os.path.isdir(root):
         raise UserError(f"--root {root}: {'not a directory' if os.path.exists(root) else 'no such directory'}")
     if python is not None:
-        found = python if os.sep in python else shutil.which(python)  # "--python python3.11" means PATH's
+        # "--python python3.11" means PATH's (as root, its trusted directories': see detect._io.trusted_which)
+        found = python if os.sep in python else trusted_which(python)[0]
         if found is None or not (os.path.isfile(found) and os.access(found, os.X_OK)):
             raise UserError(f"--python {python}: not an executable file")
         python = found

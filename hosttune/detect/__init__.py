@@ -40,7 +40,7 @@ def collect(root: Path = Path("/"), python: Optional[str] = None, *, probe_torch
     torch_facts: Optional[TorchInstall] = None
     lib_dirs: Sequence[str] = ()
     if probe_torch and io.live:
-        target = python or torchenv.default_python()
+        target = python or torchenv.default_python(io)
         if target is None:
             io.note("torch", "no python3 on PATH")
         else:

@@ -48,6 +48,21 @@ def parse_ldconfig(text: Optional[str]) -> Dict[str, str]:
     return out
 
 
+def _first_elf(io: HostIO, d: str, names: Sequence[str], stem: str) -> Optional[str]:
+    """The best `stem` library in folder `d` that is an ELF file (a text file or a linker script named like a
+    library would be preloaded into every rank and fail, or worse); others are noted in `missing`."""
+    left = list(names)
+    while True:
+        name = pick(left, stem)
+        if name is None:
+            return None
+        path = f"{d.rstrip('/')}/{name}"
+        if io.is_elf(path):
+            return path
+        io.note("allocators", f"{path} is not an ELF shared library; ignored")
+        left.remove(name)
+
+
 def find_libraries(io: HostIO, extra_dirs: Sequence[str] = ()) -> Dict[str, Optional[str]]:
     """field -> host path of the library. Extra dirs (the target python's env lib dir) are searched first."""
     dirs: List[str] = list(extra_dirs) + list(SYSTEM_LIB_DIRS)
@@ -57,9 +72,8 @@ def find_libraries(io: HostIO, extra_dirs: Sequence[str] = ()) -> Dict[str, Opti
     for field, stem in STEMS.items():
         path = None
         for d in dirs:
-            name = pick(listing[d], stem)
-            if name:
-                path = f"{d.rstrip('/')}/{name}"
+            path = _first_elf(io, d, listing[d], stem)
+            if path:
                 break
         if path is None and io.live:
             if ld is None:
@@ -67,6 +81,9 @@ def find_libraries(io: HostIO, extra_dirs: Sequence[str] = ()) -> Dict[str, Opti
                 ld = parse_ldconfig(done.stdout if done is not None else None)
             name = pick(list(ld), stem)
             path = ld.get(name) if name else None
+            if path and not io.is_elf(path):
+                io.note("allocators", f"{path} is not an ELF shared library; ignored")
+                path = None
         out[field] = path
     return out
 

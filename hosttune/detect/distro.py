@@ -1,8 +1,12 @@
 """Which distribution a root holds: python-distro over the root's etc/ files, never the running host's."""
 
 import inspect
+import os
 import re
-from typing import Any, Dict
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Dict, Iterator
 
 import distro as _distro
 
@@ -47,7 +51,27 @@ def release_file(io: HostIO) -> str:
     return ""
 
 
-def _linux_distribution(io: HostIO, legacy: bool) -> Any:
+# At most this many etc/*-release files are copied for distro: a real /etc has a handful.
+_MAX_RELEASE_FILES = 64
+
+
+def _copy_release_files(io: HostIO, dest: str) -> None:
+    """The files python-distro reads, copied from the root into `dest` through HostIO: bounded, regular files only,
+    links resolved inside the root. distro itself opens what it is given with open(), which would hang on a FIFO,
+    exhaust memory on a link to /dev/zero, and follow an absolute link to this machine's files."""
+    names = [n for n in io.listdir("/etc") if n in ("os-release", "debian_version") or _RELEASE_RE.match(n)]
+    wanted = [f"etc/{n}" for n in names[:_MAX_RELEASE_FILES]] + ["usr/lib/os-release"]
+    for rel in wanted:
+        text = io.read(rel)
+        if text is None:
+            continue
+        os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
+        with open(os.path.join(dest, rel), "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+
+
+@contextmanager
+def _linux_distribution(io: HostIO, legacy: bool) -> Iterator[Any]:
     params = inspect.signature(_distro.LinuxDistribution.__init__).parameters
     kwargs: Dict[str, Any] = {"include_lsb": False}
     if "include_uname" in params:
@@ -55,22 +79,26 @@ def _linux_distribution(io: HostIO, legacy: bool) -> Any:
     if "include_oslevel" in params:
         kwargs["include_oslevel"] = False
     if io.live:
-        return _no_uname(_distro.LinuxDistribution(**kwargs))
-    # Name the files ourselves, resolved inside the root: a captured etc/os-release -> /usr/lib/os-release must not
-    # open this machine's file, and distro 1.5 (Debian 11, EL9) has no root_dir at all. An empty name would make
-    # distro read the running host's /etc, so a root without such a file gets a path that cannot exist.
-    os_release = next((r for r in (io.realpath("/etc/os-release"), io.realpath("/usr/lib/os-release")) if r), None)
-    nowhere = str(io.path("/etc/.hosttune-no-such-release"))
-    if "root_dir" in params and not legacy:
-        kwargs["root_dir"] = str(io.root)
-    dist = _distro.LinuxDistribution(
-        os_release_file=str(io.path(os_release)) if os_release else nowhere,
-        distro_release_file=release_file(io) or nowhere,
-        **kwargs,
-    )
-    if hasattr(dist, "etc_dir"):  # distro >= 1.7 also reads etc/debian_version from here (default: the host's)
-        dist.etc_dir = str(io.path("/etc"))
-    return _no_uname(dist)
+        yield _no_uname(_distro.LinuxDistribution(**kwargs))
+        return
+    with tempfile.TemporaryDirectory(prefix="hosttune-distro-") as copy:
+        _copy_release_files(io, copy)
+        # Name the files ourselves: distro 1.5 (Debian 11, EL9) has no root_dir at all. An empty name would make
+        # distro read the running host's /etc, so a root without such a file gets a path that cannot exist.
+        # A captured etc/os-release -> /usr/lib/os-release was resolved inside the root by the copy.
+        copied = HostIO(Path(copy))
+        os_release = next((r for r in ("/etc/os-release", "/usr/lib/os-release") if copied.isfile(r)), None)
+        nowhere = os.path.join(copy, "etc/.hosttune-no-such-release")
+        if "root_dir" in params and not legacy:
+            kwargs["root_dir"] = copy
+        dist = _distro.LinuxDistribution(
+            os_release_file=str(copied.path(os_release)) if os_release else nowhere,
+            distro_release_file=release_file(copied) or nowhere,
+            **kwargs,
+        )
+        if hasattr(dist, "etc_dir"):  # distro >= 1.7 also reads etc/debian_version from here (default: the host's)
+            dist.etc_dir = os.path.join(copy, "etc")
+        yield _no_uname(dist)
 
 
 def _no_uname(dist: Any) -> Any:
@@ -87,10 +115,11 @@ def probe(io: HostIO, legacy: bool = False) -> Distro:
         io.note("distro", "no etc/os-release or etc/*-release")
         return Distro()
     try:
-        dist = _linux_distribution(io, legacy)
-        dist_id = dist.id() or "unknown"
-        like = dist.like() or ""
-        version, best = dist.version() or "", dist.version(best=True) or ""
+        with _linux_distribution(io, legacy) as dist:
+            dist_id = dist.id() or "unknown"
+            like = dist.like() or ""
+            version, best = dist.version() or "", dist.version(best=True) or ""
+            codename, name = dist.codename() or "", dist.name() or ""
         if not version and dist_id == "debian":
             # Debian testing/sid has no VERSION_ID; distro >= 1.7 then reports etc/debian_version ("bookworm/sid"),
             # 1.5 (Debian 11, EL9) reports "". Give the newer answer everywhere.
@@ -99,9 +128,9 @@ def probe(io: HostIO, legacy: bool = False) -> Distro:
             id=dist_id,
             version=version,
             version_best=best,
-            codename=dist.codename() or "",
+            codename=codename,
             like=like,
-            name=dist.name() or "",
+            name=name,
             family=family(dist_id, like),
         )
     except (OSError, ValueError, UnicodeError) as exc:  # a malformed release file

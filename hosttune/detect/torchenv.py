@@ -13,22 +13,31 @@ that NVML cannot see is the case it cannot tell apart.
 
 import json
 import os
-import shutil
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from hosttune.detect._io import HostIO
+from hosttune.detect._io import HostIO, trusted_which
 from hosttune.facts import Gpu, TorchInstall
+from hosttune.trust import interpreter_env
 
 PROBE_TIMEOUT_S = 10.0
 
-# Runs under the target interpreter (Python 3.6+): standard library only, no torch import.
+# Runs under the target interpreter (Python 3.6+) as `python -I -c PROBE [PYTHONPATH entries...]` from "/": -I keeps
+# the caller's directory, PYTHON* variables and user site out of sys.path, so nothing a user planted there is
+# imported (as root that would run their code as uid 0). The standard library it needs is imported first; only
+# then are the allowed PYTHONPATH entries (argv) put in front of sys.path, where the interpreter would have put
+# them, so that a torch installed through PYTHONPATH is still found. The PYTHONPATH in the probe's own environment
+# is honoured too: we pass only allowed entries (`HostIO.run` cleans the environment as root), so anything else
+# there was set by a wrapper script the caller chose as --python (`module load`-style), which runs as its code
+# anyway. Standard library only, no torch import.
 PROBE = r'''
 import json, os, re, sys
+import importlib.util
+extra = sys.argv[1:] + os.environ.get("PYTHONPATH", "").split(os.pathsep)
+sys.path[0:0] = [p for i, p in enumerate(extra) if p and p not in extra[:i]]
 out = {"executable": sys.executable, "prefix": sys.prefix,
        "in_venv": sys.prefix != getattr(sys, "base_prefix", sys.prefix) or bool(os.environ.get("CONDA_PREFIX")),
        "torch": None}
 try:
-    import importlib.util
     spec = importlib.util.find_spec("torch")
 except Exception as exc:
     spec = None
@@ -38,8 +47,8 @@ if spec is not None and spec.origin:
     t = {"path": d}
     try:
         with open(os.path.join(d, "version.py")) as fh:
-            text = fh.read()
-    except OSError:
+            text = fh.read(1 << 20)
+    except (OSError, ValueError):
         text = ""
     for key in ("__version__", "cuda", "hip"):
         m = re.search(r"^%s\s*(?::[^=\n]*)?=\s*(.+)$" % key, text, re.M)
@@ -50,7 +59,7 @@ if spec is not None and spec.origin:
     dists = {}
     for entry in sys.path:
         try:
-            names = os.listdir(entry or ".")
+            names = os.listdir(entry) if entry else []
         except OSError:
             continue
         for n in names:
@@ -70,15 +79,28 @@ print(json.dumps(out))
 '''
 
 
-def default_python() -> Optional[str]:
-    return shutil.which("python3")
+def default_python(io: Optional[HostIO] = None) -> Optional[str]:
+    """The first `python3` on PATH; as root, on PATH's trusted directories only (skipped ones are noted in `io`)."""
+    if io is not None:
+        return io.which("python3") if io.live else None
+    return trusted_which("python3")[0]
+
+
+def probe_path(environ: Mapping[str, str]) -> Tuple[List[str], List[str]]:
+    """(PYTHONPATH entries the probe may search, names of variables dropped). As an ordinary user their PYTHONPATH
+    as is; as root only when every entry passes the root trust rule (`trust.interpreter_env`)."""
+    env, dropped = interpreter_env(environ)
+    return [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p], dropped
 
 
 def run_probe(io: HostIO, python: str, timeout: float = PROBE_TIMEOUT_S) -> Dict[str, Any]:
     """The probe's JSON, or {"error": why}. Live hosts only (io.run refuses a foreign root)."""
     if not io.live:
         return {"error": "not probed with a foreign root"}
-    done = io.run([python, "-c", PROBE], timeout=timeout, note=False)
+    paths, dropped = probe_path(os.environ)
+    if "PYTHONPATH" in dropped:
+        io.note("torch", "PYTHONPATH not searched as root: it names a path another user could write")
+    done = io.run([python, "-I", "-c", PROBE, *paths], timeout=timeout, note=False)
     if done is None:
         return {"error": f"probe: {io.last_error}"}
     if done.returncode != 0:
