@@ -175,7 +175,11 @@ def _candidates(name: str) -> List[Path]:
     for d in search_path():
         for ext in (".yaml", ".yml"):
             p = d / f"{name}{ext}"
-            if p.is_file():
+            try:
+                found = p.is_file()
+            except OSError:  # a name too long for the file system, a directory we may not search
+                found = False
+            if found:
                 out.append(p)
                 break
     return out
@@ -352,7 +356,7 @@ def _looks_like_path(s: str) -> bool:
 def _find(name: str, before: Optional[Path] = None) -> Path:
     """The winning file for `name`; with `before`, the one just earlier on the search path than that file (a
     profile that extends its own name extends the next one down, as tuned's overrides do)."""
-    if not name or not re.match(r"^[A-Za-z0-9_.@+-]+$", name) or name.startswith("."):
+    if not name or len(name) > 200 or not re.match(r"^[A-Za-z0-9_.@+-]+$", name) or name.startswith("."):
         raise UserError(f"{brief(name)} is not a profile name (names are letters, digits, '.', '_', '-')")
     cands = _candidates(name)
     if before is not None:
@@ -386,7 +390,11 @@ def _chain(path: Path) -> List[_Raw]:
             raise _bad(raw, "base", "inheritance chain deeper than 32")
         if _looks_like_path(base):
             nxt = Path(base) if base.startswith("/") else cur.parent / base
-            if not nxt.is_file():
+            try:
+                found = nxt.is_file()
+            except OSError:
+                found = False
+            if not found:
                 raise _bad(raw, "base", f"unknown base {brief(base)}: no such file")
         else:
             try:

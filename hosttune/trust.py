@@ -176,10 +176,36 @@ def check_library(path: PathLike, what: str = "preload library") -> str:
     p = os.fspath(path)
     if not p.startswith("/"):
         raise Untrusted(f"{what} {p!r} is not an absolute path")
+    _check_links(p, what, frozenset({0}))
     real = check_path(p, what, owners=frozenset({0}))
     if not is_elf(real):
         raise Untrusted(f"{what} {p} is not an ELF shared library")
     return real
+
+
+def _check_links(path: str, what: str, owners: FrozenSet[int]) -> None:
+    """Every symbolic link named on the way to `path` (each prefix of it, as written) must be a trusted user's, in a
+    directory that passes the rule: a library reached through a link in /home/user or a world-writable directory is
+    refused even while it points somewhere good, since its owner decides where it points next time."""
+    parts = [x for x in path.split("/") if x]
+    for i in range(1, len(parts) + 1):
+        prefix = "/" + "/".join(parts[:i])
+        try:
+            st = os.lstat(prefix)
+        except OSError:
+            return  # check_path reports what is missing
+        if not stat.S_ISLNK(st.st_mode):
+            continue
+        parent = os.path.dirname(prefix)
+        real, why = problem(parent, kind="dir", owners=owners)
+        if why is None and st.st_uid not in owners:
+            why, real = f"{prefix} is owned by {_owner_name(st.st_uid)}", prefix
+        elif why is not None:
+            why = f"its directory {why}" if not why.startswith("its directory ") else why
+        if why is not None:
+            raise Untrusted(f"refusing {what} {path}: it is reached through the link {prefix}, and {why}, so "
+                            f"another user could change what runs as {'root' if is_root() else 'you'}; fix: name "
+                            f"the library itself ({os.path.realpath(path)}) or {fix_for(why, real)}")
 
 
 def check_env_value(name: str, value: str, where: str) -> str:
