@@ -208,6 +208,12 @@ def _check_links(path: str, what: str, owners: FrozenSet[int]) -> None:
                             f"the library itself ({os.path.realpath(path)}) or {fix_for(why, real)}")
 
 
+def _short(value: str, limit: int = 60) -> str:
+    """repr(value) cut to `limit` characters: a message never grows with the input."""
+    text = repr(value[: 4 * limit])
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def check_env_value(name: str, value: str, where: str) -> str:
     """A profile's `env:` entry as root: code-valued variables are refused; path-valued ones must name only trusted
     paths (each list entry resolved and checked; a missing entry is refused, as it could be created later). Returns
@@ -226,11 +232,11 @@ def check_env_value(name: str, value: str, where: str) -> str:
         if not part:
             if name in ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH"):
                 # An empty entry means the current directory for these.
-                raise Untrusted(f"{where}: refusing env {name}={value!r} as root: an empty entry means the "
+                raise Untrusted(f"{where}: refusing env {name}={_short(value)} as root: an empty entry means the "
                                 f"current directory; remove it")
             continue
         if not part.startswith("/"):
-            raise Untrusted(f"{where}: refusing env {name} entry {part!r} as root: not an absolute path")
+            raise Untrusted(f"{where}: refusing env {name} entry {_short(part)} as root: not an absolute path")
         if name in ("LD_PRELOAD", "LD_AUDIT"):
             out.append(check_library(part, f"env {name} entry"))
         else:

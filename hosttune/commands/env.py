@@ -1,4 +1,9 @@
-"""`hosttune env`: one rank's environment as `export K=V` lines (eval-safe) or JSON, with the reasons."""
+"""`hosttune env`: one rank's environment as `export K=V` lines (eval-safe) or JSON, with the reasons.
+
+A value holding control characters (a newline, ESC, a bidi override) is exported as $'...' with those bytes in
+octal, so the lines are plain printable text on a terminal and `eval` in bash (zsh, ksh) restores the value exactly.
+Output is written as bytes, not through click.echo, which drops ANSI sequences when stdout is a pipe.
+"""
 
 import json
 import os
@@ -12,6 +17,7 @@ import click
 
 from hosttune.errors import UserError
 from hosttune.term import printable
+from hosttune.yamlio import brief
 
 
 def _int_env(name: str) -> Optional[int]:
@@ -19,7 +25,7 @@ def _int_env(name: str) -> Optional[int]:
     if v is None or v == "":
         return None
     if not re.fullmatch(r"\d+", v.strip()):
-        raise UserError(f"${name}={v!r} is not a number")
+        raise UserError(f"${name}={brief(v)} is not a number")
     return int(v)
 
 
