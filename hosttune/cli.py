@@ -5,13 +5,32 @@ Each subcommand lives in `hosttune/commands/<name>.py` as a click command called
 """
 
 import importlib
+import os
+import signal
 import sys
 from typing import Any, Dict, List, Optional
 
-import click
-
 from hosttune import __version__
 from hosttune.errors import UserError
+
+
+def _interrupted_early(signum: int, frame: Any) -> None:
+    # Ctrl-C while the CLI is still importing: nothing has been done yet, so leave quietly with the shell's status
+    # for SIGINT instead of a KeyboardInterrupt traceback from inside an import.
+    os._exit(130)
+
+
+def _is_the_program() -> bool:
+    """Started as `hosttune` or `python -m hosttune`, not imported by a test run or another program."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return getattr(spec, "name", None) == "hosttune.__main__" or os.path.basename(sys.argv[0] or "") == "hosttune"
+
+
+# Not when started with SIGINT ignored (nohup, `&` in a script): that choice stays.
+if _is_the_program() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_early)
+
+import click  # noqa: E402 - after the handler: importing click is most of the CLI's start-up time
 
 # name -> (module, one-line help shown by `hosttune --help` without importing the module)
 COMMANDS: Dict[str, tuple] = {
@@ -42,11 +61,15 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
+        if signal.getsignal(signal.SIGINT) is _interrupted_early:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # commands may clean up on KeyboardInterrupt
         try:
             return super().invoke(ctx)
         except UserError as exc:
             click.echo(f"hosttune: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            ctx.exit(130)  # Ctrl-C: the shell's status for SIGINT, no traceback and no "Aborted!" (exit 1)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -46,6 +46,10 @@ MPOL_PREFERRED = 1
 MPOL_BIND = 2
 MPOL_PREFERRED_MANY = 5  # Linux 5.15+
 
+# Local ranks per node hosttune plans for: far above any real node (one rank per GPU or per core), low enough that
+# a typo (4000) is one clear line instead of thousands of plans, shims and a multi-megabyte handoff.
+MAX_NPROC_PER_NODE = 1024
+
 DEFAULT_GRACE_S = 40.0  # torchrun waits 30 s for its workers after SIGTERM before SIGKILL; give it that and more
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -360,6 +364,9 @@ def nproc_per_node(t: TorchrunArgv, environ: Mapping[str, str], facts: Any) -> i
             raise UserError(f"torchrun: unsupported --nproc-per-node value {raw!r}") from None
     if n < 1:
         raise UserError(f"torchrun: --nproc-per-node must be at least 1, got {raw!r}")
+    if n > MAX_NPROC_PER_NODE:
+        raise UserError(f"torchrun: --nproc-per-node={raw} is more than the {MAX_NPROC_PER_NODE} local ranks hosttune "
+                        f"plans for (this host has {os.cpu_count() or '?'} logical CPUs)")
     return n
 
 

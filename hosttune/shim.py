@@ -125,9 +125,13 @@ def resolve_plan(
 
 
 def parent_python() -> Optional[str]:
-    """The interpreter torchrun runs on: argv[0] of our parent (the kernel puts the `#!` interpreter there)."""
+    """The interpreter torchrun runs on: $PYTHON_EXEC (torchrun's own override), else argv[0] of our parent (the
+    kernel puts the `#!` interpreter there), else its executable. None when the parent is not a Python at all (a
+    shell ran the shim): the rank command must never be handed to bash or sh."""
     import shutil
 
+    if os.environ.get("PYTHON_EXEC"):
+        return os.environ["PYTHON_EXEC"]
     ppid = os.getppid()
     try:
         with open(f"/proc/{ppid}/cmdline", "rb") as fh:
@@ -141,9 +145,10 @@ def parent_python() -> Optional[str]:
         if found:
             return found
     try:
-        return os.readlink(f"/proc/{ppid}/exe")
+        exe = os.readlink(f"/proc/{ppid}/exe")
     except OSError:
         return None
+    return exe if launch._is_python(exe) else None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -182,7 +187,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args[0] == launch.TORCHRUN_PYTHON:
         found = parent_python()
         if found is None:
-            _say("cannot tell which python torchrun runs on; set PYTHON_EXEC")
+            _say("cannot tell which python torchrun runs on (the shim's parent is not a Python interpreter); "
+                 "set PYTHON_EXEC to the interpreter for the training script")
             return 127
         args[0] = found
     if not no_bind:

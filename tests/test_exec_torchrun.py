@@ -163,3 +163,56 @@ def test_signal_stops_every_rank(probe_env: Dict[str, str], sig: int) -> None:
     assert proc.returncode == 128 + sig, err
     assert not _job_processes(marker)
     assert not any(Path(f"/proc/{x['pid']}").exists() for x in reports(probe_env))
+
+
+def test_sigkill_of_hosttune_stops_torchrun_and_every_rank(probe_env: Dict[str, str]) -> None:
+    # issue 11 item 13: the job runs in its own process group; the guardian stops it when the launcher is killed
+    env = dict(probe_env, HOSTTUNE_STOP_GRACE="10")
+    proc = subprocess.Popen([PY, "-m", "hosttune", "exec", "--", *TORCHRUN, "--nproc_per_node=2", PROBE, "--sleep",
+                             "120"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    marker = f"PROBE_OUT={probe_env['PROBE_OUT']}"
+    try:
+        deadline = time.monotonic() + 90
+        while len(reports(probe_env)) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        assert len(reports(probe_env)) == 2
+        assert len(_job_processes(marker)) >= 4  # hosttune, its guardian, torchrun, two ranks
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 60
+        while _job_processes(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [p for p in _job_processes(marker) if _state(p) not in ("Z", "X")]
+        assert not any(_state(x["pid"]) not in ("", "Z", "X") for x in reports(probe_env))
+    finally:
+        for pid in _job_processes(marker):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0].decode()
+    except OSError:
+        return ""
+
+
+def test_bash_wrapper_named_torchrun_runs_ranks_with_the_real_python(probe_env: Dict[str, str],
+                                                                     tmp_path: Path) -> None:
+    # A shell script called torchrun (module loaders, site wrappers) has no Python shebang to read: the shim takes
+    # torchrun's interpreter from its parent, and never hands the training script to the shell.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "torchrun"
+    wrapper.write_text(f'#!/bin/bash\nexec {PY} -m torch.distributed.run "$@"\n')
+    wrapper.chmod(0o755)
+    env = dict(probe_env, PATH=f"{bin_dir}:{probe_env['PATH']}")
+    r = exec_("torchrun", "--nproc_per_node=1", PROBE, env=env)
+    assert r.returncode == 0, r.stderr
+    reps = reports(probe_env)
+    assert len(reps) == 1 and os.path.realpath(reps[0]["executable"]) == os.path.realpath(PY)
+    assert reps[0]["hosttune_local_rank"] == "0"

@@ -4,15 +4,39 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import click
 
 from hosttune.errors import UserError
 
 
+class _ExecCommand(click.Command):
+    """COMMAND's own options pass through untouched (`exec python -u x.py`), but an unknown option before COMMAND
+    (`exec --bogus`) is exec's: one line, exit 2, instead of running a program called `--bogus`."""
+
+    def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
+        takes_value: Dict[str, bool] = {}
+        for param in self.get_params(ctx):
+            if isinstance(param, click.Option):
+                for name in [*param.opts, *param.secondary_opts]:
+                    takes_value[name] = not param.is_flag
+        i = 0
+        while i < len(args):
+            tok = args[i]
+            if tok == "--" or not tok.startswith("-") or tok == "-":
+                break  # COMMAND starts here
+            name = tok.split("=", 1)[0]
+            if name not in takes_value:
+                raise UserError(f"exec: no such option: {name} (put COMMAND after --: hosttune exec [OPTIONS] -- "
+                                f"COMMAND...)")
+            i += 2 if takes_value[name] and "=" not in tok else 1
+        return super().parse_args(ctx, args)
+
+
 @click.command(
     "exec",
+    cls=_ExecCommand,
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
 )
 @click.option("--profile", "profile_name", default=None, help="Profile name or file (default: the one in use).")
