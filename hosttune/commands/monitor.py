@@ -1,6 +1,7 @@
 """`hosttune monitor`: run the GPU/host monitor (or one sample with --once); `hosttune monitor report` reads it back."""
 
 import json
+import signal
 import sys
 from typing import Optional
 
@@ -24,6 +25,12 @@ def cmd(ctx: click.Context, interval: Optional[float], log_dir: Optional[str], t
 
     Runs until SIGTERM/SIGINT (exit 0); SIGHUP reopens the log file. Subcommand `report` summarises the log.
     """
+    if ctx.invoked_subcommand is None and not once:
+        # First thing, before the slow imports: SIGHUP means "reopen the log", and before the log is open there is
+        # nothing to reopen; the default disposition would kill the daemon, and systemd counts a death by SIGHUP as
+        # a clean exit (no restart). daemon.run() installs the real handler. The unit's ExecStart ignores SIGHUP
+        # from exec on (env --ignore-signal), which also covers the interpreter's own start-up.
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     ctx.ensure_object(dict)
     ctx.obj["config_path"] = config_path
     ctx.obj["log_dir"] = log_dir

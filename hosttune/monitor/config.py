@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Dict, List, Optional
 
 from hosttune.errors import UserError
-from hosttune.yamlio import brief
 
 DEFAULT_CONFIG = "/etc/hosttune/monitor.yaml"
 MAX_CONFIG_BYTES = 1 << 20  # a monitor.yaml is a dozen lines
@@ -69,6 +68,14 @@ def _check_path(key: str, value: str) -> None:
     # A NUL would reach os.open() as a ValueError traceback; no real path holds one (or any control character).
     if any(ord(ch) < 32 or ch == "\x7f" for ch in value):
         raise ValueError(f"{key}: {brief(value)} holds a control character (NUL, newline, ...); not a usable path")
+
+
+def brief(value: Any) -> str:
+    """yamlio.brief, imported only when a message needs it: yaml is the slowest import on the daemon's way to
+    installing its signal handlers."""
+    from hosttune.yamlio import brief as _brief
+
+    return _brief(value)
 
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMG]i?B?|B)?\s*$", re.IGNORECASE)
