@@ -1,0 +1,210 @@
+"""Behaviour pinned before the issue-17 rebuild, in real processes: the engine under real torchrun (gloo, CPU),
+gradient accumulation against a run without it, and signals through `hosttune exec` to every process of a job.
+
+Each test is named after the behaviour it pins and fails when that behaviour breaks. They go through entry points
+that outlive the refactor: `hosttune.engine.api.fit` and `python -m hosttune.engine`, `hosttune exec`.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[1]
+PY = sys.executable
+TORCHRUN = [PY, "-m", "torch.distributed.run"]
+
+
+def env(**extra: str) -> Dict[str, str]:
+    e = dict(os.environ)
+    e["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([e["PYTHONPATH"]] if e.get("PYTHONPATH") else []))
+    e["OMP_NUM_THREADS"] = "1"  # 2 ranks on 2 shared cores
+    e.update(extra)
+    return e
+
+
+# ---- DDP: every rank ends with the same parameters -------------------------------------------------------------
+# A user's script on the engine's public API. Each rank dumps its own parameters after fit(); PIN_NO_SYNC swaps
+# DDP for a wrapper that never all-reduces (the control: the dumps must then differ, or the pin could not see it).
+DDP_SCRIPT = r'''
+import contextlib, os, sys
+import torch
+from torch import nn
+
+if os.environ.get("PIN_NO_SYNC"):
+    import torch.nn.parallel
+    import torch.nn.parallel.distributed
+
+    class NoSyncDDP(nn.Module):
+        def __init__(self, module, *args, **kwargs):
+            super().__init__()
+            self.module = module
+
+        def forward(self, *args, **kwargs):
+            return self.module(*args, **kwargs)
+
+        @contextlib.contextmanager
+        def no_sync(self):
+            yield
+
+    torch.nn.parallel.DistributedDataParallel = NoSyncDDP
+    torch.nn.parallel.distributed.DistributedDataParallel = NoSyncDDP
+
+from hosttune.engine.api import fit
+
+g = torch.Generator().manual_seed(0)
+x = torch.randn(512, 8, generator=g)
+y = (x[:, 0] + x[:, 1] > 0).long()
+data = torch.utils.data.TensorDataset(x, y)
+torch.manual_seed(0)  # the same initial weights on every rank (DDP would broadcast rank 0's anyway)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+fit(model, data, nn.functional.cross_entropy, steps=int(sys.argv[2]), micro_batch_size=16, grad_accum=2, lr=1e-2,
+    min_lr=1e-3, warmup_steps=1, weight_decay=0.0, log_interval=1, run_dir=sys.argv[1], amp="off", device="cpu")
+rank = os.environ.get("RANK", "0")
+torch.save({k: v.detach().clone() for k, v in model.state_dict().items()}, f"{sys.argv[1]}/params-rank{rank}.pt")
+'''
+
+
+def ddp_run(tmp: Path, **extra: str) -> List[Dict[str, Any]]:
+    script = tmp / "user_train.py"
+    script.write_text(DDP_SCRIPT)
+    run_dir = tmp / "run"
+    r = subprocess.run([*TORCHRUN, "--standalone", "--nproc_per_node=2", str(script), str(run_dir), "6"],
+                       cwd=tmp, env=env(**extra), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return [torch.load(run_dir / f"params-rank{rank}.pt", weights_only=True) for rank in (0, 1)]
+
+
+def test_two_ddp_ranks_end_with_bitwise_equal_parameters(tmp_path: Path) -> None:
+    a, b = ddp_run(tmp_path)
+    assert a.keys() == b.keys() and a
+    for k in a:
+        assert torch.equal(a[k], b[k]), f"{k} differs between rank 0 and rank 1"
+
+
+def test_without_gradient_sync_the_ranks_parameters_differ(tmp_path: Path) -> None:
+    """The control for the pin above: each rank sees its own shard of the data, so a job that syncs no gradient
+    ends with different parameters on each rank, and the bitwise comparison would catch it."""
+    a, b = ddp_run(tmp_path, PIN_NO_SYNC="1")
+    assert any(not torch.equal(a[k], b[k]) for k in a)
+
+
+# ---- gradient accumulation is invisible in what is logged and in what clipping sees ---------------------------
+def engine_log(tmp: Path, name: str, micro: int, accum: int, clip: float) -> List[Dict[str, Any]]:
+    run_dir = tmp / name
+    sets = ["steps=4", f"micro_batch_size={micro}", f"grad_accum={accum}", "log_interval=1", "dropout=0",
+            "warmup_steps=1", f"grad_clip={clip}", "amp=off", "device=cpu", "deterministic=true", "num_workers=0"]
+    argv = [PY, "-m", "hosttune.engine", "--preset", "gpt-tiny", "--run-dir", str(run_dir)]
+    for s in sets:
+        argv += ["--set", s]
+    r = subprocess.run(argv, cwd=tmp, env=env(), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [row for row in rows if "loss" in row and "step" in row and "event" not in row]
+
+
+@pytest.mark.parametrize("clip", [1.0, 0.05])  # 0.05: below the gradient norm, so clipping acts on every step
+def test_loss_and_grad_norm_under_grad_accum_equal_the_run_without_accumulation(tmp_path: Path,
+                                                                                 clip: float) -> None:
+    """16 samples per step either as one micro-batch or as 2 x 8: the same samples, the same mean loss, the same
+    gradient. The logged loss must be the mean (not N times it), and the gradient norm that clipping compares with
+    `grad_clip` must be the true one (not N times it, which would make clipping act at 1/N of its setting)."""
+    whole = engine_log(tmp_path, "whole", 16, 1, clip)
+    accum = engine_log(tmp_path, "accum", 8, 2, clip)
+    assert [r["step"] for r in whole] == [r["step"] for r in accum] == [1, 2, 3, 4]
+    for w, a in zip(whole, accum):
+        assert a["loss"] == pytest.approx(w["loss"], rel=2e-3, abs=2e-4), (w, a)
+        assert a["grad_norm"] == pytest.approx(w["grad_norm"], rel=2e-3, abs=2e-4), (w, a)
+    if clip < 1:
+        assert all(r["grad_norm"] > clip for r in whole)  # clipping was active: the case the pin is about
+
+
+# ---- signals reach every process of the job --------------------------------------------------------------------
+RANK_SCRIPT = r'''
+import os, signal, sys, time
+out = os.environ["PIN_OUT"]
+
+def on(sig, frame):
+    with open(os.path.join(out, f"signal-{os.getpid()}"), "w") as fh:
+        fh.write(str(sig))
+    os._exit(128 + sig)
+
+for s in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+    signal.signal(s, on)
+open(os.path.join(out, f"ready-{os.getpid()}"), "w").close()
+time.sleep(120)
+'''
+
+# runs the rank as its child (no exec): the wrapper is the job's top process, the rank is not
+WRAPPER = '''#!/bin/sh
+"$PIN_PYTHON" "$(dirname "$0")/rank.py"
+echo "$?" > "$PIN_OUT/wrapper-went-on"
+'''
+
+
+def job_processes(marker: str) -> List[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != os.getpid():
+            try:
+                raw = Path(f"/proc/{name}/environ").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in raw.split(b"\0"):
+                found.append(int(name))
+    return found
+
+
+def signal_job(tmp: Path, command: List[str], ranks: int, sig: int, extra: List[str] = ()) -> Dict[int, int]:
+    """Start `hosttune exec [extra] -- command`, wait for `ranks` ready ranks, send `sig` to hosttune only; return
+    {rank pid: the signal it received}. Asserts the exit status and that nothing of the job is left."""
+    out = tmp / "out"
+    out.mkdir()
+    e = env(PIN_OUT=str(out), PIN_PYTHON=PY)
+    proc = subprocess.Popen([PY, "-m", "hosttune", "exec", *extra, "--", *command], env=e, cwd=tmp,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while len(list(out.glob("ready-*"))) < ranks and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    pids = [int(p.name.split("-")[1]) for p in out.glob("ready-*")]
+    assert len(pids) == ranks, proc.communicate(timeout=10)
+    marker = f"PIN_OUT={out}"
+    assert set(pids) <= set(job_processes(marker))
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + sig, err
+    left = [p for p in job_processes(marker) if Path(f"/proc/{p}").exists()]
+    assert not left, f"left behind: {left}"
+    assert not any(Path(f"/proc/{p}").exists() for p in pids)
+    got = {}
+    for pid in pids:
+        f = out / f"signal-{pid}"
+        got[pid] = int(f.read_text()) if f.exists() else 0
+    return got
+
+
+def test_sighup_reaches_every_torchrun_rank_and_the_job_leaves_nothing_behind(tmp_path: Path) -> None:
+    (tmp_path / "rank.py").write_text(RANK_SCRIPT)
+    got = signal_job(tmp_path, [*TORCHRUN, "--nproc_per_node=2", str(tmp_path / "rank.py")], 2, signal.SIGHUP)
+    assert sorted(got.values()) == [signal.SIGHUP, signal.SIGHUP], got
+
+
+def test_a_signal_reaches_the_whole_job_when_verify_runs_a_wrapper_script(tmp_path: Path) -> None:
+    """The rank is the wrapper's child: only a signal to the job's process group reaches it as SIGHUP (the final
+    sweep would reach it too, but with SIGTERM, after the wrapper has gone)."""
+    (tmp_path / "rank.py").write_text(RANK_SCRIPT)
+    wrapper = tmp_path / "train.sh"
+    wrapper.write_text(WRAPPER)
+    wrapper.chmod(0o755)
+    got = signal_job(tmp_path, [str(wrapper)], 1, signal.SIGHUP, extra=["--verify"])
+    assert list(got.values()) == [signal.SIGHUP], got
