@@ -252,7 +252,8 @@ def effective_cpus(ctx: Context) -> Optional[int]:
         return None
     quota = cpu.quota_cpus if cpu.quota_cpus is not None else cpu.cgroup.quota_cpus
     if quota is not None and quota > 0:
-        return max(1, min(allowed, int(math.ceil(quota))))
+        # rounded down, as the planner does: 3 threads on a 2.5-CPU quota are throttled every period
+        return max(1, min(allowed, int(math.floor(quota + 1e-9))))
     return allowed
 
 
