@@ -66,7 +66,9 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except UserError as exc:
-            click.echo(f"hosttune: error: {exc}", err=True)
+            from hosttune.term import printable
+
+            click.echo(f"hosttune: error: {printable(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             ctx.exit(130)  # Ctrl-C: the shell's status for SIGINT, no traceback and no "Aborted!" (exit 1)
