@@ -25,6 +25,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 POLL_S = 0.25
+DEEP_POLL_S = 2.0
 STRAGGLER_GRACE_S = 2.0
 
 
@@ -170,11 +171,11 @@ def _say(msg: str) -> None:
         pass
 
 
-def _record(seen: Dict[int, int], roots: Iterable[int], skip: int) -> None:
-    from hosttune.launch import descendants
+def _record(seen: Dict[int, int], roots: Iterable[int], skip: int, deep: bool = True) -> None:
+    from hosttune.launch import _children, descendants
 
     for root in roots:
-        for pid in descendants(root):
+        for pid in descendants(root) if deep else _children(root):
             if pid != skip and pid not in seen:
                 st = start_time(pid)
                 if st is not None:
@@ -243,6 +244,7 @@ def _guard(r: int, launcher: int, marker: str, grace: float) -> bool:
     jobs: Set[int] = set()
     buf = b""
     done = False
+    next_deep = 0.0
     while not done:
         ready, _, _ = select.select([r], [], [], POLL_S)
         if ready:
@@ -261,7 +263,14 @@ def _guard(r: int, launcher: int, marker: str, grace: float) -> bool:
                     if st is not None:
                         seen[int(arg)] = st
         if not done:
-            _record(seen, [launcher], me)
+            # Every tick the launcher's own children (a re-parented orphan lands there); the whole tree only every
+            # DEEP_POLL_S, since ranks may have hundreds of threads whose children files must all be read. The deep
+            # look matters when the launcher dies: torchrun (SIGTERM from PDEATHSIG) may be stopping its ranks
+            # already, and a rank's setsid'd child then goes to init before the guardian could look for it.
+            deep = time.monotonic() >= next_deep
+            if deep:
+                next_deep = time.monotonic() + DEEP_POLL_S
+            _record(seen, [launcher], me, deep=deep)
     if done:
         _record(seen, [launcher], me)  # the launcher is waiting for us: its tree is complete
         stop(seen, marker, STRAGGLER_GRACE_S, me)

@@ -12,7 +12,9 @@ Three shapes of job:
 Plain and srun jobs are bound in this process and then exec'd (exit status and signals are the job's own). torchrun
 jobs and `--verify` runs are supervised instead: the child gets its own process group, SIGINT/SIGTERM/SIGHUP are
 forwarded to it, every process carrying this launch's marker is swept when it ends, and hosttune exits with the
-job's status (128+N when the job died of signal N, or when it failed after hosttune forwarded signal N).
+job's status (128+N when the job died of signal N, or when it failed after hosttune forwarded signal N). A forked
+guardian (guardian.py) stops the job if hosttune itself is killed, and catches processes that left the job's
+process group and dropped the marker (hosttune is their subreaper).
 
 This module must stay cheap to import (every torchrun rank's shim imports it): no torch, no detector, and the
 heavier stdlib modules (subprocess, ctypes, tempfile, shutil, shlex) only inside the functions that use them.

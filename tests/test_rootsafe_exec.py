@@ -248,18 +248,22 @@ def _kill_all(pids: List[int]) -> None:
 
 def test_sigkill_of_the_launcher_stops_a_supervised_job(tmp_path: Path) -> None:
     tag = uuid.uuid4().hex
+    n = str(3000 + int(uuid.uuid4().int % 1000)) + ".75"  # a child that leaves the session and drops every variable
     env = dict(os.environ, TEST_TAG=tag, HOSTTUNE_STOP_GRACE="3")
-    proc = subprocess.Popen([PY, "-m", "hosttune", "exec", "--verify", "--", "sh", "-c", "sleep 300 & sleep 301"],
+    proc = subprocess.Popen([PY, "-m", "hosttune", "exec", "--verify", "--", "sh", "-c",
+                             f"setsid env -i sleep {n} & sleep 300 & sleep 301"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        assert _wait_for(lambda: len(_tagged(tag)) >= 4, 60)  # hosttune, guardian, sh, two sleeps
+        assert _wait_for(lambda: len(_tagged(tag)) >= 4 and _by_cmdline(["sleep", n]), 60)  # hosttune, guardian, sh..
+        time.sleep(2.5)  # let the guardian take one full look at the tree (not a timing assertion)
         proc.kill()
         proc.wait()
-        assert _wait_for(lambda: not _tagged(tag), 60), [Path(f"/proc/{p}/cmdline").read_bytes() for p in _tagged(tag)]
+        assert _wait_for(lambda: not _tagged(tag) and not _by_cmdline(["sleep", n]), 60), \
+            [Path(f"/proc/{p}/cmdline").read_bytes() for p in _tagged(tag)]
         err = proc.stderr.read().decode() if proc.stderr else ""
         assert "ended without stopping its job" in err
     finally:
-        _kill_all(_tagged(tag))
+        _kill_all(_tagged(tag) + _by_cmdline(["sleep", n]))
         if proc.stderr:
             proc.stderr.close()
 
