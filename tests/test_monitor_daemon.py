@@ -37,7 +37,7 @@ def _env(base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
 class Daemon:
     def __init__(self, tmp: Path, env: Dict[str, str], interval: float = 0.1, extra: str = "",
                  preexec: Optional[Callable[[], None]] = None, log_dir: Optional[Path] = None,
-                 stderr: Any = subprocess.PIPE) -> None:
+                 stderr: Any = subprocess.PIPE, prefix: Optional[List[str]] = None) -> None:
         self.log = log_dir or tmp / "log"
         self.tf = tmp / "textfile"
         cfg = tmp / "monitor.yaml"
@@ -46,7 +46,7 @@ class Daemon:
         lines = [f"{k}: {v}\n" for k, v in base.items() if not re.search(rf"^{k}:", extra, re.MULTILINE)]
         cfg.write_text("".join(lines) + extra)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "hosttune", "monitor", "--config", str(cfg)], env=env, cwd=str(tmp),
+            [*(prefix or []), sys.executable, "-m", "hosttune", "monitor", "--config", str(cfg)], env=env, cwd=str(tmp),
             stdout=subprocess.PIPE, stderr=stderr, text=True, preexec_fn=preexec)
         self.out = ""
         self.err = ""
@@ -327,6 +327,63 @@ def test_sighup_reopens_the_log(tmp_path: Path, daemons: List[Daemon]) -> None:
     assert d.stop() == 0 and d.err.count("NVML unavailable") == 1
 
 
+def _unit_exec_prefix() -> List[str]:
+    """What the unit's ExecStart= runs before `/usr/bin/hosttune monitor` (the early-signal guard)."""
+    m = re.search(r"^ExecStart=(.*?)/usr/bin/hosttune monitor$", UNIT.read_text(), re.MULTILINE)
+    assert m, "ExecStart= must end in /usr/bin/hosttune monitor"
+    return m.group(1).split()
+
+
+def _unit_forces_restart_on(code: int) -> bool:
+    """Whether the unit restarts after a death by signal -code (Popen's return code), whatever Restart= says."""
+    m = re.search(r"^RestartForceExitStatus=(.*)$", UNIT.read_text(), re.MULTILINE)
+    return m is not None and signal.Signals(-code).name in m.group(1).split()
+
+
+# systemd counts these deaths by signal as a clean exit (systemd.service(5), SuccessExitStatus=): no restart.
+CLEAN_TO_SYSTEMD = {0, -signal.SIGHUP, -signal.SIGINT, -signal.SIGTERM, -signal.SIGPIPE}
+
+
+def _hup_disposition(pid: int) -> str:
+    """'default', 'ignored' or 'caught', from /proc/PID/status (SigIgn/SigCgt are hex masks, bit 0 = SIGHUP)."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    if int(fields["SigIgn"], 16) & 1:
+        return "ignored"
+    return "caught" if int(fields["SigCgt"], 16) & 1 else "default"
+
+
+def test_sighup_in_the_first_moments_never_ends_the_daemon_cleanly(tmp_path: Path, daemons: List[Daemon]) -> None:
+    """A SIGHUP (logrotate's postrotate, a stray `kill -HUP`) during start-up, started as the unit starts it: once
+    anything of ours runs, SIGHUP is ignored or caught and the daemon goes on; before that (env(1)'s first
+    millisecond) a death by SIGHUP must be one the unit restarts (RestartForceExitStatus=), as systemd otherwise
+    counts it as a clean exit. The disposition is read from /proc at the moment of the kill, so no timing is
+    assumed; delays run from 0 to past the point where the daemon's own handler is in place."""
+    prefix = _unit_exec_prefix()
+    seen = set()
+    for n, delay in enumerate([0, 0, 0.001, 0.003, 0.01, 0.02, 0.04, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0]):
+        sub = tmp_path / f"run{n}"
+        sub.mkdir()
+        d = Daemon(sub, _env(), interval=0.1, prefix=prefix)
+        daemons.append(d)
+        time.sleep(delay)
+        state = _hup_disposition(d.proc.pid)
+        d.proc.send_signal(signal.SIGHUP)
+        seen.add(state)
+        try:
+            d.wait_lines(1)  # it goes on sampling
+        except AssertionError:
+            code = d.proc.returncode
+            if code is None:
+                raise
+            # dead: only in env's first instant, and then in a way the unit restarts
+            assert state == "default", (delay, state, code, d.err)
+            assert code not in CLEAN_TO_SYSTEMD or (code == -signal.SIGHUP and _unit_forces_restart_on(code)), \
+                f"a SIGHUP {delay} s after start ended it with {code}, which systemd takes for a clean exit"
+            continue
+        assert d.stop() == 0, (delay, d.err)
+    assert "caught" in seen  # the run reached the daemon's own handler
+
+
 @pytest.mark.parametrize("abstract", [False, True])
 def test_sd_notify_ready_watchdog_stopping(tmp_path: Path, daemons: List[Daemon], abstract: bool) -> None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -398,7 +455,7 @@ def test_runs_under_memory_deny_write_execute(tmp_path: Path) -> None:
 def _unit_copy(tmp_path: Path) -> Path:
     exe = shutil.which("hosttune") or str(Path(sys.executable).parent / "hosttune")
     assert os.path.exists(exe)
-    text = UNIT.read_text().replace("ExecStart=/usr/bin/hosttune ", f"ExecStart={exe} ")
+    text = UNIT.read_text().replace(" /usr/bin/hosttune monitor", f" {exe} monitor")
     assert exe in text
     path = tmp_path / UNIT.name
     path.write_text(text)
@@ -422,12 +479,16 @@ def test_unit_security_rating_is_ok_or_better(tmp_path: Path) -> None:
     assert m, res.stdout + res.stderr
     assert float(m.group(1)) <= 2.5 and m.group(2) in ("SAFE", "OK"), m.group(0)
     unit = UNIT.read_text()
-    for line in ("Type=notify", "WatchdogSec=", "DynamicUser=yes", "ExecStart=/usr/bin/hosttune monitor",
+    for line in ("Type=notify", "WatchdogSec=", "DynamicUser=yes", "/usr/bin/hosttune monitor\n",
                  "CapabilityBoundingSet=\n", "SystemCallFilter=@system-service", "MemoryMax=",
                  "LogsDirectory=hosttune", "StateDirectory=hosttune", "ProtectSystem=strict", "ProtectHome=yes",
-                 "PrivateTmp=yes", "NoNewPrivileges=yes", "RestrictAddressFamilies=AF_UNIX"):
+                 "PrivateTmp=yes", "NoNewPrivileges=yes", "RestrictAddressFamilies=AF_UNIX", "UMask=0077",
+                 "SyslogIdentifier=hosttune\n"):
         assert line in unit, line
-    assert "PrivateDevices=yes" not in unit  # it would hide /dev/nvidia*
+    settings = [line for line in unit.splitlines() if not line.startswith("#")]
+    assert "PrivateDevices=yes" not in settings  # it would hide /dev/nvidia* (see the unit's comment)
+    assert not [line for line in settings if line.startswith("ProcSubset=")]  # it hides /proc/meminfo, /proc/stat
+    assert not [line for line in settings if line.startswith("PrivateUsers=")]
 
 
 NSPAWN_TEST = r"""set -x
@@ -450,6 +511,18 @@ systemctl stop hosttune-monitor.service
 echo "$(systemctl show -p Result hosttune-monitor.service)" >> $r
 echo "$(systemctl show -p ExecMainStatus hosttune-monitor.service)" >> $r
 journalctl -u hosttune-monitor.service --no-pager -o json > /mnt/out/journal.json
+# SIGHUP while it starts (the unit ignores it until the daemon's handler is in place): never a clean death
+systemctl start --no-block hosttune-monitor.service
+i=0
+while [ $i -lt 30 ]; do
+    systemctl kill -s HUP --kill-who=main hosttune-monitor.service 2>/dev/null; sleep 0.02; i=$((i + 1))
+done
+i=0  # "activating" while it starts or waits RestartSec= to restart; "inactive" would be a clean death
+while [ $i -lt 50 ] && [ "$(systemctl is-active hosttune-monitor.service)" = activating ]; do
+    sleep 0.5; i=$((i + 1))
+done
+echo "active_after_early_hup=$(systemctl is-active hosttune-monitor.service)" >> $r
+echo "early_hup_$(systemctl show -p NRestarts hosttune-monitor.service)" >> $r
 echo done=1 >> $r
 systemctl poweroff --no-block
 """
@@ -472,11 +545,11 @@ def test_unit_runs_under_real_systemd_in_nspawn(tmp_path: Path) -> None:
     (out / "test.sh").write_text(NSPAWN_TEST)
     py = Path(sys.executable).resolve()
     prefix = Path(sys.base_prefix).resolve()
-    unit = UNIT.read_text().replace(
-        "ExecStart=/usr/bin/hosttune monitor",
-        f"ExecStart=/opt/py/{py.relative_to(prefix)} -m hosttune monitor --interval 0.5\n"
+    unit = re.sub(
+        r"^(ExecStart=.*?)/usr/bin/hosttune monitor$",
+        lambda m: f"{m.group(1)}/opt/py/{py.relative_to(prefix)} -m hosttune monitor --interval 0.5\n"
         "Environment=PYTHONPATH=/opt/src/tests/fakes:/opt/src LD_LIBRARY_PATH=/opt/py/lib "
-        "HOSTTUNE_FAKE_NVML=/mnt/out/nvml.json")
+        "HOSTTUNE_FAKE_NVML=/mnt/out/nvml.json", UNIT.read_text(), flags=re.MULTILINE)
     assert "/opt/py/" in unit
     (units / UNIT.name).write_text(unit)
     (units / "ht-test.service").write_text(
@@ -505,6 +578,7 @@ def test_unit_runs_under_real_systemd_in_nspawn(tmp_path: Path) -> None:
     assert result["textfile_mode"] == "644" and result["rundir_mode"] == "755", ctx
     assert result["reload_rc"] == "0" and result["active_after_reload"] == "active", ctx
     assert result["Result"] == "success" and result["ExecMainStatus"] == "0", ctx
+    assert result["active_after_early_hup"] == "active", ctx
     samples = [json.loads(line) for line in (out / "monitor.jsonl").read_text().splitlines()]
     assert len(samples) >= 3 and samples[-1]["gpus"][0]["temperature_c"] == 88
     journal = [json.loads(line) for line in (out / "journal.json").read_text().splitlines() if line.strip()]
