@@ -1,0 +1,9 @@
+"""Policies: each decision hosttune makes in more than one command lives in exactly one function here.
+
+- `cuda_visible.select`: which GPUs CUDA_VISIBLE_DEVICES leaves, in CUDA's order (planner, detector, doctor).
+- `gpu_health.temperature` / `gpu_health.clock_events`: how bad a GPU temperature or clock event is (doctor, monitor).
+- `cpu.quota` / `cpu.thread_budget` / `cpu.dataloader_workers`: the CPUs a job may really use, and what follows
+  from them (planner, doctor, engine).
+- `names`: every HOSTTUNE_* environment variable.
+Root trust is `hosttune.trust`, YAML is `hosttune.yamlio`, atomic writes are `hosttune.fsio`.
+"""

@@ -1,0 +1,24 @@
+"""Every HOSTTUNE_* environment variable: the only place their names are spelled."""
+
+# Set by the user or an admin
+PROFILE = "HOSTTUNE_PROFILE"  # the profile to use (a name or a path)
+PROFILE_PATH = "HOSTTUNE_PROFILE_PATH"  # extra profile directories, colon-separated, later wins
+ETC_DIR = "HOSTTUNE_ETC_DIR"  # /etc/hosttune elsewhere (tests, captured hosts)
+PYTHON = "HOSTTUNE_PYTHON"  # the training interpreter
+STOP_GRACE = "HOSTTUNE_STOP_GRACE"  # seconds between a forwarded signal and SIGKILL (default 40)
+
+# Set by the launcher on every process of a job
+HANDOFF = "HOSTTUNE_HANDOFF"  # the handoff file (the job's facts, profile, touched env, flags)
+LAUNCH_ID = "HOSTTUNE_LAUNCH_ID"  # carried by every process of the job; the sweep and --verify look for it
+LOCAL_RANK = "HOSTTUNE_LOCAL_RANK"  # set on the rank's own process (after the shim's exec)
+LOCAL_WORLD_SIZE = "HOSTTUNE_LOCAL_WORLD_SIZE"
+
+# Set by a plan for the engine (and any training script that reads them)
+NUM_WORKERS = "HOSTTUNE_NUM_WORKERS"
+PIN_MEMORY = "HOSTTUNE_PIN_MEMORY"
+PREFETCH_FACTOR = "HOSTTUNE_PREFETCH_FACTOR"
+PERSISTENT_WORKERS = "HOSTTUNE_PERSISTENT_WORKERS"
+DETERMINISTIC = "HOSTTUNE_DETERMINISTIC"
+
+# Tests only
+FAKE_NVML = "HOSTTUNE_FAKE_NVML"
