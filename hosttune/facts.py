@@ -99,6 +99,7 @@ class Gpu:
     pcie_width: Optional[int] = None
     pcie_width_max: Optional[int] = None
     temperature_c: Optional[int] = None
+    temp_slowdown_c: Optional[int] = None  # NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: where the GPU starts cutting clocks
     clock_event_reasons: Optional[int] = None  # NVML bitmask
     ecc_uncorrected_volatile: Optional[int] = None
     retired_pages_pending: Optional[bool] = None
