@@ -44,6 +44,8 @@ CLOCK_REASONS = {
 }
 THERMAL_REASONS = 0x20 | 0x40
 POWER_REASONS = 0x4 | 0x80
+# nvmlTemperatureThresholds_t (nvml.h): SHUTDOWN = 0, SLOWDOWN = 1 (where the GPU starts cutting clocks).
+TEMPERATURE_THRESHOLD_SLOWDOWN = 1
 
 
 def reason_names(mask: Optional[int]) -> List[str]:
@@ -169,7 +171,8 @@ class Nvml:
         return sorted(key for i, key in self._unsupported if i == index)
 
     def static(self, index: int) -> Dict[str, Any]:
-        """What does not change while the host runs: identity, memory size, modes, maximum PCIe link."""
+        """What does not change while the host runs: identity, memory size, modes, maximum PCIe link, the
+        temperature at which the GPU starts its hardware slowdown (`temp_slowdown_c`, absent when not reported)."""
         nv, h = self.nv, self.handle(index)
         out: Dict[str, Any] = {"index": index}
         name = self._call(index, "name", nv.nvmlDeviceGetName, h)
@@ -187,6 +190,12 @@ class Nvml:
         out["ecc_pending"] = bool(ecc[1]) if ecc is not None else None
         out["pcie_gen_max"] = self._call(index, "pcie_gen_max", nv.nvmlDeviceGetMaxPcieLinkGeneration, h)
         out["pcie_width_max"] = self._call(index, "pcie_width_max", nv.nvmlDeviceGetMaxPcieLinkWidth, h)
+        # The slowdown threshold is fixed by the board's firmware: read once, the temperature policy's critical line.
+        # Left out when the GPU does not report it (NOT_SUPPORTED on older parts); the policy then uses its table.
+        slowdown = self._call(index, "temp_slowdown", nv.nvmlDeviceGetTemperatureThreshold, h,
+                              TEMPERATURE_THRESHOLD_SLOWDOWN)
+        if slowdown is not None:
+            out["temp_slowdown_c"] = int(slowdown)
         return out
 
     def sample(self, index: int) -> Dict[str, Any]:

@@ -84,3 +84,63 @@ def test_fake_raises_uninitialized_before_init(fake_nvml: Any) -> None:
 )
 def test_normalize_bus_id(raw: Any, norm: str) -> None:
     assert nvml.normalize_bus_id(raw) == norm
+
+
+def test_slowdown_threshold_is_read_once_as_a_static_field(fake_nvml: Any) -> None:
+    import pynvml
+
+    gpu = a100(0, "3B", temperature_thresholds={"slowdown": 90, "shutdown": 95})
+    fake_nvml({"driver": "550.54.15", "cuda_driver": 12040, "devices": [gpu]})
+    with nvml.Nvml() as n:
+        assert n.static(0)["temp_slowdown_c"] == 90
+        n.sample(0)
+        n.sample(0)
+        assert pynvml.fake_calls()["nvmlDeviceGetTemperatureThreshold"] == 1  # static only, never per sample
+        assert "temp_slowdown_c" not in n.sample(0)
+
+
+def test_slowdown_threshold_not_supported_is_left_out(fake_nvml: Any) -> None:
+    fake_nvml({"driver": "535.1", "cuda_driver": 12020, "devices": [a100(0, "3B")]})  # no thresholds: NotSupported
+    with nvml.Nvml() as n:
+        st = n.static(0)
+        assert "temp_slowdown_c" not in st and st["name"] == "NVIDIA A100-SXM4-80GB"
+        assert "temp_slowdown" in n.unsupported(0)
+
+
+def test_fake_temperature_threshold_follows_nvml_h(fake_nvml: Any) -> None:
+    """nvml.h: SHUTDOWN = 0, SLOWDOWN = 1; an unknown threshold type is INVALID_ARGUMENT, an unreported one
+    NOT_SUPPORTED (what the real nvidia-ml-py raises)."""
+    import pynvml
+
+    fake_nvml({"driver": "1", "devices": [a100(0, "3B", temperature_thresholds={"slowdown": 87, "shutdown": 92}),
+                                          a100(1, "5E")]})
+    assert (pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN) == (0, 1)
+    assert nvml.TEMPERATURE_THRESHOLD_SLOWDOWN == pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN
+    pynvml.nvmlInit()
+    try:
+        h0, h1 = pynvml.nvmlDeviceGetHandleByIndex(0), pynvml.nvmlDeviceGetHandleByIndex(1)
+        assert pynvml.nvmlDeviceGetTemperatureThreshold(h0, pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN) == 87
+        assert pynvml.nvmlDeviceGetTemperatureThreshold(h0, pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN) == 92
+        with pytest.raises(pynvml.NVMLError_NotSupported):
+            pynvml.nvmlDeviceGetTemperatureThreshold(h0, pynvml.NVML_TEMPERATURE_THRESHOLD_MEM_MAX)
+        with pytest.raises(pynvml.NVMLError_NotSupported):
+            pynvml.nvmlDeviceGetTemperatureThreshold(h1, pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN)
+        with pytest.raises(pynvml.NVMLError_InvalidArgument):
+            pynvml.nvmlDeviceGetTemperatureThreshold(h0, pynvml.NVML_TEMPERATURE_THRESHOLD_COUNT)
+    finally:
+        pynvml.nvmlShutdown()
+    with pytest.raises(pynvml.NVMLError_Uninitialized):
+        pynvml.nvmlDeviceGetTemperatureThreshold(h0, pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN)
+
+
+def test_detected_gpu_carries_its_slowdown_threshold(fake_nvml: Any, tmp_path: Any) -> None:
+    import pynvml
+
+    from hosttune.detect._io import HostIO
+    from hosttune.detect.gpu import probe_nvml
+
+    fake_nvml({"driver": "550.54.15", "cuda_driver": 12040,
+               "devices": [a100(0, "3B", temperature_thresholds={"slowdown": 90}), a100(1, "5E")]})
+    gpus, info = probe_nvml(HostIO(tmp_path), pynvml)
+    assert info["nvml"] == "ok" and gpus is not None
+    assert [g.temp_slowdown_c for g in gpus] == [90, None]

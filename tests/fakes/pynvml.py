@@ -9,7 +9,7 @@ nvidia-ml-py exposes it:
   reference counted as in NVML; a bad device index raises NVMLError_InvalidArgument;
 - strings come back as `str` (nvidia-ml-py's convertStrBytes), PCI bus ids as "00000000:3B:00.0", memory in
   bytes, power in milliwatts, CUDA driver version as an int (12040 = 12.4), ECC mode as [current, pending],
-  remapped rows as (correctable, uncorrectable, pending, failure_occurred).
+  remapped rows as (correctable, uncorrectable, pending, failure_occurred), temperature thresholds in whole degrees C.
 
 The host it pretends to be is a scenario: a dict given to `fake_configure()`, or a JSON file named by
 $HOSTTUNE_FAKE_NVML (re-read when the file changes, so a test can lose a GPU under a running daemon). Without a
@@ -17,7 +17,8 @@ scenario, `nvmlInit` fails like a host without the library (NVML_ERROR_LIBRARY_N
 
 Scenario: {"init_error": null | "DRIVER_NOT_LOADED" | ..., "driver": "550.54.15", "cuda_driver": 12040,
  "devices": [{"name", "uuid", "pci_bus_id", "memory_total_mb", "memory_used_mb", "persistence_mode",
-  "ecc": [1, 1] | null (= not supported), "temperature_c", "utilization": [gpu, mem], "power_mw", "power_limit_mw",
+  "ecc": [1, 1] | null (= not supported), "temperature_c", "temperature_thresholds": {"slowdown": 90, "shutdown":
+  95, ...} (absent = not supported, as on older parts), "utilization": [gpu, mem], "power_mw", "power_limit_mw",
   "clocks": {"sm": 1410, "mem": 1593}, "clock_event_reasons": 0, "ecc_uncorrected_volatile": 0,
   "retired_pages_pending": 0, "remapped_rows": [0, 0, 0, 0] | null, "pcie": {"gen": 4, "gen_max": 4, "width": 16,
   "width_max": 16}, "numa_node": 0, "errors": {"nvmlDeviceGetPowerUsage": "NOT_SUPPORTED"}, "lost": false}]}
@@ -54,6 +55,22 @@ NVML_ERROR_NO_DATA = 21
 NVML_ERROR_UNKNOWN = 999
 
 NVML_TEMPERATURE_GPU = 0
+# nvmlTemperatureThresholds_t, nvml.h
+NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0
+NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1
+NVML_TEMPERATURE_THRESHOLD_MEM_MAX = 2
+NVML_TEMPERATURE_THRESHOLD_GPU_MAX = 3
+NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MIN = 4
+NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR = 5
+NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MAX = 6
+NVML_TEMPERATURE_THRESHOLD_GPS_CURR = 7
+NVML_TEMPERATURE_THRESHOLD_COUNT = 8
+_THRESHOLD_KEYS = {NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: "shutdown", NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: "slowdown",
+                   NVML_TEMPERATURE_THRESHOLD_MEM_MAX: "mem_max", NVML_TEMPERATURE_THRESHOLD_GPU_MAX: "gpu_max",
+                   NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MIN: "acoustic_min",
+                   NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR: "acoustic_curr",
+                   NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MAX: "acoustic_max",
+                   NVML_TEMPERATURE_THRESHOLD_GPS_CURR: "gps_curr"}
 NVML_CLOCK_GRAPHICS = 0
 NVML_CLOCK_SM = 1
 NVML_CLOCK_MEM = 2
@@ -332,6 +349,18 @@ def nvmlDeviceGetTemperature(handle: _Handle, sensor: int) -> int:
     if sensor != NVML_TEMPERATURE_GPU:
         _raise(NVML_ERROR_INVALID_ARGUMENT)
     return int(_field(dev, "temperature_c"))
+
+
+def nvmlDeviceGetTemperatureThreshold(handle: _Handle, threshold: int) -> int:
+    """nvml.h: INVALID_ARGUMENT for a threshold type outside nvmlTemperatureThresholds_t, NOT_SUPPORTED when the
+    device does not report it (a scenario without "temperature_thresholds", or without that key)."""
+    dev = _device("nvmlDeviceGetTemperatureThreshold", handle)
+    if threshold not in _THRESHOLD_KEYS:
+        _raise(NVML_ERROR_INVALID_ARGUMENT)
+    value = (dev.get("temperature_thresholds") or {}).get(_THRESHOLD_KEYS[threshold])
+    if value is None:
+        _raise(NVML_ERROR_NOT_SUPPORTED)
+    return int(value)
 
 
 def nvmlDeviceGetUtilizationRates(handle: _Handle) -> _Struct:
