@@ -476,8 +476,8 @@ def restore(state: Dict[str, Any], saved_cfg: Dict[str, Any], where: Path, cfg: 
             optimizer: torch.optim.Optimizer, scheduler: Any, scaler: Any) -> None:
     """Load a checkpoint's shared state, or stop with one line when it belongs to another model: loading it would
     be a traceback at best and, with the same shapes (n_head), a silently different model at worst."""
-    keys = ("model",) + ARCH_KEYS.get(cfg.model, ())
-    diff = [k for k in keys if k in saved_cfg and saved_cfg[k] != getattr(cfg, k)]
+    diff = ["model"] if saved_cfg.get("model", cfg.model) != cfg.model else [
+        k for k in ARCH_KEYS.get(cfg.model, ()) if k in saved_cfg and saved_cfg[k] != getattr(cfg, k)]
     if diff:
         theirs = ", ".join(f"{k}={brief(saved_cfg[k], 40)}" for k in diff)
         ours = ", ".join(f"{k}={getattr(cfg, k)!r}" for k in diff)
