@@ -520,6 +520,9 @@ def resolve(
     if me.gpu is not None and gpu_node is None and me.cpu_node is not None:
         gpu_node = me.cpu_node  # inferred from the GPU's local_cpulist
     mem_policy = profile.memory_policy
+    auto_mem = mem_policy == "auto"
+    if auto_mem:  # decided here, for the host being planned: a one-node host has nothing to bind
+        mem_policy = "bind" if len(topo.mem_ok) > 1 else "none"
     mems: Tuple[int, ...] = ()
     if mem_policy != "none":
         if gpu_node is not None and gpu_node in topo.mem_ok:
@@ -530,10 +533,13 @@ def resolve(
             # MPOL_PREFERRED (numactl --preferred) takes one node: the one holding most of this rank's cores
             mems = (max(mems, key=lambda m: (sum(1 for c in cores if topo.node_of[c] == m), -m)),)
         if mems:
-            reasons.append(f"memory: {mem_policy} to node(s) {cpulist(mems)}")
+            reasons.append(f"memory: {mem_policy} to node(s) {cpulist(mems)}"
+                           + (f" (auto: {len(topo.mem_ok)} NUMA nodes)" if auto_mem else ""))
         else:
             reasons.append("memory: no policy (no allowed memory node for this rank's CPUs)")
             mem_policy = "none"
+    elif auto_mem:
+        reasons.append("memory: no policy (auto: a single NUMA node, nothing to bind)")
     else:
         reasons.append("memory: no policy (profile says none)")
 

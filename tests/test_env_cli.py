@@ -167,7 +167,7 @@ def test_generate_for_a_captured_host_and_show_list(hwloc_tree: Any, tmp_path: P
     assert proc.returncode == 0, proc.stderr
     data = yaml.safe_load(out.read_text())
     assert data["allocator"] == "system" and "no jemalloc or tcmalloc found" in data["reasons"]["allocator"]
-    assert data["memory_policy"] == "bind" and "8 NUMA nodes" in data["reasons"]["memory_policy"]
+    assert data["memory_policy"] == "auto" and "8 NUMA nodes -> bind" in data["reasons"]["memory_policy"]
     show = run(["profile", "show", "reproducible"])
     assert show.returncode == 0
     assert any(line.startswith("deterministic") and "reproducible.yaml:" in line for line in show.stdout.splitlines())

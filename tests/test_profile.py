@@ -217,10 +217,10 @@ def test_generate_choices_and_reasons() -> None:
     g = profile.generate(small_facts())
     assert g.source == profile.GENERATED and g.allocator == "jemalloc" and g.name == "throughput@box"
     assert g.reasons["allocator"] == f"jemalloc found at {JEMALLOC}"
-    assert g.memory_policy == "bind"  # two NUMA nodes
+    assert g.memory_policy == "auto" and "2 NUMA nodes -> bind" in g.reasons["memory_policy"]  # decided per run
     none = profile.generate(Facts(cpu=Cpu(online=(0,), allowed_cpus=(0,))))
     assert none.allocator == "system" and "apt install libjemalloc2" in none.reasons["allocator"]
-    assert none.memory_policy == "none"
+    assert none.memory_policy == "auto" and "-> none" in none.reasons["memory_policy"]
     tc = profile.generate(small_facts(allocators=Allocators(tcmalloc_minimal="/usr/lib/libtcmalloc_minimal.so.4")))
     assert tc.allocator == "tcmalloc" and "tcmalloc found at" in tc.reasons["allocator"]
     assert profile.generate(small_facts(), "reproducible").deterministic
