@@ -9,7 +9,6 @@ cgroup quota over all ranks; a lone process keeps all its cores; jemalloc preloa
 to the CPUs and memory of their GPU's NUMA node, the GPU found by PCI bus id through CUDA_VISIBLE_DEVICES.
 """
 
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -19,6 +18,8 @@ from hosttune import trust
 from hosttune.cpulist import format_cpulist as cpulist  # re-exported: `plan.cpulist` formats CPU/node lists
 from hosttune.errors import UserError
 from hosttune.facts import Facts, Gpu
+from hosttune.policy import cpu as cpu_policy
+from hosttune.policy import cuda_visible, names
 from hosttune.profile import Profile
 from hosttune.yamlio import brief
 
@@ -49,6 +50,8 @@ class RankPlan:
     common: Mapping[str, str] = field(default_factory=dict)  # the part of env identical for every rank
 
     def to_dict(self) -> Dict[str, Any]:
+        """The one JSON shape of a plan (`env --json`, `exec --dry-run --json`, the launcher's handoff). `common`
+        is left out: it is the node's view, carried once by the launcher, not per rank."""
         return {
             "local_rank": self.local_rank,
             "local_world_size": self.local_world_size,
@@ -61,6 +64,25 @@ class RankPlan:
             "env": dict(self.env),
             "reasons": list(self.reasons),
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RankPlan":
+        """A plan back from `to_dict()` (`common` comes back empty); a missing or mistyped field is a ValueError."""
+        try:
+            return cls(
+                local_rank=int(data["local_rank"]),
+                local_world_size=int(data["local_world_size"]),
+                cpus=tuple(int(c) for c in data["cpus"]),
+                mems=tuple(int(m) for m in data["mems"]),
+                mem_policy=str(data["mem_policy"]),
+                env={str(k): str(v) for k, v in dict(data["env"]).items()},
+                gpu=None if data.get("gpu") is None else str(data["gpu"]),
+                reasons=tuple(str(r) for r in data.get("reasons") or ()),
+                threads=None if data.get("threads") is None else int(data["threads"]),
+                cuda_device=None if data.get("cuda_device") is None else int(data["cuda_device"]),
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not a plan: {exc}") from None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -129,52 +151,17 @@ def _choose_allocator(facts: Facts, profile: Profile) -> Tuple[str, Optional[str
 
 
 def _visible_gpus(facts: Facts, environ: Mapping[str, str]) -> Tuple[List[Optional[Gpu]], List[str]]:
-    """The GPUs CUDA will number cuda:0, cuda:1 ... with CUDA_DEVICE_ORDER=PCI_BUS_ID, matched by PCI bus id.
-
-    CUDA_VISIBLE_DEVICES holds indices (PCI order under PCI_BUS_ID), GPU-<uuid> (full or a unique prefix) or MIG
-    ids; CUDA stops at the first entry it cannot parse. A MIG id whose parent is unknown stays in the list as None
-    (its rank is planned without NUMA locality).
-    """
-    by_bus = sorted((g for g in facts.gpus if g.pci_bus_id), key=lambda g: g.pci_bus_id) or list(facts.gpus)
-    cvd = environ.get("CUDA_VISIBLE_DEVICES")
-    if cvd is None:
-        return list(by_bus), []
-    out: List[Optional[Gpu]] = []
-    reasons = [f"CUDA_VISIBLE_DEVICES={cvd!r}"]
-    for raw in cvd.split(","):
-        item = raw.strip()
-        if not item:
-            break
-        gpu: Optional[Gpu] = None
-        if re.fullmatch(r"\d+", item):
-            idx = int(item)
-            if idx >= len(by_bus):
-                reasons.append(f"CUDA_VISIBLE_DEVICES entry {item} is past the {len(by_bus)} GPUs; CUDA stops there")
-                break
-            gpu = by_bus[idx]
-        elif item.upper().startswith("MIG-"):
-            m = re.match(r"MIG-(GPU-[0-9a-fA-F-]+)/", item)
-            parents = [g for g in by_bus if m and g.uuid and g.uuid.lower() == m.group(1).lower()]
-            gpu = parents[0] if parents else None
-            if gpu is None:
-                reasons.append(f"{item}: MIG instance of an unknown GPU; its rank gets no GPU-local binding")
-            out.append(gpu)
-            continue
-        else:
-            want = item.lower()
-            if not want.startswith("gpu-"):
-                want = "gpu-" + want
-            hits = [g for g in by_bus if g.uuid and g.uuid.lower().startswith(want)]
-            if len(hits) != 1:
-                why = "matches no GPU" if not hits else f"is ambiguous ({len(hits)} GPUs)"
-                reasons.append(f"CUDA_VISIBLE_DEVICES entry {item} {why}; CUDA stops there")
-                break
-            gpu = hits[0]
-        if gpu in out:
-            reasons.append(f"CUDA_VISIBLE_DEVICES names {item} twice; CUDA stops there")
-            break
-        out.append(gpu)
-    return out, reasons
+    """The GPUs CUDA will number cuda:0, cuda:1 ... with CUDA_DEVICE_ORDER=PCI_BUS_ID (`policy.cuda_visible`), and
+    what the plan says about CUDA_VISIBLE_DEVICES. A MIG instance of an unknown GPU stays in the list as None (its
+    rank is planned without NUMA locality)."""
+    vis = cuda_visible.select(facts.gpus, environ.get("CUDA_VISIBLE_DEVICES"))
+    if vis.raw is None:
+        return list(vis.gpus), []
+    reasons = [f"CUDA_VISIBLE_DEVICES={vis.raw!r}"]
+    reasons.extend(f"{n}; its rank gets no GPU-local binding" for n in vis.notes)
+    if vis.stopped_at is not None:
+        reasons.append(f"CUDA_VISIBLE_DEVICES: CUDA stops at entry {vis.stopped_at!r} ({vis.why})")
+    return list(vis.gpus), reasons
 
 
 def _common(facts: Facts, profile: Profile, environ: Mapping[str, str]) -> Tuple[Dict[str, str], List[str]]:
@@ -222,11 +209,11 @@ def _common(facts: Facts, profile: Profile, environ: Mapping[str, str]) -> Tuple
             reasons.append("pin_memory: off - the torch build has no CUDA")
     else:
         pin = bool(dl.pin_memory)
-    env["HOSTTUNE_PIN_MEMORY"] = "1" if pin else "0"
+    env[names.PIN_MEMORY] = "1" if pin else "0"
     if dl.num_workers != "auto":
-        env["HOSTTUNE_NUM_WORKERS"] = str(dl.num_workers)
+        env[names.NUM_WORKERS] = str(dl.num_workers)
         _dl_followers(env, int(dl.num_workers), profile)
-    env["HOSTTUNE_DETERMINISTIC"] = "1" if profile.deterministic else "0"
+    env[names.DETERMINISTIC] = "1" if profile.deterministic else "0"
     if profile.deterministic:
         env.update(DETERMINISTIC_ENV)
     if profile.debug:
@@ -241,13 +228,13 @@ def _common(facts: Facts, profile: Profile, environ: Mapping[str, str]) -> Tuple
 def _dl_followers(env: Dict[str, str], workers: int, profile: Profile) -> None:
     """persistent_workers and prefetch_factor only mean something with workers (torch refuses them otherwise)."""
     dl = profile.dataloader
-    env.pop("HOSTTUNE_PREFETCH_FACTOR", None)
+    env.pop(names.PREFETCH_FACTOR, None)
     if workers > 0:
         pers = True if dl.persistent_workers == "auto" else bool(dl.persistent_workers)
-        env["HOSTTUNE_PERSISTENT_WORKERS"] = "1" if pers else "0"
-        env["HOSTTUNE_PREFETCH_FACTOR"] = str(2 if dl.prefetch_factor == "auto" else dl.prefetch_factor)
+        env[names.PERSISTENT_WORKERS] = "1" if pers else "0"
+        env[names.PREFETCH_FACTOR] = str(2 if dl.prefetch_factor == "auto" else dl.prefetch_factor)
     else:
-        env["HOSTTUNE_PERSISTENT_WORKERS"] = "0"
+        env[names.PERSISTENT_WORKERS] = "0"
 
 
 def common_env(facts: Facts, profile: Profile, environ: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
@@ -294,8 +281,7 @@ def _topology(facts: Facts) -> _Topo:
         for n in sorted(facts.numa.nodes, key=lambda n: n.id)
         if (not facts.numa.allowed_mems or n.id in facts.numa.allowed_mems) and (n.memory_mb > 0 or not known_mem)
     )
-    quota = facts.cpu.quota_cpus if facts.cpu.quota_cpus is not None else facts.cpu.cgroup.quota_cpus
-    return _Topo(cores, node_of, by_node, mem_ok, quota)
+    return _Topo(cores, node_of, by_node, mem_ok, cpu_policy.quota(facts.cpu))
 
 
 def _chunks(items: List[Core], n: int) -> List[List[Core]]:
@@ -332,7 +318,7 @@ def _balanced(groups: List[List[Core]], n: int) -> Tuple[List[List[Core]], bool]
         return [[c for g in groups[bounds[r] : bounds[r + 1]] for c in g] for r in range(n)], False
     # more ranks than nodes: ranks per node proportional to its cores (at least one, at most its cores)
     total = len(flat)
-    alloc = [min(len(g), max(1, math.floor(n * len(g) / total))) for g in groups]
+    alloc = [min(len(g), max(1, n * len(g) // total)) for g in groups]
     while sum(alloc) < n:
         i = max((i for i in range(k) if alloc[i] < len(groups[i])), key=lambda i: (len(groups[i]) / alloc[i], -i))
         alloc[i] += 1
@@ -432,10 +418,10 @@ def _threads(profile: Profile, slots: List[_Slot], topo: _Topo, binding: str) ->
             notes.append(f"threads: the profile's {asked} capped to the rank's cores (no oversubscription)")
         want = capped
     if topo.quota:
-        limit = max(1, math.floor(topo.quota + 1e-9))
+        limit = cpu_policy.quota_threads(topo.quota)
         if sum(want) > limit:
             total = sum(want)
-            scaled = [max(1, math.floor(w * limit / total)) for w in want]
+            scaled = [max(1, w * limit // total) for w in want]
             i = 0
             while sum(scaled) < limit and any(s < w for s, w in zip(scaled, want)):
                 if scaled[i % n] < want[i % n]:
@@ -559,13 +545,10 @@ def resolve(
 
     if profile.dataloader.num_workers == "auto":
         eff = t if t else len(cores)
-        workers = 0 if eff <= 2 else min(4, eff // 2)
-        env["HOSTTUNE_NUM_WORKERS"] = str(workers)
+        workers, why = cpu_policy.dataloader_workers(eff)
+        env[names.NUM_WORKERS] = str(workers)
         _dl_followers(env, workers, profile)
-        reasons.append(
-            f"dataloader: {workers} workers"
-            + (" (<= 2 cores: workers would take cores from compute)" if workers == 0 else f" ({eff} cores)")
-        )
+        reasons.append(f"dataloader: {workers} workers ({why})")
     for k, v in profile.env.items():  # literal env wins over anything computed
         env[k] = str(v)
     if me.gpu is not None:

@@ -91,7 +91,15 @@ def cmd(profile_name: Optional[str], root: Optional[str], local_rank: Optional[i
     if rank >= size and local_world_size is None:
         raise UserError(f"local rank {rank} needs --local-world-size (how many ranks share this node)")
     facts = collect(Path(root) if root is not None else Path("/"), probe_torch=False)
+    where = profile.locate_active(profile_name)
     prof = profile.active(profile_name, facts)
+    note = profile.fingerprint_note(prof, facts)
+    if note is None and root is not None and where.host_file:
+        # this machine's own generated profile, planned for a captured host: say so even without a fingerprint
+        note = (f"hosttune: planning the captured host {root} with this machine's profile {where.ref} "
+                f"({where.source}); its auto settings are decided for the captured host")
+    if note:
+        click.echo(printable(note), err=True)
     rp = plan.resolve(facts, prof, rank, size)
     if as_json:
         out = rp.to_dict()

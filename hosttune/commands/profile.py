@@ -65,33 +65,35 @@ def list_cmd(as_json: bool) -> None:
 def show_cmd(name: Optional[str], root: Optional[str], as_json: bool) -> None:
     """The resolved profile (default: the one in use) and where each value came from."""
     from hosttune import profile
+    from hosttune.profile.settings import shown, value_of
 
     facts = _facts(root) if root is not None or not _has_configured(name) else None
     prof = profile.active(name, facts)
+    if prof.fingerprint and facts is None:
+        facts = _facts(root)
+    note = profile.fingerprint_note(prof, facts) if facts is not None else None
+    if note:
+        click.echo(printable(note), err=True)
     if as_json:
         click.echo(json.dumps(prof.to_dict(), indent=2))
         return
     rows = [("profile", prof.name), ("summary", prof.summary), ("source", prof.source)]
     if len(prof.chain) > 1:
         rows.append(("inherits", " <- ".join(reversed(prof.chain))))
-    if prof.fingerprint:
-        here = facts if facts is not None else _facts(root)
-        now = here.hardware_fingerprint()
+    if prof.fingerprint and facts is not None:
+        now = facts.hardware_fingerprint()
         state = "matches this host" if now == prof.fingerprint else f"STALE: this host is {now}; regenerate"
         rows.append(("fingerprint", f"{prof.fingerprint} ({state})"))
     for line in _table(rows):
         _say(line)
     _say("")
     settings: List[Tuple[str, str, str]] = []
-    for key in ("allocator", "allocator_path", "malloc_conf", "threads", "binding", "memory_policy",
-                "cuda_alloc_conf", "deterministic", "debug", "device", "openmp"):
-        settings.append((key, _val(getattr(prof, key)), prof.provenance.get(key, "default")))
-    for key in ("num_workers", "pin_memory", "prefetch_factor", "persistent_workers"):
-        settings.append((f"dataloader.{key}", _val(getattr(prof.dataloader, key)),
-                         prof.provenance.get(f"dataloader.{key}", "default")))
-    for sect, mapping in (("tcmalloc", prof.tcmalloc), ("env", prof.env)):
-        for k, v in mapping.items():
-            settings.append((f"{sect}.{k}", repr(v), prof.provenance.get(f"{sect}.{k}", "")))
+    for s in shown():
+        if s.kind == "envmap":
+            for k, v in getattr(prof, s.name).items():
+                settings.append((f"{s.name}.{k}", repr(v), prof.provenance.get(f"{s.name}.{k}", "")))
+        else:
+            settings.append((s.name, _val(value_of(prof, s.name)), prof.provenance.get(s.name, "default")))
     w1 = max(len(s[0]) for s in settings)
     w2 = min(40, max(len(s[1]) for s in settings))
     for k, v, src in settings:
@@ -99,10 +101,10 @@ def show_cmd(name: Optional[str], root: Optional[str], as_json: bool) -> None:
 
 
 def _has_configured(name: Optional[str]) -> bool:
-    """True when `active()` will not need Facts (a name, $HOSTTUNE_PROFILE or a generated file exists)."""
+    """True when `active()` will not need Facts (a name, $HOSTTUNE_PROFILE or a generated file is in use)."""
     from hosttune import profile
 
-    return bool(name) or bool(os.environ.get("HOSTTUNE_PROFILE")) or any(p.is_file() for p in profile.generated_paths())
+    return not profile.locate_active(name).generated
 
 
 def _val(v: Any) -> str:

@@ -133,6 +133,20 @@ class Profile:
         out["reasons"] = dict(self.reasons)
         return out
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Profile":
+        """A profile back from `to_dict()` (the launcher's handoff); unknown keys are ignored."""
+        kwargs: Dict[str, Any] = {k: v for k, v in data.items() if k in PROFILE_FIELDS}
+        if isinstance(kwargs.get("dataloader"), Mapping):
+            kwargs["dataloader"] = DataLoader(**{k: v for k, v in kwargs["dataloader"].items()
+                                                 if k in SECTIONS["dataloader"]})
+        for key in ("env", "tcmalloc", "provenance", "reasons"):
+            if key in kwargs:
+                kwargs[key] = dict(kwargs[key] or {})
+        if "chain" in kwargs:
+            kwargs["chain"] = tuple(kwargs["chain"] or ())
+        return cls(**kwargs)
+
 
 PROFILE_FIELDS = {f.name for f in dataclasses.fields(Profile)}
 
