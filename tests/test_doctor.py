@@ -13,8 +13,11 @@ import pytest
 from conftest import a100
 
 from hosttune import doctor
+from hosttune.commands.doctor import render_table
 from hosttune.detect import collect
 from hosttune.doctor import Check, Context, Finding, run_checks
+from hosttune.doctor import context as doctor_context
+from hosttune.doctor.checks import cpu as doctor_cpu
 from hosttune.errors import UserError
 from hosttune.facts import (
     Allocators,
@@ -33,8 +36,15 @@ from hosttune.facts import (
     Tools,
     TorchInstall,
 )
+from hosttune.profile import Active
 
 R = dataclasses.replace
+NO_PROFILE = Active(None, "built-in default")  # nothing configured: the profile checks have nothing to load
+
+
+def in_use(path: Path) -> Active:
+    """The profile in use is `path`, as if it were the user's generated profile."""
+    return Active(str(path), "user profile")
 
 
 # ---- hand-built facts -----------------------------------------------------------------------------------------
@@ -81,10 +91,10 @@ def gpu_host(**over: Any) -> Facts:
 
 def run_one(check_id: str, facts: Facts, **ctx: Any) -> Finding:
     ctx.setdefault("env", {})
-    ctx.setdefault("profile_paths", [])
+    ctx.setdefault("profile", NO_PROFILE)
     result = run_checks(Context(facts=facts, **ctx), checks=[doctor.BY_ID[check_id]])
     (r,) = result.results
-    return Finding(r.status, r.actual, r.expected, r.fix)
+    return Finding(status=r.status, actual=r.actual, expected=r.expected, fix=r.fix)
 
 
 def kern(**kw: Any) -> Callable[[Facts], Facts]:
@@ -324,10 +334,10 @@ def test_omp_threads_compared_with_the_plan(tmp_path: Path) -> None:
     path = profile.write(prof, tmp_path / "profile.yaml", force=True)
     want = plan.resolve(facts, profile.load(str(path)), 0, 1, {}).env.get("OMP_NUM_THREADS")
     assert want
-    ok = run_one("cpu.omp_threads", facts, env={"OMP_NUM_THREADS": want}, profile_paths=[path])
+    ok = run_one("cpu.omp_threads", facts, env={"OMP_NUM_THREADS": want}, profile=in_use(path))
     assert ok.status == "pass" and "matches the plan" in ok.actual
     other = str(int(want) - 1 or 3)
-    bad = run_one("cpu.omp_threads", facts, env={"OMP_NUM_THREADS": other}, profile_paths=[path])
+    bad = run_one("cpu.omp_threads", facts, env={"OMP_NUM_THREADS": other}, profile=in_use(path))
     assert bad.status == "warn" and f"plan from {path} says {want}" in bad.actual
 
 
@@ -337,21 +347,21 @@ def test_profile_present_valid_and_fresh(tmp_path: Path) -> None:
 
     facts = cpu_host()
     path = profile.write(profile.generate(facts), tmp_path / "profile.yaml", force=True)
-    assert run_one("hosttune.profile", facts, profile_paths=[path]).status == "pass"
-    fresh = run_one("hosttune.profile_fresh", facts, profile_paths=[path])
+    assert run_one("hosttune.profile", facts, profile=in_use(path)).status == "pass"
+    fresh = run_one("hosttune.profile_fresh", facts, profile=in_use(path))
     assert fresh.status == "pass", fresh
     changed = R(facts, cpu=R(facts.cpu, model="EPYC 9654", logical=16, physical=16))
-    stale = run_one("hosttune.profile_fresh", changed, profile_paths=[path])
+    stale = run_one("hosttune.profile_fresh", changed, profile=in_use(path))
     assert stale.status == "warn" and "hosttune profile generate" in stale.fix
 
 
 def test_broken_profile_fails_naming_the_file(tmp_path: Path) -> None:
     path = tmp_path / "profile.yaml"
     path.write_text("threads: [1, 2\n")
-    f = run_one("hosttune.profile", cpu_host(), profile_paths=[path])
+    f = run_one("hosttune.profile", cpu_host(), profile=in_use(path))
     assert f.status == "fail" and str(path) in f.actual
     path.write_text("allocator: jemalloc\nthreadz: 4\n")
-    f = run_one("hosttune.profile", cpu_host(), profile_paths=[path])
+    f = run_one("hosttune.profile", cpu_host(), profile=in_use(path))
     assert f.status == "fail" and "threadz" in f.actual
 
 
@@ -489,7 +499,7 @@ def test_healthy_synthetic_gpu_host_exits_0(tmp_path: Path, fake_nvml: Callable[
                                         nccl="2.21.5", cuda_available=True, device_count=2, in_venv=True),
               limits=Limits(nofile_soft=65536, nofile_hard=65536, memlock_soft=-1, memlock_hard=-1))
     path = profile.write(profile.generate(facts), tmp_path / "profile.yaml", force=True)
-    report = run_checks(Context(facts=facts, env={}, cwd=str(tmp_path), profile_paths=[path]))
+    report = run_checks(Context(facts=facts, env={}, cwd=str(tmp_path), profile=in_use(path)))
     bad = [r for r in report.results if r.status in ("warn", "fail")]
     # the one thing a tmp dir on this shared machine cannot promise is 50 GiB free
     assert [r.id for r in bad if r.id != "storage.free_space"] == [], bad
@@ -544,11 +554,11 @@ def test_driver_not_loaded_host_fails_the_driver_check(tmp_path: Path,
 def test_a_crashing_check_becomes_a_skip() -> None:
     def boom(ctx: Context) -> Finding:
         """Always crashes."""
-        return Finding("pass", str(1 // 0))
+        return Finding(status="pass", actual=str(1 // 0))
 
     def odd(ctx: Context) -> Finding:
         """Returns a status that does not exist."""
-        return Finding("maybe")
+        return Finding(status="maybe")
 
     checks = [Check("x.boom", "os", "boom", boom), Check("x.odd", "os", "odd", odd), doctor.BY_ID["os.thp"]]
     report = run_checks(Context(facts=cpu_host(), env={}), checks=checks)
@@ -562,7 +572,7 @@ def test_facts_that_break_a_check_give_skip_not_traceback() -> None:
     facts = cpu_host(kernel=Kernel(governors=("performance",), thp="madvise"), torch=TorchInstall(python="py",
                                                                                                    version="x.y"))
     bad = R(facts, cpu=R(facts.cpu, quota_cpus="two"))  # type: ignore[arg-type]
-    report = run_checks(Context(facts=bad, env={}, profile_paths=[]))
+    report = run_checks(Context(facts=bad, env={}, profile=NO_PROFILE))
     assert {r.id: r.status for r in report.results}["cpu.cgroup_limit"] == "skip"
 
 
@@ -576,13 +586,13 @@ def test_explain_and_unknown_ids() -> None:
 
 def test_table_has_no_colour_off_a_tty_and_puts_fixes_below() -> None:
     report = run_checks(Context(facts=cpu_host(kernel=R(cpu_host().kernel, thp="always")), env={},
-                                profile_paths=[]), only="os")
-    text = doctor.render_table(report, colour=False)
+                                profile=NO_PROFILE), only="os")
+    text = render_table(report, colour=False)
     assert "\x1b[" not in text
     lines = text.splitlines()
     i = next(n for n, ln in enumerate(lines) if ln.startswith("WARN  os.thp"))
     assert "fix: echo madvise > /sys/kernel/mm/transparent_hugepage/enabled" in lines[i + 1]
-    assert "\x1b[" in doctor.render_table(report, colour=True)
+    assert "\x1b[" in render_table(report, colour=True)
     assert {r.group for r in report.results} == {"os"}
 
 
@@ -824,10 +834,10 @@ def test_lspci_device_names_reach_setpci_only_when_they_are_addresses() -> None:
 
 
 def test_a_planned_thread_count_reaches_the_fix_only_as_a_number(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(doctor, "_planned_threads", lambda ctx: ("4; reboot", "/etc/hosttune/profile.yaml"))
+    monkeypatch.setattr(doctor_cpu, "_planned_threads", lambda ctx: ("4; reboot", "/etc/hosttune/profile.yaml"))
     f = run_one("cpu.omp_threads", cpu_host(), env={"OMP_NUM_THREADS": "2"})
     assert f.status == "warn" and f.fix == "unset OMP_NUM_THREADS"
-    monkeypatch.setattr(doctor, "_planned_threads", lambda ctx: ("4", "/etc/hosttune/profile.yaml"))
+    monkeypatch.setattr(doctor_cpu, "_planned_threads", lambda ctx: ("4", "/etc/hosttune/profile.yaml"))
     assert run_one("cpu.omp_threads", cpu_host(), env={"OMP_NUM_THREADS": "2"}).fix.endswith("OMP_NUM_THREADS=4")
 
 
@@ -854,7 +864,7 @@ def test_doctor_runs_lspci_from_the_root_directory(monkeypatch: pytest.MonkeyPat
         seen.update(kw, argv=argv)
         return subprocess.CompletedProcess(argv, 0, "", "")
 
-    monkeypatch.setattr(doctor.shutil, "which", lambda name, path=None: "/usr/bin/lspci")
-    monkeypatch.setattr(doctor.subprocess, "run", fake_run)
+    monkeypatch.setattr(doctor_context.shutil, "which", lambda name, path=None: "/usr/bin/lspci")
+    monkeypatch.setattr(doctor_context.subprocess, "run", fake_run)
     assert doctor.Live().lspci_vvv() == ""
     assert seen["cwd"] == "/" and seen["argv"] == ["/usr/bin/lspci", "-vvv"] and "shell" not in seen

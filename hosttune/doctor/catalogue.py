@@ -1,0 +1,129 @@
+"""The catalogue of checks (in the order doctor reports them) and the runner: prerequisites, crash handling,
+`--explain`, and `diagnose`, what `hosttune doctor` does."""
+
+import difflib
+import os
+from pathlib import Path
+from typing import Dict, Mapping, Optional, Sequence, Tuple
+
+from hosttune.doctor.checks import cpu, gpu, hosttune, nvidia, storage, tools, topology, torch
+from hosttune.doctor.checks import os as os_checks
+from hosttune.doctor.context import DATA, GPU, NVML, Context, live, local_profiles, shell_env
+from hosttune.doctor.model import GROUPS, Check, Finding, Report, Result
+from hosttune.errors import UserError
+
+NVIDIA_HEALTH = (GPU, NVML)  # per-GPU state only NVML reports
+
+CHECKS: Tuple[Check, ...] = (
+    Check("os.distro", "os", "Supported distribution", os_checks.check_distro),
+    Check("os.numa_balancing", "os", "Automatic NUMA balancing", os_checks.check_numa_balancing),
+    Check("os.thp", "os", "Transparent huge pages", os_checks.check_thp),
+    Check("os.swappiness", "os", "Swappiness", os_checks.check_swappiness),
+    Check("os.governor", "os", "CPU frequency governor", os_checks.check_governor),
+    Check("os.smt", "os", "SMT (hyper-threading) state", os_checks.check_smt),
+    Check("cpu.cgroup_limit", "cpu", "Usable CPUs vs machine (cgroup)", cpu.check_cgroup),
+    Check("cpu.omp_threads", "cpu", "OMP_NUM_THREADS set by hand", cpu.check_omp_threads),
+    Check("cpu.nofile", "cpu", "Open files limit (ulimit -n)", cpu.check_nofile),
+    Check("cpu.memlock", "cpu", "Locked memory limit on RDMA hosts", cpu.check_memlock),
+    Check("storage.shm", "storage", "/dev/shm size for DataLoader workers", storage.check_shm),
+    Check("storage.data", "storage", "Dataset storage (--data)", storage.check_data_storage,
+          needs=(DATA, live("--data paths are on this machine, the storage facts are the captured host's",
+                            "local nvme/ssd"))),
+    Check("storage.free_space", "storage", "Free space for checkpoints", storage.check_free_space,
+          needs=(live("free space is measured on the live host only (--root given)", ">= 50 GiB free"),)),
+    Check("tools.allocator", "tools", "jemalloc or tcmalloc installed", tools.check_allocator),
+    Check("tools.numactl", "tools", "numactl on NUMA hosts", tools.check_numactl),
+    Check("nvidia.driver", "nvidia", "NVIDIA driver loaded for the GPUs", nvidia.check_driver_loaded),
+    Check("nvidia.nouveau", "nvidia", "nouveau not loaded", nvidia.check_nouveau),
+    Check("nvidia.nvml", "nvidia", "NVML answers", nvidia.check_nvml),
+    Check("nvidia.driver_cuda", "nvidia", "Driver new enough for torch's CUDA", nvidia.check_driver_cuda,
+          needs=(GPU,)),
+    Check("nvidia.torch_build", "nvidia", "torch is a CUDA build that sees the GPUs", nvidia.check_torch_build,
+          needs=(GPU,)),
+    Check("nvidia.cudnn_nccl", "nvidia", "cuDNN/NCCL torch loaded vs system", nvidia.check_cudnn_nccl, needs=(GPU,)),
+    Check("nvidia.persistence", "nvidia", "Persistence mode", gpu.check_persistence, needs=NVIDIA_HEALTH),
+    Check("nvidia.ecc_mode", "nvidia", "ECC on datacenter GPUs", gpu.check_ecc_mode, needs=NVIDIA_HEALTH),
+    Check("nvidia.ecc_errors", "nvidia", "Uncorrected ECC errors", gpu.check_ecc_errors, needs=NVIDIA_HEALTH),
+    Check("nvidia.pending_retire", "nvidia", "Pending page retirement / row remap", gpu.check_pending_retire,
+          needs=NVIDIA_HEALTH),
+    Check("nvidia.remap_failure", "nvidia", "Row remapping failure", gpu.check_remap_failure, needs=NVIDIA_HEALTH),
+    Check("nvidia.pcie_link", "nvidia", "PCIe link gen/width under load", gpu.check_pcie,
+          needs=NVIDIA_HEALTH + (live("link state needs a live sample (--root given)", "max gen/width under load"),)),
+    Check("nvidia.clock_reasons", "nvidia", "Thermal/power clock events", gpu.check_clock_reasons,
+          needs=NVIDIA_HEALTH),
+    Check("nvidia.temperature", "nvidia", "GPU temperature", gpu.check_temperature, needs=NVIDIA_HEALTH),
+    Check("nvidia.fabric_manager", "nvidia", "Fabric Manager on NVSwitch hosts", nvidia.check_fabric_manager),
+    Check("nvidia.gpu_numa", "nvidia", "GPU NUMA locality known", topology.check_gpu_numa, needs=(GPU,)),
+    Check("nvidia.iommu", "nvidia", "IOMMU pass-through for P2P", topology.check_iommu),
+    Check("nvidia.acs", "nvidia", "PCIe ACS off between GPUs", topology.check_acs),
+    Check("torch.version", "torch", "torch version", torch.check_torch_version),
+    Check("torch.debug_env", "torch", "Debug switches left on", torch.check_debug_env,
+          needs=(shell_env("none set"),)),
+    Check("torch.alloc_conf", "torch", "PYTORCH_CUDA_ALLOC_CONF parses", torch.check_alloc_conf,
+          needs=(shell_env("parses"),)),
+    Check("torch.cuda_visible_devices", "torch", "CUDA_VISIBLE_DEVICES names real GPUs", torch.check_cuda_visible,
+          needs=(shell_env(),)),
+    Check("torch.venv", "torch", "Training python in a venv/conda", torch.check_venv),
+    Check("hosttune.profile", "hosttune", "Profile present and valid", hosttune.check_profile,
+          needs=(local_profiles("present and valid"),)),
+    Check("hosttune.profile_fresh", "hosttune", "Profile made for this hardware", hosttune.check_profile_fresh,
+          needs=(local_profiles(),)),
+)
+BY_ID: Dict[str, Check] = {c.id: c for c in CHECKS}
+
+
+def _one(check: Check, ctx: Context) -> Finding:
+    for need in check.needs:
+        if not need.met(ctx):
+            return need.skip(ctx)
+    return check.run(ctx)
+
+
+def run_checks(ctx: Context, checks: Sequence[Check] = CHECKS, only: Optional[str] = None) -> Report:
+    """Run the catalogue (or one group of it) over ctx: a check whose prerequisite is not met is a skip saying
+    which; a check that raises (or returns something that is not a Finding) becomes a skip naming the error."""
+    out = []
+    for check in checks:
+        if only and check.group != only:
+            continue
+        try:
+            f = _one(check, ctx)
+            if not isinstance(f, Finding):
+                raise TypeError(f"returned {type(f).__name__}, not a Finding")
+        except Exception as exc:  # noqa: BLE001 - a broken check must not hide the others
+            f = Finding(status="skip", actual=f"check crashed: {type(exc).__name__}: {exc}")
+        out.append(Result(check.id, check.group, f.status, check.title, f.expected, f.actual, f.fix))
+    return Report(tuple(out))
+
+
+def explain(check_id: str) -> str:
+    """What `hosttune doctor --explain ID` prints: the check's title and docstring."""
+    check = BY_ID.get(check_id)
+    if check is None:
+        close = difflib.get_close_matches(check_id, list(BY_ID), n=3, cutoff=0.4)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; ids: {', '.join(BY_ID)}"
+        raise UserError(f"--explain: no check {check_id!r}{hint}")
+    return f"{check.id} ({check.group}): {check.title}\n\n{check.explain}"
+
+
+def diagnose(root: Optional[str] = None, python: Optional[str] = None, data: Sequence[str] = (),
+             only: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> Report:
+    """Detect the host (or read a captured one) and run the checks: what `hosttune doctor` does."""
+    if only is not None and only not in GROUPS:
+        close = difflib.get_close_matches(only, GROUPS, n=1)
+        raise UserError(f"--only: no group {only!r}" + (f"; did you mean {close[0]}?" if close else "")
+                        + f" (groups: {', '.join(GROUPS)})")
+    for path in data:
+        if not os.path.exists(path):
+            raise UserError(f"--data: {path}: no such file or directory")
+    if root is not None and not os.path.isdir(root):
+        raise UserError(f"--root: {root}: not a directory")
+    if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise UserError(f"--python: {python}: not an executable file")
+    from hosttune.detect import collect
+
+    live_host = root is None or os.path.realpath(root) == "/"
+    facts = collect(Path(root or "/"), python, probe_torch=live_host or python is not None, use_nvml=live_host)
+    ctx = Context(facts=facts, env=dict(os.environ if env is None else env), data=tuple(data), live=live_host,
+                  python=python)
+    return run_checks(ctx, only=only)

@@ -1,0 +1,1 @@
+"""The checks, one module per group; the catalogue in hosttune.doctor.catalogue lists them in order."""

@@ -1,0 +1,136 @@
+"""Checks of the CPUs this process may use and its limits: cgroup CPU limit, OMP_NUM_THREADS against the plan,
+open files, locked memory."""
+
+from typing import Optional, Tuple
+
+from hosttune.doctor.context import Context, effective_cpus
+from hosttune.doctor.fixes import COUNT, LIMITS_FILE, valid
+from hosttune.doctor.model import Finding
+from hosttune.policy import cpu as cpu_policy
+
+
+def check_cgroup(ctx: Context) -> Finding:
+    """The cgroup (container/systemd slice) lets this process use all CPUs, or the limit is known.
+
+    PyTorch sizes its intra-op thread pool from the number of online CPUs, not from the cgroup cpuset or
+    `cpu.max` quota. In a container limited to 8 of 64 CPUs it starts 32-64 threads that fight for 8 CPUs
+    (measured here: oversubscription halves training throughput). The finding gives the effective CPU count;
+    `hosttune exec` sizes threads to it, or set OMP_NUM_THREADS yourself.
+    """
+    cpu = ctx.facts.cpu
+    eff = effective_cpus(ctx)
+    if not cpu.logical or eff is None:
+        return Finding(status="skip", actual="CPU count not readable", expected="")
+    if eff >= cpu.logical:
+        return Finding(status="pass", actual=f"{eff} of {cpu.logical} CPUs usable",
+                       expected=f"{cpu.logical} (no smaller limit)")
+    quota = cpu_policy.quota(cpu)
+    how = []
+    if len(cpu.allowed_cpus) and len(cpu.allowed_cpus) < cpu.logical:
+        how.append(f"cpuset {len(cpu.allowed_cpus)} CPUs")
+    if quota is not None:
+        how.append(f"cpu.max quota {quota:g} CPUs")
+    actual = f"effective {eff} of {cpu.logical} CPUs ({', '.join(how) or 'limited'})"
+    fix = (f"run training through `hosttune exec` (sizes threads to {eff}), or export OMP_NUM_THREADS={eff}; "
+           "or give the container more CPUs (docker --cpus/--cpuset-cpus, systemd CPUQuota=/AllowedCPUs=)")
+    return Finding(status="warn", actual=actual, expected=f"{cpu.logical} CPUs, or threads sized to {eff}", fix=fix)
+
+
+def _planned_threads(ctx: Context) -> Optional[Tuple[str, str]]:
+    """(OMP_NUM_THREADS from hosttune's plan for one rank, the profile it came from) when a profile is configured:
+    the one `hosttune exec` would use from this environment (--profile aside: doctor has none)."""
+    active, prof, _error = ctx.load_profile()
+    if prof is None:
+        return None
+    from hosttune import plan as plan_mod
+
+    try:
+        environ = {k: v for k, v in ctx.env.items() if k != "OMP_NUM_THREADS"}  # the plan, not the shell's value
+        rank = plan_mod.resolve(ctx.facts, prof, 0, 1, environ)
+    except Exception:  # noqa: BLE001 - the profile checks report a broken profile; here it only means "no plan"
+        return None
+    value = rank.env.get("OMP_NUM_THREADS")
+    return (str(value), f"{active.ref}") if value else None
+
+
+def check_omp_threads(ctx: Context) -> Finding:
+    """OMP_NUM_THREADS, when set by hand, matches the plan (or at least the CPUs this process can use).
+
+    A value left in a shell profile outlives the hardware it was chosen for. With a hosttune profile the expected
+    value is what `hosttune env` plans for a single rank; without one, a value above the effective CPU count is
+    certain oversubscription (measured: x0.5 throughput) and a non-integer value is ignored by libgomp with a
+    warning. Under `hosttune exec`/torchrun each rank gets its own value: this check looks at your shell only.
+    """
+    raw = ctx.env.get("OMP_NUM_THREADS")
+    eff = effective_cpus(ctx)
+    if raw is None:
+        return Finding(status="pass", actual="unset (hosttune exec / torchrun decide)",
+                       expected="unset, or matching the plan")
+    try:
+        value = int(raw.split(",")[0])
+        if value < 1:
+            raise ValueError
+    except ValueError:
+        return Finding(status="warn", actual=f"OMP_NUM_THREADS={raw!r} is not a positive integer",
+                       expected="a positive integer",
+                       fix="unset OMP_NUM_THREADS (and remove it from ~/.bashrc or /etc/environment)")
+    planned = _planned_threads(ctx)
+    if planned is not None:
+        want, src = planned
+        if str(value) == want:
+            return Finding(status="pass", actual=f"{value} (matches the plan)", expected=want)
+        # the planned value comes from a profile file: only a plain count goes into the command
+        export = f", or export OMP_NUM_THREADS={want}" if valid(COUNT, want) else ""
+        return Finding(status="warn", actual=f"{value}, plan from {src} says {want}", expected=want,
+                       fix=f"unset OMP_NUM_THREADS{export}")
+    if eff is not None and value > eff:
+        return Finding(status="warn", actual=f"{value} threads for {eff} usable CPUs", expected=f"<= {eff}",
+                       fix=f"export OMP_NUM_THREADS={eff}   # or unset it and launch with `hosttune exec`")
+    return Finding(status="pass", actual=f"{value} (<= {eff} usable CPUs; no profile to compare with)",
+                   expected=f"<= {eff}")
+
+
+def check_nofile(ctx: Context) -> Finding:
+    """The open-files soft limit (`ulimit -n`) is at least 65536.
+
+    DataLoader workers share tensors through file descriptors (PyTorch's default `file_descriptor` sharing
+    strategy keeps one open fd per shared storage), and sharded datasets, NCCL sockets and checkpoint writers add
+    more: "RuntimeError: received 0 items of ancdata" / "Too many open files" at the default soft limit of 1024 is
+    a classic (pytorch/pytorch#973). 65536 is the common recommendation and costs nothing.
+    """
+    lim = ctx.facts.limits
+    if lim.nofile_soft is None:
+        return Finding(status="skip", actual="RLIMIT_NOFILE not readable (captured host?)", expected=">= 65536")
+    soft = "unlimited" if lim.nofile_soft == -1 else str(lim.nofile_soft)
+    if lim.nofile_soft == -1 or lim.nofile_soft >= 65536:
+        return Finding(status="pass", actual=soft, expected=">= 65536")
+    hard = lim.nofile_hard
+    persist = (f"printf '* soft nofile 65536\\n* hard nofile 1048576\\n' > {LIMITS_FILE}   # new logins; "
+               "systemd services: LimitNOFILE=65536; docker: --ulimit nofile=65536:1048576")
+    if hard is not None and hard != -1 and hard < 65536:
+        fix = f"{persist}\n# this shell's hard limit is {hard}: only a new login (or root) gets more"
+    else:
+        fix = f"ulimit -n 65536   # this shell\n{persist}"
+    return Finding(status="warn", actual=soft, expected=">= 65536", fix=fix)
+
+
+def check_memlock(ctx: Context) -> Finding:
+    """Locked memory is unlimited on hosts with RDMA (InfiniBand/RoCE/EFA) devices.
+
+    NCCL and GPUDirect RDMA register (pin) buffers with the NIC; with the default 64 KiB-8 MiB RLIMIT_MEMLOCK the
+    registration fails and NCCL falls back to sockets or aborts ("ibv_reg_mr failed"). Hosts without
+    /sys/class/infiniband devices do not need it.
+    """
+    lim = ctx.facts.limits
+    if lim.rdma_devices == 0:
+        return Finding(status="pass", actual="no RDMA devices: not relevant", expected="unlimited on RDMA hosts")
+    if lim.memlock_soft is None:
+        return Finding(status="skip", actual=f"{lim.rdma_devices} RDMA devices; RLIMIT_MEMLOCK not readable",
+                       expected="unlimited")
+    if lim.memlock_soft == -1:
+        return Finding(status="pass", actual=f"unlimited ({lim.rdma_devices} RDMA devices)", expected="unlimited")
+    fix = (f"printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > {LIMITS_FILE}   # then log in "
+           "again; systemd services: LimitMEMLOCK=infinity; docker: --ulimit memlock=-1")
+    return Finding(status="warn", actual=f"{lim.memlock_soft // 1024} KiB with {lim.rdma_devices} RDMA devices",
+                   expected="unlimited", fix=fix)
+

@@ -1,0 +1,142 @@
+"""Checks of the operating system: distro support, NUMA balancing, transparent huge pages, swappiness, CPU
+frequency governor, SMT."""
+
+from hosttune.doctor.context import Context, version_tuple
+from hosttune.doctor.fixes import kernel_arg_fix, sysctl_fix
+from hosttune.doctor.model import Finding
+
+SUPPORTED = {  # distro id -> (minimum major, what we say)
+    "debian": (11, "Debian 11, 12, 13"),
+    "ubuntu": (22, "Ubuntu 22.04, 24.04, 26.04 LTS"),
+    "rhel": (8, "RHEL 8, 9, 10"),
+    "rocky": (8, "Rocky 8, 9, 10"),
+    "almalinux": (8, "AlmaLinux 8, 9, 10"),
+    "centos": (9, "CentOS Stream 9, 10"),
+}
+
+
+def check_distro(ctx: Context) -> Finding:
+    """The distribution is one hosttune targets and that still gets security updates.
+
+    Targets: Debian 11+, Ubuntu LTS 22.04+, RHEL/Rocky/AlmaLinux 8+, CentOS Stream 9+. Older releases (CentOS 7,
+    CentOS Stream 8, Debian 10, Ubuntu 20.04 and earlier) are past their standard support and NVIDIA's current
+    drivers and CUDA 12/13 repositories no longer build for several of them. Ubuntu interim (non-LTS) releases
+    and Fedora work but are not targets: a warning, not a failure.
+    """
+    d = ctx.facts.distro
+    actual = f"{d.name or d.id} {d.version_best or d.version}".strip()
+    if d.id not in SUPPORTED:
+        if d.family in ("debian", "rhel"):
+            return Finding(status="warn", actual=actual, expected="Debian/Ubuntu LTS or RHEL-family",
+                           fix="not a target distro: fixes below "
+                           f"use the {'apt' if d.family == 'debian' else 'dnf'} forms; check them before use")
+        return Finding(status="warn", actual=actual or "unknown", expected="Debian/Ubuntu LTS or RHEL-family",
+                       fix="unknown distro family: fixes show both apt and dnf forms")
+    minimum, say = SUPPORTED[d.id]
+    ver = version_tuple(d.version)
+    if not ver:
+        return Finding(status="warn", actual=actual, expected=say,
+                       fix="could not read the distro version (/etc/os-release)")
+    if ver[0] < minimum:
+        return Finding(status="warn", actual=f"{actual} (end of standard support)", expected=say,
+                       fix="upgrade the OS to a supported release; drivers and CUDA repos no longer target it")
+    if d.id == "ubuntu" and (len(ver) < 2 or ver[0] % 2 or ver[1] != 4):
+        return Finding(status="warn", actual=f"{actual} (interim release, 9 months of support)", expected=say,
+                       fix="use an LTS release (xx.04 in even years)")
+    return Finding(status="pass", actual=actual, expected=say)
+
+
+def check_numa_balancing(ctx: Context) -> Finding:
+    """Automatic NUMA balancing is off on multi-node hosts.
+
+    kernel.numa_balancing=1 makes the kernel unmap pages periodically to see who touches them and migrate them:
+    with ranks pinned to their GPU's node (what hosttune does) this only adds page faults and migrations in the
+    training loop. On a single-node host there is nothing to balance and the setting does not matter.
+    """
+    k = ctx.facts.kernel
+    nodes = len(ctx.facts.numa.nodes)
+    if nodes <= 1:
+        return Finding(status="pass", actual=f"{nodes or 1} NUMA node: not relevant", expected="0 on multi-node hosts")
+    if k.numa_balancing is None:
+        return Finding(status="skip", actual="kernel.numa_balancing not readable", expected="0")
+    if k.numa_balancing == 0:
+        return Finding(status="pass", actual=f"0 ({nodes} nodes)", expected="0")
+    return Finding(status="warn", actual=f"{k.numa_balancing} ({nodes} nodes)", expected="0",
+                   fix=sysctl_fix("kernel.numa_balancing", 0))
+
+
+def check_thp(ctx: Context) -> Finding:
+    """Transparent huge pages are `madvise` (or `never`), not `always`.
+
+    With `always`, khugepaged compacts and collapses memory in the background and page faults may stall on direct
+    compaction: a known source of latency spikes in data loading and allocator-heavy training. `madvise` keeps
+    huge pages for code that asks for them (jemalloc's metadata_thp:auto, which hosttune's profiles use, works
+    with it). `never` is fine too.
+    """
+    mode = ctx.facts.kernel.thp
+    if mode is None:
+        return Finding(status="skip", actual="transparent_hugepage/enabled not readable", expected="madvise")
+    if mode in ("madvise", "never"):
+        return Finding(status="pass", actual=mode, expected="madvise or never")
+    persist = kernel_arg_fix(ctx, "transparent_hugepage=madvise")
+    return Finding(status="warn", actual=mode, expected="madvise or never",
+                   fix=f"echo madvise > /sys/kernel/mm/transparent_hugepage/enabled\n{persist}"
+                   "   # keep it after reboot")
+
+
+def check_swappiness(ctx: Context) -> Finding:
+    """vm.swappiness is at most 10 on a host with swap.
+
+    A training host keeps big, cold-looking but essential memory (dataset shards in page cache, pinned staging
+    buffers, DataLoader worker heaps). The default 60 lets the kernel swap those out under memory pressure and the
+    next step stalls on swap-in. 10 is what tuned's throughput-performance profile sets: swap stays as a safety
+    net but is used only when memory is really short. Without swap the setting has no effect.
+    """
+    k, m = ctx.facts.kernel, ctx.facts.memory
+    if k.swappiness is None:
+        return Finding(status="skip", actual="vm.swappiness not readable", expected="<= 10")
+    if m.swap_total_mb == 0:
+        return Finding(status="pass", actual=f"{k.swappiness} (no swap configured)", expected="<= 10 when swap exists")
+    if k.swappiness <= 10:
+        return Finding(status="pass", actual=str(k.swappiness), expected="<= 10")
+    return Finding(status="warn", actual=str(k.swappiness), expected="<= 10", fix=sysctl_fix("vm.swappiness", 10))
+
+
+def check_governor(ctx: Context) -> Finding:
+    """The CPU frequency governor is `performance`.
+
+    `powersave`/`ondemand`/`schedutil` ramp clocks up only after load appears; the host threads that feed GPUs
+    (data loading, kernel launches, NCCL proxies) run in short bursts and pay the ramp-up every time. VMs and some
+    clouds expose no cpufreq driver at all: then the hypervisor owns frequency and there is nothing to set (skip).
+    """
+    govs = ctx.facts.kernel.governors
+    if not govs:
+        why = "no cpufreq driver (typical of VMs: the hypervisor controls CPU frequency)"
+        return Finding(status="skip", actual=why, expected="performance")
+    if set(govs) == {"performance"}:
+        return Finding(status="pass", actual="performance", expected="performance")
+    now = "echo performance | tee /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+    if ctx.family == "rhel":
+        keep = "tuned-adm profile throughput-performance   # keeps it after reboot"
+    else:
+        keep = ("echo 'w /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor - - - - performance' > "
+                "/etc/tmpfiles.d/90-hosttune-governor.conf   # keeps it after reboot")
+    fix = f"{now}\n{keep}"
+    return Finding(status="warn", actual=",".join(govs), expected="performance", fix=fix)
+
+
+def check_smt(ctx: Context) -> Finding:
+    """Reports the SMT (hyper-threading) state; it is a choice, not an error.
+
+    hosttune plans one compute thread per physical core and gives SMT siblings to data loading, so SMT on is fine.
+    The finding exists so that the admin sees the state (and `smt/control`, e.g. `forceoff` set by a kernel
+    argument for a CPU vulnerability) next to the rest. Unknown topology is a skip.
+    """
+    cpu = ctx.facts.cpu
+    if not cpu.logical or not cpu.physical:
+        return Finding(status="skip", actual="CPU topology not readable", expected="reported")
+    ctrl = f", control={cpu.smt_control}" if cpu.smt_control else ""
+    state = "on" if cpu.smt else "off"
+    return Finding(status="pass", actual=f"{state}: {cpu.logical} logical CPUs on {cpu.physical} cores{ctrl}",
+                   expected="reported")
+

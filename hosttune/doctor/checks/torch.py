@@ -1,0 +1,225 @@
+"""Checks of the PyTorch install and this shell's environment: torch version, debug switches, allocator config,
+CUDA_VISIBLE_DEVICES (read by hosttune.policy.cuda_visible), venv."""
+
+import re
+from typing import Callable, Dict, List, Tuple
+
+from hosttune.doctor.context import Context, gpus, version_tuple
+from hosttune.doctor.fixes import shell_path
+from hosttune.doctor.model import Finding
+from hosttune.policy import cuda_visible
+
+
+def check_torch_version(ctx: Context) -> Finding:
+    """torch is installed and at least 2.6.
+
+    torch < 2.6 has CVE-2025-32434: `torch.load(..., weights_only=True)` can still run code from a crafted
+    checkpoint. 2.6 also made weights_only the default. Older versions work with hosttune's launcher but not with
+    loading untrusted checkpoints safely.
+    """
+    t = ctx.facts.torch
+    if t is None:
+        if not ctx.live:
+            return Finding(status="skip", actual="torch not probed on a captured host", expected=">= 2.6")
+        where = ctx.python or "the first python3 on PATH"
+        return Finding(status="warn", actual=f"no torch in {where}", expected=">= 2.6",
+                       fix="python3 -m venv ~/venv && ~/venv/bin/pip install torch   # then: hosttune doctor "
+                       "--python ~/venv/bin/python")
+    py = shell_path(t.python)
+    note = "" if py else "   # with your training interpreter"
+    if t.error or not t.version:
+        return Finding(status="warn", actual=f"{t.python}: torch probe failed: {t.error or 'no version'}",
+                       expected=">= 2.6", fix=f"{py or 'python3'} -c 'import torch'   # shows the error"
+                       + ("" if py else "; run it with your training interpreter"))
+    if version_tuple(t.version)[:2] < (2, 6):
+        return Finding(status="warn", actual=f"{t.version} ({t.python})", expected=">= 2.6",
+                       fix=f"{py or 'python3'} -m pip install --upgrade 'torch>=2.6'{note}")
+    return Finding(status="pass", actual=f"{t.version} ({t.python})", expected=">= 2.6")
+
+
+DEBUG_SWITCHES: Tuple[Tuple[str, Callable[[str], bool], str], ...] = (
+    ("CUDA_LAUNCH_BLOCKING", lambda v: v not in ("", "0"), "serialises every kernel launch"),
+    ("NCCL_DEBUG", lambda v: v.upper() in ("INFO", "TRACE"), "logs every collective"),
+    ("NCCL_DEBUG_SUBSYS", lambda v: v != "", "verbose NCCL subsystems"),
+    ("TORCH_DISTRIBUTED_DEBUG", lambda v: v.upper() in ("DETAIL", "INFO"), "wraps collectives with checks"),
+    ("PYTORCH_NO_CUDA_MEMORY_CACHING", lambda v: v not in ("", "0"), "disables the caching allocator"),
+    ("TORCH_COMPILE_DEBUG", lambda v: v not in ("", "0"), "dumps compiler artefacts"),
+    ("TORCH_LOGS", lambda v: v != "", "extra torch logging"),
+    ("TORCH_SHOW_CPP_STACKTRACES", lambda v: v not in ("", "0"), "C++ stack traces on every error"),
+    ("TORCH_USE_CUDA_DSA", lambda v: v not in ("", "0"), "device-side assertions"),
+    ("CUDA_DEVICE_DEBUG", lambda v: v not in ("", "0"), "CUDA debugger mode"),
+    ("PYTORCH_DEBUG", lambda v: v not in ("", "0"), "debug mode"),
+)
+
+
+def check_debug_env(ctx: Context) -> Finding:
+    """No debugging switches are left on in the environment.
+
+    CUDA_LAUNCH_BLOCKING=1 (every kernel synchronous), NCCL_DEBUG=INFO/TRACE, TORCH_DISTRIBUTED_DEBUG=DETAIL,
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 (a cudaMalloc per tensor), TORCH_COMPILE_DEBUG, TORCH_LOGS and friends cost
+    from a few percent to several times the step time. Autograd anomaly detection is switched on in code
+    (torch.autograd.set_detect_anomaly), not by an environment variable: search your script for it.
+    """
+    on = [f"{k}={ctx.env[k]}" for k, bad, _ in DEBUG_SWITCHES if k in ctx.env and bad(ctx.env[k])]
+    if on:
+        names = " ".join(s.split("=")[0] for s in on)
+        return Finding(status="warn", actual=" ".join(on), expected="none set",
+                       fix=f"unset {names}   # and remove them from ~/.bashrc, /etc/environment, job scripts")
+    return Finding(status="pass", actual="none set", expected="none set")
+
+
+ALLOC_KEYS: Dict[str, str] = {
+    "backend": "choice:native,cudaMallocAsync",
+    "max_split_size_mb": "int>20",
+    "max_non_split_rounding_mb": "int",
+    "roundup_power2_divisions": "divisions",
+    "garbage_collection_threshold": "fraction",
+    "expandable_segments": "bool",
+    "pinned_use_cuda_host_register": "bool",
+    "pinned_num_register_threads": "pow2<=128",
+    "pinned_use_background_threads": "bool",
+    "pinned_max_round_threshold_mb": "int",
+    "pinned_max_cached_size_mb": "int",
+    "release_lock_on_cudamalloc": "bool",
+    "graph_capture_record_stream_reuse": "bool",
+    "per_process_memory_fraction": "fraction1",
+}
+
+
+def _split_top(text: str) -> List[str]:
+    """Split on commas that are not inside [...] (roundup_power2_divisions takes a bracketed list)."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return parts
+
+
+def parse_alloc_conf(text: str) -> Tuple[List[str], List[str]]:
+    """PYTORCH_CUDA_ALLOC_CONF -> (errors that make torch refuse it, keys this table does not know)."""
+    errors: List[str] = []
+    unknown: List[str] = []
+    for item in _split_top(text):
+        item = item.strip()
+        if not item:
+            continue
+        if ":" not in item:
+            errors.append(f"{item!r} is not key:value")
+            continue
+        key, value = (s.strip() for s in item.split(":", 1))
+        kind = ALLOC_KEYS.get(key)
+        if kind is None:
+            unknown.append(key)
+            continue
+        ok = True
+        if kind == "bool":
+            ok = value in ("True", "False", "true", "false", "1", "0")
+        elif kind.startswith("int"):
+            ok = value.isdigit() and (kind != "int>20" or int(value) > 20)
+        elif kind == "pow2<=128":
+            ok = value.isdigit() and 0 < int(value) <= 128 and int(value) & (int(value) - 1) == 0
+        elif kind.startswith("fraction"):
+            try:
+                f = float(value)
+                ok = 0.0 < f < 1.0 or (kind == "fraction1" and f == 1.0)
+            except ValueError:
+                ok = False
+        elif kind == "divisions":
+            if value.startswith("["):
+                ok = value.endswith("]") and all(
+                    re.fullmatch(r"(\d+|>):\d+", p.strip()) for p in value[1:-1].split(",") if p.strip())
+            else:
+                ok = value.isdigit() and int(value) & (int(value) - 1) == 0
+        elif kind.startswith("choice:"):
+            ok = value in kind[len("choice:"):].split(",")
+        if not ok:
+            errors.append(f"{key}:{value} ({kind.replace('choice:', 'one of ')})")
+    return errors, unknown
+
+
+def check_alloc_conf(ctx: Context) -> Finding:
+    """PYTORCH_CUDA_ALLOC_CONF (and PYTORCH_ALLOC_CONF) parses.
+
+    torch parses it at the first CUDA allocation and aborts the run on a malformed value ("Unrecognized
+    CachingAllocator option", "Expected a single True/False argument"), i.e. after the model is built and data is
+    loading. Known keys: backend, max_split_size_mb (> 20), roundup_power2_divisions (power of 2 or
+    [size:div,...,>:div]), garbage_collection_threshold (0..1), expandable_segments, pinned_use_cuda_host_register,
+    pinned_num_register_threads (power of 2 <= 128), release_lock_on_cudamalloc, pinned_use_background_threads ...
+    A key this table does not know may be from a newer torch: a warning, not a failure.
+    """
+    names = [k for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF") if ctx.env.get(k)]
+    if not names:
+        return Finding(status="pass", actual="unset", expected="unset or valid")
+    errors, unknown = [], []
+    for name in names:
+        e, u = parse_alloc_conf(ctx.env[name])
+        errors += [f"{name}: {x}" for x in e]
+        unknown += [f"{name}: {x}" for x in u]
+    actual = "; ".join(f"{n}={ctx.env[n]}" for n in names)
+    if errors:
+        return Finding(status="fail", actual=actual + " -> " + "; ".join(errors),
+                       expected="key:value,... with known keys",
+                       fix="fix or unset it, e.g. export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+    if unknown:
+        return Finding(status="warn", actual=actual + " -> unknown key " + ", ".join(unknown), expected="known keys",
+                       fix="check the spelling against https://pytorch.org/docs/stable/notes/cuda.html "
+                       "(optimizing-memory-usage-with-pytorch-cuda-alloc-conf)")
+    return Finding(status="pass", actual=actual, expected="valid")
+
+
+def check_cuda_visible(ctx: Context) -> Finding:
+    """CUDA_VISIBLE_DEVICES names GPUs that exist, the way CUDA reads it.
+
+    It may hold indices (PCI bus order), GPU UUIDs or a unique prefix of one (with or without "GPU-"), or MIG ids.
+    CUDA stops at the first entry it cannot resolve (an index past the end, a UUID prefix that matches no GPU or
+    several, a GPU named twice) and ignores the rest, so "0,1,7" on a 4-GPU host silently gives 2 GPUs, "GPU-0"
+    on a host whose UUIDs all start with "GPU-0" gives none, and an empty value hides all GPUs. The reading is
+    hosttune.policy.cuda_visible's, the one `hosttune exec` plans with.
+    """
+    raw = ctx.env.get("CUDA_VISIBLE_DEVICES")
+    if raw is None:
+        return Finding(status="pass", actual="unset (all GPUs visible)", expected="unset or existing GPUs")
+    found = gpus(ctx)
+    if raw.strip() == "" or raw.strip() == "-1":
+        status = "warn" if found else "pass"
+        return Finding(status=status, actual=f"CUDA_VISIBLE_DEVICES={raw!r} hides every GPU",
+                       expected="existing GPUs", fix="unset CUDA_VISIBLE_DEVICES" if found else "")
+    if not found:
+        return Finding(status="warn", actual=f"CUDA_VISIBLE_DEVICES={raw} on a host without NVIDIA GPUs",
+                       expected="unset", fix="unset CUDA_VISIBLE_DEVICES")
+    visible = cuda_visible.select(found, raw)
+    notes = "".join(f"; {n}" for n in visible.notes)
+    if visible.stopped_at is not None:
+        indices = ",".join(str(i) for i in range(len(found)))
+        return Finding(status="fail",
+                       actual=f"CUDA_VISIBLE_DEVICES={raw}: no GPU {visible.stopped_at} ({visible.why}; CUDA stops "
+                       f"there and sees {len(visible.gpus)} of {len(found)} GPUs){notes}",
+                       expected=f"entries among {indices} or unique GPU UUID prefixes",
+                       fix=f"export CUDA_VISIBLE_DEVICES={indices}")
+    return Finding(status="pass", actual=f"CUDA_VISIBLE_DEVICES={raw} ({len(visible.gpus)} GPUs){notes}",
+                   expected="existing GPUs")
+
+
+def check_venv(ctx: Context) -> Finding:
+    """The training python is a virtual environment or conda env, not the system python.
+
+    `pip install` into the system interpreter fights the distro's python3-* packages (Debian 12+ refuses it:
+    "externally-managed-environment") and an OS upgrade can break torch. A venv also pins what `--python` means.
+    """
+    t = ctx.facts.torch
+    if t is None or t.in_venv is None:
+        return Finding(status="skip", actual="no torch interpreter probed", expected="a venv or conda env")
+    if t.in_venv:
+        return Finding(status="pass", actual=f"{t.python} (venv/conda)", expected="a venv or conda env")
+    return Finding(status="warn", actual=f"{t.python} is not in a venv or conda env", expected="a venv or conda env",
+                   fix="python3 -m venv /opt/train && /opt/train/bin/pip install torch   # then train with "
+                   "/opt/train/bin/python")
+

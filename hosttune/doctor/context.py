@@ -1,0 +1,168 @@
+"""What a check looks at: the Context (facts, this shell's environment, the live-host probes, the profile in use),
+the few questions many checks ask of it (which GPUs, how many CPUs), and the prerequisites (`Need`s) the runner
+evaluates before a check runs.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+
+from hosttune import nvml as nvmlmod
+from hosttune.doctor.model import Need
+from hosttune.facts import Facts, Gpu
+from hosttune.policy import cpu as cpu_policy
+
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class Live:
+    """What doctor reads from the running host beyond Facts: disk space, `lspci -vvv`, a fresh NVML sample.
+
+    Used only when the facts describe this host (no --root). Tests pass their own instance or rely on real
+    temporary directories and the fake pynvml.
+    """
+
+    def disk_free_mb(self, path: str) -> Tuple[int, int]:
+        usage = shutil.disk_usage(path)
+        return usage.total // (1024 * 1024), usage.free // (1024 * 1024)
+
+    def lspci_vvv(self) -> Optional[str]:
+        # as root, only the system's directories: a PATH entry another user can write must not supply "lspci"
+        exe = shutil.which("lspci", path=SYSTEM_PATH if os.geteuid() == 0 else None)
+        if exe is None:
+            return None
+        try:
+            # from "/": as root, nothing the caller's directory holds may take part in what runs
+            proc = subprocess.run([exe, "-vvv"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd="/",
+                                  text=True, timeout=10, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise RuntimeError(f"lspci -vvv: {exc}") from None
+        return proc.stdout
+
+    def gpu_samples(self) -> Dict[int, Dict[str, Any]]:
+        """A fresh NVML sample per GPU index; raises NvmlUnavailable/GpuLost."""
+        with nvmlmod.Nvml() as session:
+            return {i: session.sample(i) for i in range(session.count())}
+
+
+@dataclass
+class Context:
+    facts: Facts
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    data: Sequence[str] = ()
+    live: bool = True  # the facts describe the machine we run on (no --root)
+    cwd: str = field(default_factory=os.getcwd)
+    # which profile is in use (a hosttune.profile.Active); None: profile.locate_active over `env`, exec's answer
+    profile: Optional[Any] = None
+    python: Optional[str] = None  # --python: the training interpreter named by the user (None: python3 on PATH)
+    probe: Live = field(default_factory=Live)
+    _samples: Optional[Any] = None
+    _loaded: Optional[Any] = None
+
+    @property
+    def family(self) -> str:
+        return self.facts.distro.family
+
+    def samples(self) -> Dict[int, Dict[str, Any]]:
+        if self._samples is None:
+            try:
+                self._samples = self.probe.gpu_samples()
+            except (nvmlmod.NvmlUnavailable, nvmlmod.GpuLost) as exc:
+                self._samples = exc
+        if isinstance(self._samples, Exception):
+            raise self._samples
+        return self._samples  # type: ignore[no-any-return]
+
+    def active_profile(self) -> Any:
+        """Which profile is in use, as `hosttune exec` picks it from this environment: a `profile.Active`."""
+        if self.profile is None:
+            from hosttune import profile as profile_mod
+
+            self.profile = profile_mod.locate_active(environ=self.env)
+        return self.profile
+
+    def load_profile(self) -> Tuple[Any, Optional[Any], str]:
+        """(the Active, the loaded Profile or None, the error that stopped loading or ""). A profile is loaded only
+        when one is configured; the built-in default is generated per run and has nothing to load."""
+        if self._loaded is None:
+            from hosttune import profile as profile_mod
+            from hosttune.errors import UserError
+
+            active = self.active_profile()
+            prof, error = None, ""
+            if active.ref is not None:
+                try:
+                    prof = profile_mod.load(active.ref)
+                except UserError as exc:
+                    error = str(exc)
+            self._loaded = (active, prof, error)
+        return self._loaded  # type: ignore[no-any-return]
+
+
+# ---- questions many checks ask ----------------------------------------------------------------------------------
+def gpus(ctx: Context) -> Tuple[Gpu, ...]:
+    """NVIDIA GPUs (display/3D controllers); NVSwitches and other NVIDIA functions are not GPUs."""
+    return tuple(g for g in ctx.facts.gpus if not g.pci_class or g.pci_class.startswith("0x03"))
+
+
+def nvml_gpus(ctx: Context) -> Tuple[Gpu, ...]:
+    return tuple(g for g in gpus(ctx) if g.source == "nvml")
+
+
+def multi_node(ctx: Context) -> bool:
+    return len(ctx.facts.numa.nodes) > 1
+
+
+def is_vm(ctx: Context) -> bool:
+    return "hypervisor" in ctx.facts.cpu.flags
+
+
+def version_tuple(text: Optional[str]) -> Tuple[int, ...]:
+    out = []
+    for part in re.split(r"[.+-]", text or ""):
+        if not part.isdigit():
+            break
+        out.append(int(part))
+    return tuple(out)
+
+
+def gpu_label(g: Gpu) -> str:
+    return f"GPU{g.index} ({g.pci_bus_id or '?'})"
+
+
+def effective_cpus(ctx: Context) -> Optional[int]:
+    """CPUs this process may really use (policy.cpu.thread_budget: the cpuset capped by the quota, rounded down)."""
+    return cpu_policy.thread_budget(ctx.facts.cpu)
+
+
+def missing(ctx: Context, prefix: str) -> Optional[str]:
+    """The first gap the detector recorded under `prefix`, if any."""
+    for entry in ctx.facts.missing:
+        if entry.startswith(prefix):
+            return entry
+    return None
+
+
+# ---- prerequisites ----------------------------------------------------------------------------------------------
+GPU = Need("gpu", lambda ctx: bool(gpus(ctx)), "no NVIDIA GPU on this host")
+NVML = Need("nvml", lambda ctx: ctx.facts.nvidia.nvml == "ok" and bool(nvml_gpus(ctx)),
+            lambda ctx: f"NVML not available ({ctx.facts.nvidia.nvml}): see nvidia.nvml")
+DATA = Need("data", lambda ctx: bool(ctx.data), "no --data PATH given", "local nvme/ssd")
+
+
+def live(why: str, expected: str = "", name: str = "live") -> Need:
+    """Needs the facts to describe this machine (no --root): `why` says what the captured host cannot give."""
+    return Need(name, lambda ctx: ctx.live, why, expected)
+
+
+def shell_env(expected: str = "") -> Need:
+    """Looks at this shell's environment, which says nothing about a captured host."""
+    return live("the environment belongs to this shell, not the captured host", expected, "shell_env")
+
+
+def local_profiles(expected: str = "") -> Need:
+    """Looks at the profiles of this machine, which say nothing about a captured host."""
+    return live("profiles live on this machine, not in the captured host", expected, "local_profiles")
