@@ -94,7 +94,7 @@ def cmd(profile_name: Optional[str], root: Optional[str], local_rank: Optional[i
     where = profile.locate_active(profile_name)
     prof = profile.active(profile_name, facts)
     note = profile.fingerprint_note(prof, facts)
-    if note is None and root is not None and where.host_file:
+    if note is None and root is not None and where.host_file and not prof.fingerprint:
         # this machine's own generated profile, planned for a captured host: say so even without a fingerprint
         note = (f"hosttune: planning the captured host {root} with this machine's profile {where.ref} "
                 f"({where.source}); its auto settings are decided for the captured host")
