@@ -18,6 +18,7 @@ from hosttune.monitor import config as mconfig
 from hosttune.monitor import report, sample, sinks
 from hosttune.monitor.config import MonitorConfig, Thresholds
 from hosttune.monitor.events import Alerts
+from hosttune.policy import gpu_health
 
 MEMINFO = """MemTotal:       16384000 kB
 MemFree:         1000000 kB
@@ -144,14 +145,14 @@ def test_temperature_band_logs_each_crossing_once_with_hysteresis() -> None:
 def test_memory_throttle_ecc_and_lost_events() -> None:
     alerts = Alerts(Thresholds())
     assert alerts.update(_gpu_rec()) == []
-    ev = alerts.update(_gpu_rec(mem_pct=95.0, host_mem=91.0, reasons=0x40 | 0x4, ecc=2))
+    ev = alerts.update(_gpu_rec(mem_pct=95.0, host_mem=91.0, reasons=0x20 | 0x4, ecc=2))
     assert sorted(_kinds(ev)) == sorted([
         ("host_memory", "warning", "start"), ("gpu_memory", "warning", "start"),
         ("gpu_throttle_thermal", "warning", "start"), ("gpu_throttle_power", "notice", "start"),
         ("gpu_ecc", "critical", "once")])
     assert "2 new uncorrected ECC" in next(e.message for e in ev if e.kind == "gpu_ecc")
     # the same state again: nothing new
-    assert alerts.update(_gpu_rec(mem_pct=95.0, host_mem=91.0, reasons=0x40 | 0x4, ecc=2)) == []
+    assert alerts.update(_gpu_rec(mem_pct=95.0, host_mem=91.0, reasons=0x20 | 0x4, ecc=2)) == []
     ev = alerts.update(_gpu_rec(mem_pct=50.0, host_mem=50.0, reasons=0, ecc=2))
     assert sorted(_kinds(ev)) == sorted([
         ("host_memory", "info", "clear"), ("gpu_memory", "info", "clear"),
@@ -167,6 +168,124 @@ def test_ecc_errors_present_at_start_are_reported_once_as_a_warning() -> None:
     assert alerts.update(_gpu_rec(ecc=3)) == []
 
 
+def _temp_events(alerts: Alerts, temp: float, slowdown: Any = None, index: int = 0) -> List[tuple]:
+    g: Dict[str, Any] = {"index": index, "temperature_c": temp}
+    if slowdown is not None:
+        g["temp_slowdown_c"] = slowdown
+    return [(e.level, e.state) for e in alerts.update({"gpus": [g]}) if e.kind == "gpu_temperature"]
+
+
+def test_gpu_temperature_lines_follow_the_gpus_own_slowdown_threshold() -> None:
+    """Slowdown 90 C: warning from 80, critical from 90 (at the line); hysteresis as before, 5 C below each line."""
+    alerts = Alerts(Thresholds())
+    got = [_temp_events(alerts, t, slowdown=90) for t in (79, 80, 85, 89.9, 90, 86, 85, 76, 75)]
+    assert got == [[], [("warning", "start")], [], [], [("critical", "start")],
+                   [],  # 86 > 90 - 5: critical holds
+                   [("info", "clear")],  # 85 = 90 - 5: critical clears, warning remains
+                   [],  # 76 > 80 - 5
+                   [("info", "clear")]]
+    ev = Alerts(Thresholds()).update({"gpus": [{"index": 0, "temperature_c": 90, "temp_slowdown_c": 90}]})
+    assert ev[0].message == "GPU 0 temperature 90 C (critical threshold: >= 90 C, the GPU's slowdown threshold)"
+    ev = Alerts(Thresholds()).update({"gpus": [{"index": 0, "temperature_c": 85}]})
+    assert ev[0].message == "GPU 0 temperature 85 C (critical threshold: >= 85 C, default)"
+
+
+def test_gpu_without_a_slowdown_threshold_uses_the_table() -> None:
+    for slowdown in (None, 0):  # not reported, or a meaningless 0 from a broken board
+        alerts = Alerts(Thresholds())
+        got = [_temp_events(alerts, t, slowdown) for t in (74.9, 75, 84.9, 85)]
+        assert got == [[], [("warning", "start")], [], [("critical", "start")]], slowdown
+
+
+def test_configured_temperature_lines_override_every_gpu() -> None:
+    crit_only = Thresholds(gpu_temp_crit_c=80)
+    assert [_temp_events(Alerts(crit_only), t, slowdown=90) for t in (69.9, 70, 80)] == [
+        [], [("warning", "start")], [("critical", "start")]]
+    warn_only = Thresholds(gpu_temp_warn_c=70)  # each GPU keeps its own critical line
+    assert [_temp_events(Alerts(warn_only), t, slowdown=90) for t in (70, 89, 90)] == [
+        [("warning", "start")], [("warning", "start")], [("critical", "start")]]
+    ev = Alerts(crit_only).update({"gpus": [{"index": 0, "temperature_c": 80, "temp_slowdown_c": 90}]})
+    assert ev[0].message.endswith("(critical threshold: >= 80 C, configured)")
+
+
+# every temperature from 60 to 100 C in half degrees, with and without a threshold of the GPU's own
+_TEMPS = [60 + i / 2 for i in range(81)]
+_SLOWDOWNS = [None, 83, 87, 90, 95]
+
+
+@pytest.mark.parametrize("slowdown", _SLOWDOWNS)
+def test_monitor_and_doctor_agree_on_every_gpu_temperature(slowdown: Any) -> None:
+    """The monitor's level for a reading (from a fresh start, so no hysteresis) is the policy's, which doctor uses."""
+    for temp in _TEMPS:
+        starts = [lvl for lvl, state in _temp_events(Alerts(Thresholds()), temp, slowdown) if state == "start"]
+        assert starts == ([gpu_health.temperature(temp, slowdown)] if gpu_health.temperature(temp, slowdown) else []), (
+            temp, slowdown)
+
+
+def test_monitor_and_doctor_agree_on_every_clock_event_mask() -> None:
+    """All 512 combinations of the nine nvml.h clock-event bits: the monitor starts exactly the policy's groups at the
+    policy's levels (HW slowdown, HW thermal and power brake critical; SW thermal warning; SW power cap notice)."""
+    for mask in range(0x200):
+        ev = Alerts(Thresholds()).update({"gpus": [{"index": 0, "clock_event_reasons": mask}]})
+        got = sorted((e.kind, e.level) for e in ev if e.state == "start")
+        assert got == sorted((kind, level) for kind, level, _bits, _what in gpu_health.clock_events(mask)), hex(mask)
+    for bit in (0x8, 0x40, 0x80):
+        ev = Alerts(Thresholds()).update({"gpus": [{"index": 0, "clock_event_reasons": bit}]})
+        assert _kinds(ev) == [("gpu_throttle_hw", "critical", "start")]
+        assert gpu_health.doctor_status(ev[0].level) == "fail"  # what doctor shows for the same bits
+
+
+def test_hw_power_brake_is_critical_and_clears_once() -> None:
+    alerts = Alerts(Thresholds())
+    ev = alerts.update({"gpus": [{"index": 0, "uuid": "GPU-x", "clock_event_reasons": 0x80 | 0x4}]})
+    assert sorted(_kinds(ev)) == [("gpu_throttle_hw", "critical", "start"), ("gpu_throttle_power", "notice", "start")]
+    hw = next(e for e in ev if e.kind == "gpu_throttle_hw")
+    assert "hw_power_brake_slowdown" in hw.message and "sw_power_cap" not in hw.message
+    assert alerts.update({"gpus": [{"index": 0, "uuid": "GPU-x", "clock_event_reasons": 0x80 | 0x40 | 0x4}]}) == []
+    ev = alerts.update({"gpus": [{"index": 0, "uuid": "GPU-x", "clock_event_reasons": 0x1}]})
+    assert sorted(_kinds(ev)) == [("gpu_throttle_hw", "info", "clear"), ("gpu_throttle_power", "info", "clear")]
+
+
+def test_monitor_learns_each_gpus_threshold_from_nvml_once(fake_nvml: Any, tmp_path: Path) -> None:
+    """Through the daemon's readers on fake NVML: slowdown 90 -> warning at 80, critical at 90; a GPU whose
+    threshold is NOT_SUPPORTED -> the table (warning at 75, critical at 85)."""
+    import io
+
+    import pynvml
+    from conftest import a100
+
+    from hosttune.monitor import daemon
+
+    hot = {"slowdown": 90, "shutdown": 95}
+    fake_nvml({"driver": "550.54.15", "cuda_driver": 12040, "devices": [
+        a100(0, "1B", temperature_c=79, temperature_thresholds=hot),
+        a100(1, "2B", temperature_c=80, temperature_thresholds=hot),
+        a100(2, "3B", temperature_c=89, temperature_thresholds=hot),
+        a100(3, "4B", temperature_c=90, temperature_thresholds=hot),
+        a100(4, "5B", temperature_c=80),  # no thresholds: NOT_SUPPORTED
+        a100(5, "6B", temperature_c=85),
+    ]})
+    out, err = io.StringIO(), io.StringIO()
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), out, err)
+    mon.open_sources()
+    try:
+        rec = mon.take()
+        levels = {e["subject"]: e["level"] for e in rec["events"] if e["kind"] == "gpu_temperature"}
+        assert levels == {"gpu1": "warning", "gpu2": "warning", "gpu3": "critical", "gpu4": "warning",
+                          "gpu5": "critical"}
+        assert [g.get("temp_slowdown_c") for g in rec["gpus"]] == [90, 90, 90, 90, None, None]
+        mon.take()
+        assert pynvml.fake_calls()["nvmlDeviceGetTemperatureThreshold"] == 6  # once per GPU, at start
+        text = sinks.render_textfile(rec, mon.stats, mon.gpus)
+    finally:
+        mon.close()
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    slow = {s.labels["gpu"]: s.value for s in fams["hosttune_gpu_slowdown_temperature_celsius"].samples}
+    assert slow == {"0": 90, "1": 90, "2": 90, "3": 90}  # absent where the GPU does not report one
+    assert "GPU 3 (GPU-00000003-1111-2222-3333-444444444444) temperature 90 C (critical threshold: >= 90 C, the " \
+           "GPU's slowdown threshold)" in out.getvalue()
+
+
 # ---- config ----------------------------------------------------------------------------------------------------
 def test_shipped_config_loads_and_matches_the_builtin_defaults() -> None:
     assert mconfig.load(str(REPO / "conf/monitor.yaml")) == MonitorConfig()
@@ -178,7 +297,9 @@ def test_shipped_config_loads_and_matches_the_builtin_defaults() -> None:
     ("interval: fast\n", "interval: expected a number"),
     ("interval: 0\n", "interval must be between"),
     ("max_bytes: 12 parsecs\n", "not a size"),
-    ("thresholds:\n  gpu_temp_warn_c: 90\n", "gpu_temp_warn_c must be below gpu_temp_crit_c"),
+    ("thresholds:\n  gpu_temp_warn_c: 90\n  gpu_temp_crit_c: 85\n", "gpu_temp_warn_c must be below gpu_temp_crit_c"),
+    ("thresholds:\n  gpu_temp_crit_c: hot\n", "thresholds.gpu_temp_crit_c: expected a number"),
+    ("thresholds:\n  memory_pct: null\n", "thresholds.memory_pct: expected a number"),
     ("interval: [1\n", "line 2"),
     ("- 1\n", "must be a YAML mapping"),
 ])
@@ -188,6 +309,19 @@ def test_bad_config_is_one_line_naming_file_and_key(tmp_path: Path, text: str, n
     with pytest.raises(UserError) as exc:
         mconfig.load(str(f))
     assert str(exc.value).startswith(str(f)) and needle in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_temperature_overrides_are_optional_in_yaml(tmp_path: Path) -> None:
+    assert (Thresholds().gpu_temp_warn_c, Thresholds().gpu_temp_crit_c) == (None, None)  # per GPU / table
+    f = tmp_path / "m.yaml"
+    f.write_text("thresholds:\n  gpu_temp_warn_c: null\n  gpu_temp_crit_c: ~\n  gpu_temp_hysteresis_c: 3\n")
+    t = mconfig.load(str(f)).thresholds
+    assert (t.gpu_temp_warn_c, t.gpu_temp_crit_c, t.gpu_temp_hysteresis_c) == (None, None, 3.0)
+    assert t.gpu_temp_limits(90) == gpu_health.TempLimits(80.0, 90.0, "nvml")
+    assert t.gpu_temp_limits(None) == gpu_health.TempLimits(75.0, 85.0, "table")
+    f.write_text("thresholds:\n  gpu_temp_warn_c: 70\n  gpu_temp_crit_c: 80\n")
+    t = mconfig.load(str(f)).thresholds
+    assert t.gpu_temp_limits(90) == t.gpu_temp_limits(None) == gpu_health.TempLimits(70.0, 80.0, "config")
 
 
 def test_config_overrides_and_sizes(tmp_path: Path) -> None:
@@ -333,8 +467,9 @@ def test_summary_min_mean_max_and_time_above_thresholds(tmp_path: Path) -> None:
     assert s["metrics"]["gpu0.temperature_c"] == {"min": 60.0, "mean": 74.5, "max": 90.0, "samples": 8}
     above = {a["condition"]: a["seconds"] for a in s["above"]}
     assert above["gpu0 temperature >= 75 C (warning)"] == 40.0  # 76, 80, 88, 90: 4 samples x 10 s
-    assert above["gpu0 temperature > 85 C (critical)"] == 20.0
-    assert above["gpu0 thermal slowdown"] == 20.0
+    assert above["gpu0 temperature >= 85 C (critical)"] == 20.0
+    assert above["gpu0 software thermal slowdown (warning)"] == 20.0
+    assert above["gpu0 hardware slowdown (cooling or power-supply fault) (critical)"] == 0.0
     assert above["host memory >= 90 %"] == 0.0
     assert [(e["kind"], e["state"]) for e in s["events"] if e["kind"] == "gpu_temperature"] == [
         ("gpu_temperature", "start"), ("gpu_temperature", "start"), ("gpu_temperature", "clear"),
@@ -342,6 +477,34 @@ def test_summary_min_mean_max_and_time_above_thresholds(tmp_path: Path) -> None:
     # --since keeps only the tail
     tail, _ = report.read_samples(str(tmp_path), since_s=25, now=1700000000.0 + 70)
     assert [r["gpus"][0]["temperature_c"] for r in tail] == [72, 60, 60]
+
+
+def test_summary_and_plot_use_each_gpus_own_lines(tmp_path: Path) -> None:
+    """A log from a GPU with slowdown 90 C: time above 80 C (warning) and 90 C (critical), lines drawn there; the
+    threshold is not summarised as a metric."""
+    t0 = 1700000000.0
+    with open(tmp_path / "monitor.jsonl", "w") as f:
+        for i, temp in enumerate([70, 80, 85, 90, 91, 70]):
+            f.write(json.dumps({"ts": t0 + 10 * i, "gpus": [
+                {"index": 0, "temp_slowdown_c": 90, "temperature_c": temp},
+                {"index": 1, "temperature_c": 60}]}) + "\n")
+    samples, bad = report.read_samples(str(tmp_path))
+    assert bad == 0
+    s = report.summarize(samples, Thresholds())
+    above = {a["condition"]: a["seconds"] for a in s["above"]}
+    assert above["gpu0 temperature >= 80 C (warning)"] == 40.0  # 80, 85, 90, 91
+    assert above["gpu0 temperature >= 90 C (critical)"] == 20.0  # 90 (at the line) and 91
+    assert above["gpu1 temperature >= 85 C (critical)"] == 0.0  # GPU 1 reports no threshold: the table
+    assert "gpu0.temp_slowdown_c" not in s["metrics"]
+    assert report.temperature_lines(samples, Thresholds()) == [
+        (75.0, "warning"), (80.0, "warning"), (85.0, "critical"), (90.0, "critical")]
+    root = ET.fromstring(report.render_svg(samples, Thresholds(), "t"))
+    labels = {e.text for e in root.iter("{http://www.w3.org/2000/svg}text")}
+    assert {"warning 80 \u00b0C", "critical 90 \u00b0C", "warning 75 \u00b0C", "critical 85 \u00b0C"} <= labels
+    bad_line = {"ts": t0 + 100, "gpus": [{"index": 0, "temp_slowdown_c": "hot", "temperature_c": 50}]}
+    with open(tmp_path / "monitor.jsonl", "a") as f:
+        f.write(json.dumps(bad_line) + "\n")
+    assert report.read_samples(str(tmp_path))[1] == 1  # a malformed threshold is an unreadable line, not a crash
 
 
 def test_svg_plot_draws_both_panels_and_the_thresholds(tmp_path: Path) -> None:

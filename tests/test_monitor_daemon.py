@@ -183,14 +183,16 @@ def test_no_nvml_or_no_gpu_still_logs_host_metrics_and_says_so_once(
 
 def test_gpu_lost_mid_run_and_threshold_events_start_and_clear_once(
         tmp_path: Path, fake_nvml: Any, daemons: List[Daemon]) -> None:
-    env = _env(fake_nvml(scenario(a100(0, "3B"), a100(1, "5E"))))
+    slow = {"slowdown": 87, "shutdown": 92}  # GPU 0's own slowdown threshold: its critical line
+    env = _env(fake_nvml(scenario(a100(0, "3B", temperature_thresholds=slow), a100(1, "5E"))))
     d = Daemon(tmp_path, env)
     daemons.append(d)
     d.wait_lines(3)
-    # GPU 0 runs hot and throttles; GPU 1 falls off the bus
-    rewrite(env, scenario(a100(0, "3B", temperature_c=88, clock_event_reasons=0x40), a100(1, "5E", lost=True)))
+    # GPU 0 runs hot and throttles (software thermal slowdown and the hardware power brake); GPU 1 falls off the bus
+    rewrite(env, scenario(a100(0, "3B", temperature_c=88, clock_event_reasons=0x20 | 0x80,
+                               temperature_thresholds=slow), a100(1, "5E", lost=True)))
     wait_for(lambda: sum(1 for r in d.lines() if r["gpus"][0].get("temperature_c") == 88) >= 4, 15, "hot", d)
-    rewrite(env, scenario(a100(0, "3B", temperature_c=50), a100(1, "5E", lost=True)))
+    rewrite(env, scenario(a100(0, "3B", temperature_c=50, temperature_thresholds=slow), a100(1, "5E", lost=True)))
     wait_for(lambda: sum(1 for r in d.lines() if r["gpus"][0].get("temperature_c") == 50) >= 4, 15, "cool", d)
     assert d.stop() == 0
     lines = d.lines()
@@ -199,13 +201,17 @@ def test_gpu_lost_mid_run_and_threshold_events_start_and_clear_once(
     assert all(set(r["gpus"][1]) == {"index", "uuid", "lost"} for r in after)  # GPU 1 no longer asked
     out = d.out.splitlines()
     assert len([x for x in out if "GPU 1" in x and "is lost" in x]) == 1, d.out
-    hot = "critical: GPU 0 (GPU-00000000-1111-2222-3333-444444444444) temperature 88 C (critical threshold: > 85 C)"
+    hot = ("critical: GPU 0 (GPU-00000000-1111-2222-3333-444444444444) temperature 88 C (critical threshold: "
+           ">= 87 C, the GPU's slowdown threshold)")
     assert len([x for x in out if hot in x]) == 1, d.out
     assert len([x for x in out if "GPU 0" in x and "temperature back to 50 C" in x]) == 1, d.out
-    assert len([x for x in out if "thermal slowdown: hw_thermal_slowdown" in x]) == 1, d.out
-    assert len([x for x in out if "thermal slowdown ended" in x]) == 1, d.out
+    assert len([x for x in out if "warning: GPU 0" in x and "thermal slowdown: sw_thermal_slowdown" in x]) == 1, d.out
+    assert len([x for x in out if "software thermal slowdown ended" in x]) == 1, d.out
+    assert len([x for x in out if x.startswith("hosttune monitor: critical: GPU 0") and "hw_power_brake" in x]) == 1
     events = [e["kind"] for r in lines for e in r.get("events", [])]
     assert events.count("gpu_lost") == 1 and events.count("gpu_throttle_thermal") == 2
+    assert events.count("gpu_throttle_hw") == 2  # start and clear
+    assert all(r["gpus"][0].get("temp_slowdown_c") == 87 for r in lines)
     assert d.err == ""
 
 
@@ -583,6 +589,7 @@ def test_unit_runs_under_real_systemd_in_nspawn(tmp_path: Path) -> None:
     assert len(samples) >= 3 and samples[-1]["gpus"][0]["temperature_c"] == 88
     journal = [json.loads(line) for line in (out / "journal.json").read_text().splitlines() if line.strip()]
     mine = [(e.get("PRIORITY"), e.get("MESSAGE")) for e in journal if e.get("_COMM", "").startswith("python")]
-    assert ("2", "GPU 0 (GPU-00000000-1111-2222-3333-444444444444) temperature 88 C (critical threshold: > 85 C)") \
-        in mine, mine
-    assert [m for p, m in mine if p == "4" and "thermal slowdown" in str(m)], mine
+    assert ("2", "GPU 0 (GPU-00000000-1111-2222-3333-444444444444) temperature 88 C (critical threshold: >= 85 C, "
+                 "default)") in mine, mine
+    # HW thermal slowdown (0x40) is critical, as doctor fails it
+    assert [m for p, m in mine if p == "2" and "hardware slowdown" in str(m) and "hw_thermal_slowdown" in str(m)], mine

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Dict, List, Optional
 
 from hosttune.errors import UserError
+from hosttune.policy import gpu_health
+from hosttune.policy.gpu_health import TempLimits
 
 DEFAULT_CONFIG = "/etc/hosttune/monitor.yaml"
 MAX_CONFIG_BYTES = 1 << 20  # a monitor.yaml is a dozen lines
@@ -19,22 +21,35 @@ MAX_CONFIG_BYTES = 1 << 20  # a monitor.yaml is a dozen lines
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Event thresholds. A condition is logged once when it starts and once when it clears; it clears only after
-    the value falls `*_hysteresis_*` below the threshold, so a reading that hovers at the line is not a flood."""
+    """Event thresholds. A condition is logged once when it starts (a reading AT the line is over it) and once when
+    it clears; it clears only after the value falls `*_hysteresis_*` below the line, so a reading that hovers at
+    the line is not a flood.
 
-    gpu_temp_warn_c: float = 75.0  # datacenter GPUs run 65-75 C under load; above that is worth a line
-    gpu_temp_crit_c: float = 85.0  # where most parts start thermal slowdown
+    GPU temperature lines are decided by `hosttune.policy.gpu_health`, the same function doctor uses: per GPU,
+    critical from its own NVML slowdown threshold and warning 10 C below it; a GPU that does not report one gets the
+    table's 75 C warning / 85 C critical. `gpu_temp_warn_c` / `gpu_temp_crit_c` (monitor.yaml `thresholds:`) are
+    optional overrides for every GPU: unset (the default, or `null`) leaves the per-GPU lines; setting only the
+    critical line puts the warning 10 C below it; setting only the warning line keeps each GPU's critical line.
+    """
+
+    gpu_temp_warn_c: Optional[float] = None  # None: per GPU (its slowdown threshold - 10 C), else the table's 75 C
+    gpu_temp_crit_c: Optional[float] = None  # None: per GPU (its NVML slowdown threshold), else the table's 85 C
     gpu_temp_hysteresis_c: float = 5.0
     memory_pct: float = 90.0  # host RAM and GPU memory
     memory_hysteresis_pct: float = 5.0
 
     def __post_init__(self) -> None:
-        if not self.gpu_temp_warn_c < self.gpu_temp_crit_c:
+        warn, crit = self.gpu_temp_warn_c, self.gpu_temp_crit_c
+        if warn is not None and crit is not None and not warn < crit:
             raise ValueError("gpu_temp_warn_c must be below gpu_temp_crit_c")
         if self.gpu_temp_hysteresis_c < 0 or self.memory_hysteresis_pct < 0:
             raise ValueError("hysteresis must be >= 0")
         if not 0 < self.memory_pct <= 100:
             raise ValueError("memory_pct must be in (0, 100]")
+
+    def gpu_temp_limits(self, slowdown_c: Optional[float]) -> TempLimits:
+        """One GPU's warning/critical lines: these overrides, else its slowdown threshold, else the table."""
+        return gpu_health.temperature_limits(slowdown_c, self.gpu_temp_warn_c, self.gpu_temp_crit_c)
 
 
 @dataclass(frozen=True)
@@ -100,6 +115,10 @@ def _number(value: Any, key: str) -> float:
     return float(value)
 
 
+# thresholds that may be `null` in the YAML: unset, the per-GPU lines of the temperature policy
+_UNSET_OK = ("gpu_temp_warn_c", "gpu_temp_crit_c")
+
+
 def from_mapping(data: Dict[str, Any]) -> MonitorConfig:
     """Build a config from the YAML mapping; unknown keys are errors (a typo must not be silently ignored)."""
     known = {f.name for f in fields(MonitorConfig)}
@@ -115,7 +134,9 @@ def from_mapping(data: Dict[str, Any]) -> MonitorConfig:
                 if tkey not in tknown:
                     shown = brief(tkey)[1:-1] if isinstance(tkey, str) else brief(tkey)
                     raise ValueError(f"unknown key thresholds.{shown} (known: {', '.join(sorted(tknown))})")
-            kw[key] = Thresholds(**{k: _number(v, f"thresholds.{k}") for k, v in value.items()})
+            tkw: Dict[str, Any] = {k: None if v is None and k in _UNSET_OK else _number(v, f"thresholds.{k}")
+                                   for k, v in value.items()}
+            kw[key] = Thresholds(**tkw)
         elif key == "interval":
             kw[key] = _number(value, key)
         elif key in ("max_bytes",):

@@ -1,8 +1,12 @@
 """Threshold crossings as events: logged once when a condition starts and once when it clears (pure, no I/O).
 
 `Alerts.update(sample)` compares one sample with the conditions that were active after the previous one and
-returns the transitions. Hysteresis keeps a reading that hovers at a threshold from producing a line per sample.
-Counters (uncorrected ECC errors, uncorrectable remapped rows) produce one event per increase.
+returns the transitions. How bad a GPU temperature or clock event is comes only from `policy.gpu_health` (doctor
+reads the same function): a reading AT a line is at that level, and each GPU's lines follow its own slowdown
+threshold (`temp_slowdown_c`, from `Nvml.static()`, carried in every GPU entry of a sample). What is the
+monitor's own is the memory: hysteresis keeps a reading that hovers at a line from producing a line per sample (a
+level entered at its line holds until the value falls `hysteresis` below it). Counters (uncorrected ECC errors,
+uncorrectable remapped rows) produce one event per increase.
 """
 
 from dataclasses import asdict, dataclass
@@ -10,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from hosttune import nvml
 from hosttune.monitor.config import Thresholds
+from hosttune.policy import gpu_health
 
 # syslog priorities, for the journal's "<N>" line prefix (sd-daemon(3))
 PRIORITY = {"critical": 2, "error": 3, "warning": 4, "notice": 5, "info": 6}
@@ -28,12 +33,8 @@ class Event:
         return asdict(self)
 
 
-# clock-event reason groups that count as throttling, and how loud each is
-_THROTTLE = (
-    ("gpu_throttle_thermal", nvml.THERMAL_REASONS, "warning", "thermal slowdown"),
-    ("gpu_throttle_hw", 0x8, "warning", "hardware slowdown (HW_SLOWDOWN)"),
-    ("gpu_throttle_power", nvml.POWER_REASONS, "notice", "power capping"),
-)
+# where a GPU's temperature lines come from, as an event message says it
+_SOURCE = {"nvml": "the GPU's slowdown threshold", "table": "default", "config": "configured"}
 
 
 class Alerts:
@@ -44,14 +45,16 @@ class Alerts:
         self._lost: set = set()
 
     # ---- helpers --------------------------------------------------------------------------------------------
-    def _band(self, key: Tuple[str, str], value: float, warn: float, hyst: float, crit: Optional[float]) -> str:
-        """The level for `value` given the level in force: enter at the threshold, leave `hyst` below it."""
+    def _hold(self, key: Tuple[str, str], entered: str, value: float, lines: Dict[str, float], hyst: float) -> str:
+        """The level in force: `entered` (the reading's own level) unless a higher level already in force still
+        holds, which it does until the value falls `hyst` below that level's line."""
         cur = self.active.get(key, "")
-        if crit is not None and (value > crit or (cur == "critical" and value > crit - hyst)):
-            return "critical"
-        if value >= warn or (cur in ("warning", "critical") and value > warn - hyst):
-            return "warning"
-        return ""
+        for held in ("critical", "warning"):
+            if gpu_health.worst([entered, held]) == entered:
+                return entered  # the reading is at least at this level: nothing to hold
+            if gpu_health.worst([cur, held]) == cur and held in lines and value > lines[held] - hyst:
+                return held
+        return entered
 
     def _transition(self, out: List[Event], key: Tuple[str, str], new: str, start_msg: str, clear_msg: str,
                     value: Optional[float]) -> None:
@@ -77,12 +80,17 @@ class Alerts:
         pct = host.get("mem_used_pct")
         if pct is not None:
             key = ("host_memory", "host")
-            lvl = self._band(key, pct, t.memory_pct, t.memory_hysteresis_pct, None)
+            lvl = self._memory(key, pct)
             self._transition(out, key, lvl, f"host memory {pct:.1f} % used (threshold {t.memory_pct:g} %)",
                              f"host memory back to {pct:.1f} % used", pct)
         for gpu in sample.get("gpus") or []:
             self._gpu(out, gpu)
         return out
+
+    def _memory(self, key: Tuple[str, str], pct: float) -> str:
+        t = self.t
+        entered = "warning" if pct >= t.memory_pct else ""
+        return self._hold(key, entered, pct, {"warning": t.memory_pct}, t.memory_hysteresis_pct)
 
     def _gpu(self, out: List[Event], gpu: Dict[str, Any]) -> None:
         t = self.t
@@ -100,23 +108,27 @@ class Alerts:
         temp = gpu.get("temperature_c")
         if temp is not None:
             key = ("gpu_temperature", subj)
-            lvl = self._band(key, temp, t.gpu_temp_warn_c, t.gpu_temp_hysteresis_c, t.gpu_temp_crit_c)
-            limit = f"> {t.gpu_temp_crit_c:g}" if lvl == "critical" else f">= {t.gpu_temp_warn_c:g}"
-            self._transition(out, key, lvl, f"{name} temperature {temp:g} C ({{level}} threshold: {limit} C)",
+            limits = t.gpu_temp_limits(gpu.get("temp_slowdown_c"))
+            lines = {"critical": limits.crit_c, "warning": limits.warn_c}
+            lvl = self._hold(key, limits.level(temp), temp, lines, t.gpu_temp_hysteresis_c)
+            where = _SOURCE.get(limits.source, limits.source)
+            limit = f">= {lines[lvl]:g} C, {where}" if lvl else ""
+            self._transition(out, key, lvl, f"{name} temperature {temp:g} C ({{level}} threshold: {limit})",
                              f"{name} temperature back to {temp:g} C", temp)
         mem = gpu.get("memory_used_pct")
         if mem is not None:
             key = ("gpu_memory", subj)
-            lvl = self._band(key, mem, t.memory_pct, t.memory_hysteresis_pct, None)
+            lvl = self._memory(key, mem)
             self._transition(out, key, lvl, f"{name} memory {mem:.1f} % used (threshold {t.memory_pct:g} %)",
                              f"{name} memory back to {mem:.1f} % used", mem)
         reasons = gpu.get("clock_event_reasons")
         if reasons is not None:
-            for kind, mask, level, what in _THROTTLE:
-                on = bool(reasons & mask)
-                names = ", ".join(nvml.reason_names(reasons & mask))
-                self._transition(out, (kind, subj), level if on else "",
-                                 f"{name} clocks reduced by {what}: {names}", f"{name} {what} ended", None)
+            on = {kind: (level, bits) for kind, level, bits, _what in gpu_health.clock_events(reasons)}
+            for kind, _mask, _level, what in gpu_health.CLOCK_EVENT_GROUPS:  # every group, to clear the ended ones
+                level, bits = on.get(kind, ("", 0))
+                names = ", ".join(nvml.reason_names(bits))
+                self._transition(out, (kind, subj), level, f"{name} clocks reduced by {what}: {names}",
+                                 f"{name} {what} ended", None)
         for kind, field, what in (
             ("gpu_ecc", "ecc_uncorrected_volatile", "uncorrected ECC error(s)"),
             ("gpu_remapped_rows", "remapped_rows_uncorrectable", "row remapping(s) for uncorrectable errors"),

@@ -15,17 +15,17 @@ import stat
 import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from hosttune import nvml
 from hosttune.errors import UserError
 from hosttune.monitor.config import Thresholds
 from hosttune.monitor.sinks import jsonl_files
+from hosttune.policy import gpu_health
 from hosttune.term import printable
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # per-GPU fields that do not change and so say nothing as min/mean/max
 _STATIC = {"index", "memory_total_mb", "power_limit_w", "clock_event_reasons", "remapped_rows_pending",
-           "remapped_rows_failure", "retired_pages_pending"}
+           "remapped_rows_failure", "retired_pages_pending", "temp_slowdown_c"}
 _HOST_STATIC = {"mem_total_bytes", "swap_total_bytes", "shm_total_bytes"}
 
 
@@ -99,7 +99,7 @@ def _well_formed(rec: Any) -> bool:
     for gpu in gpus or []:
         if not isinstance(gpu, dict) or not isinstance(gpu.get("index"), int) or isinstance(gpu["index"], bool):
             return False
-        for key in ("temperature_c", "memory_used_pct"):
+        for key in ("temperature_c", "memory_used_pct", "temp_slowdown_c"):
             if gpu.get(key) is not None and not _is_num(gpu[key]):
                 return False
         reasons = gpu.get("clock_event_reasons")
@@ -242,15 +242,19 @@ def summarize(samples: Sequence[Dict[str, Any]], thresholds: Thresholds) -> Dict
             g = f"gpu{gpu['index']}"
             temp = gpu.get("temperature_c")
             if temp is not None:
-                add(f"{g} temperature >= {t.gpu_temp_warn_c:g} C (warning)", temp >= t.gpu_temp_warn_c, dt)
-                add(f"{g} temperature > {t.gpu_temp_crit_c:g} C (critical)", temp > t.gpu_temp_crit_c, dt)
+                # the events' lines for this GPU (the policy's, from its slowdown threshold): at the line is over it
+                limits = t.gpu_temp_limits(gpu.get("temp_slowdown_c"))
+                level = limits.level(temp)
+                add(f"{g} temperature >= {limits.warn_c:g} C (warning)", level in ("warning", "critical"), dt)
+                add(f"{g} temperature >= {limits.crit_c:g} C (critical)", level == "critical", dt)
             mem = gpu.get("memory_used_pct")
             if mem is not None:
                 add(f"{g} memory >= {t.memory_pct:g} %", mem >= t.memory_pct, dt)
             reasons = gpu.get("clock_event_reasons")
             if reasons is not None:
-                add(f"{g} thermal slowdown", bool(reasons & (nvml.THERMAL_REASONS | 0x8)), dt)
-                add(f"{g} power capping", bool(reasons & nvml.POWER_REASONS), dt)
+                on = {kind for kind, _level, _bits, _what in gpu_health.clock_events(reasons)}
+                for kind, _mask, level, what in gpu_health.CLOCK_EVENT_GROUPS:
+                    add(f"{g} {what} ({level})", kind in on, dt)
     span = sum(durations)
     events = [dict(ev, ts=rec["ts"], time=rec.get("time")) for rec in samples for ev in rec.get("events") or []]
     return {
@@ -363,6 +367,19 @@ def _time_ticks(t0: float, t1: float) -> List[float]:
     return [first + i * step for i in range(int((t1 - first) / step) + 1)]
 
 
+def temperature_lines(samples: Sequence[Dict[str, Any]], thresholds: Thresholds) -> List[Tuple[float, str]]:
+    """[(degrees, level)] of every GPU's warning and critical lines in the log, each value once (GPUs of one
+    model share them); the table's (or the configured) lines when the log holds no GPU temperature."""
+    slowdowns = {gpu.get("temp_slowdown_c") for rec in samples for gpu in rec.get("gpus") or []
+                 if gpu.get("temperature_c") is not None} or {None}
+    lines: Dict[float, str] = {}
+    for slowdown in sorted(slowdowns, key=lambda v: -1.0 if v is None else float(v)):
+        limits = thresholds.gpu_temp_limits(slowdown)
+        lines.setdefault(limits.warn_c, "warning")
+        lines[limits.crit_c] = "critical"  # one GPU's critical line wins over another's warning at that value
+    return sorted(lines.items())
+
+
 def render_svg(samples: Sequence[Dict[str, Any]], thresholds: Thresholds, title: str = "") -> str:
     """Two panels over time: temperatures (GPU, CPU package) with the warning/critical lines, and memory use in %.
     Each series is reduced to the maximum per pixel column, so a short spike to 88 C stays visible."""
@@ -439,8 +456,8 @@ def render_svg(samples: Sequence[Dict[str, Any]], thresholds: Thresholds, title:
 
     t = thresholds
     panel(top + 20, "Temperature", "\u00b0C", temps,
-          [(t.gpu_temp_warn_c, f"warning {t.gpu_temp_warn_c:g} \u00b0C", "#e69500"),
-           (t.gpu_temp_crit_c, f"critical {t.gpu_temp_crit_c:g} \u00b0C", "#d62728")], None, None)
+          [(value, f"{level} {value:g} \u00b0C", "#e69500" if level == "warning" else "#d62728")
+           for value, level in temperature_lines(samples, t)], None, None)
     panel(top + 20 + panel_h + 50, "Memory used", "%", mems,
           [(t.memory_pct, f"{t.memory_pct:g} %", "#d62728")], 0.0, 100.0)
     out.append("</svg>")
@@ -505,8 +522,8 @@ def _write_png(path: str, samples: Sequence[Dict[str, Any]], thresholds: Thresho
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
     for label, pts in sorted(temps.items()):
         ax1.plot([dt.datetime.utcfromtimestamp(t) for t, _ in pts], [v for _, v in pts], label=label)
-    ax1.axhline(thresholds.gpu_temp_warn_c, ls="--", color="orange")
-    ax1.axhline(thresholds.gpu_temp_crit_c, ls="--", color="red")
+    for value, level in temperature_lines(samples, thresholds):
+        ax1.axhline(value, ls="--", color="orange" if level == "warning" else "red")
     ax1.set_ylabel("C")
     for label, pts in sorted(mems.items()):
         ax2.plot([dt.datetime.utcfromtimestamp(t) for t, _ in pts], [v for _, v in pts], label=label)

@@ -97,8 +97,14 @@ def fs_usage(st: Any) -> Dict[str, Any]:
 
 
 def gpu_fields(static: Dict[str, Any], dynamic: Dict[str, Any]) -> Dict[str, Any]:
-    """One GPU's entry in a sample: identity from `Nvml.static`, readings from `Nvml.sample`, derived fields."""
+    """One GPU's entry in a sample: identity from `Nvml.static`, readings from `Nvml.sample`, derived fields.
+
+    The GPU's slowdown threshold (static, read once) rides along in every entry: the events and `monitor report`
+    draw that GPU's temperature lines from it, and a log line is then complete on its own (rotation keeps no
+    header)."""
     out: Dict[str, Any] = {"index": static["index"], "uuid": static.get("uuid")}
+    if static.get("temp_slowdown_c") is not None:
+        out["temp_slowdown_c"] = static["temp_slowdown_c"]
     out.update(dynamic)
     used, total = dynamic.get("memory_used_mb"), dynamic.get("memory_total_mb")
     if used is not None and total:

@@ -240,6 +240,10 @@ def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Ite
         ex.add("hosttune_gpu_info", "gauge", "GPU identity (value is always 1).",
                {"gpu": info["index"], "uuid": info.get("uuid") or "", "name": info.get("name") or "",
                 "pci_bus_id": info.get("pci_bus_id") or ""}, 1)
+        # absent for a GPU that does not report it (the monitor's lines are then the table's 75/85 C)
+        ex.add("hosttune_gpu_slowdown_temperature_celsius", "gauge",
+               "Temperature at which the GPU starts its hardware slowdown (NVML): its default critical line.",
+               {"gpu": info["index"], "uuid": info.get("uuid") or ""}, info.get("temp_slowdown_c"))
     for gpu in sample.get("gpus") or []:
         labels = _labels({"gpu": gpu["index"], "uuid": gpu.get("uuid") or ""})
         ex.add("hosttune_gpu_up", "gauge", "1 while the GPU answers NVML, 0 once it is lost.", labels,
