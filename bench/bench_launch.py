@@ -141,7 +141,7 @@ def overhead(rounds: int, env: Dict[str, str], work: str) -> None:
     from hosttune import launch
 
     job = launch.prepare(["torchrun", "--nproc_per_node=2", "noop.py"])
-    handoff = launch.write_handoff(launch.handoff_payload(job, "bench"))
+    handoff = launch.handoff.write(launch.handoff_payload(job, "bench"))
     shim_env = dict(env, HOSTTUNE_HANDOFF=handoff, LOCAL_RANK="1", LOCAL_WORLD_SIZE="2")
     try:
         t = interleave(

@@ -10,13 +10,16 @@ Binding happens before exec: affinity and memory policy set here are inherited b
 Exit status: the program's own (exec); 127 when COMMAND cannot be found, 126 when it cannot be run, 2 on bad input.
 """
 
-import dataclasses
 import os
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from hosttune import handoff, launch, trust
+from hosttune import trust
 from hosttune.errors import UserError
+from hosttune.launch import handoff
+from hosttune.launch.binding import bind_self
+from hosttune.launch.slurm import slurm_rank
+from hosttune.policy import names
 
 
 def _say(msg: str) -> None:
@@ -33,40 +36,6 @@ def _int_env(environ: Mapping[str, str], *keys: str) -> Optional[int]:
             except ValueError:
                 raise UserError(f"{key}={raw!r} is not an integer") from None
     return None
-
-
-def profile_from_dict(data: Mapping[str, Any]) -> Any:
-    """Rebuild the launcher's Profile from `Profile.to_dict()` (nested DataLoader, tuples)."""
-    from hosttune import profile as profmod
-
-    known = {f.name: f for f in dataclasses.fields(profmod.Profile)}
-    kwargs: Dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in known:
-            continue
-        if key == "dataloader" and isinstance(value, Mapping):
-            value = profmod.DataLoader(**value)
-        elif key == "chain" and isinstance(value, list):
-            value = tuple(value)
-        kwargs[key] = value
-    return profmod.Profile(**kwargs)
-
-
-def read_handoff(environ: Mapping[str, str]) -> Optional[Dict[str, Any]]:
-    """The launcher's plan, read through the checked channel (handoff.py); UserError when it fails a check."""
-    return handoff.read(environ)
-
-
-def users_env(handoff_data: Optional[Mapping[str, Any]], environ: Mapping[str, str]) -> Dict[str, str]:
-    """The caller's own environment: torchrun's, with what the launcher set for torchrun (its common env) undone."""
-    user_env = dict(environ)
-    touched = (handoff_data or {}).get("touched") or {}
-    for key, orig in touched.items():
-        if orig is None:
-            user_env.pop(key, None)
-        else:
-            user_env[key] = orig
-    return user_env
 
 
 def checked_env(plan_env: Mapping[str, str], environ: Mapping[str, str]) -> Dict[str, str]:
@@ -92,22 +61,17 @@ def resolve_plan(
     world size, or no launcher at all) resolve from the handed-over facts and profile, or detect here.
     """
     if handoff_data is not None:
-        plans = (handoff_data.get("plans") or {}).get(str(world))
         tools = handoff_data.get("tools") or {}
         no_bind = bool(handoff_data.get("no_bind"))
-        if plans and 0 <= local_rank < len(plans):
-            return launch.PlanView.from_dict(plans[local_rank]), tools.get("libnuma"), tools.get("numactl"), no_bind
+        handed = handoff.rank_plan(handoff_data, local_rank, world)
+        if handed is not None:
+            return handed, tools.get("libnuma"), tools.get("numactl"), no_bind
     from hosttune import plan as planmod
     from hosttune.facts import Facts
 
     if handoff_data is not None:
         facts = Facts.from_dict(handoff_data["facts"])
-        if handoff_data.get("profile") is not None:
-            prof = profile_from_dict(handoff_data["profile"])
-        else:
-            from hosttune import profile as profmod
-
-            prof = profmod.active(None, facts)
+        prof = handoff.profile_of(handoff_data, facts)
     else:
         from pathlib import Path
 
@@ -119,7 +83,7 @@ def resolve_plan(
         no_bind = False
     # Plan with the user's own environment: undo what the launcher set for torchrun (its common env), so
     # LD_PRELOAD is not prepended twice and torchrun's OMP_NUM_THREADS is not taken for the user's choice.
-    user_env = users_env(handoff_data, environ)
+    user_env = handoff.users_env((handoff_data or {}).get("touched"), environ)
     rank_plan = planmod.resolve(facts, prof, local_rank, world, environ=user_env)
     return rank_plan, facts.tools.libnuma, facts.tools.numactl, no_bind
 
@@ -138,7 +102,7 @@ def parent_python() -> Optional[str]:
             argv0 = fh.read().split(b"\0")[0].decode("utf-8", "surrogateescape")
     except OSError:
         argv0 = ""
-    if argv0 and launch._is_python(argv0):
+    if argv0 and handoff.is_python(argv0):
         if os.path.isabs(argv0) and os.access(argv0, os.X_OK):
             return argv0
         found = shutil.which(argv0)
@@ -148,7 +112,7 @@ def parent_python() -> Optional[str]:
         exe = os.readlink(f"/proc/{ppid}/exe")
     except OSError:
         return None
-    return exe if launch._is_python(exe) else None
+    return exe if handoff.is_python(exe) else None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -165,9 +129,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if local_rank is None:
             local_rank, world = 0, 1
         elif world is None:
-            slurm = launch.slurm_rank(environ)
+            slurm = slurm_rank(environ)
             world = slurm[1] if slurm else local_rank + 1
-        handoff_data = read_handoff(environ)
+        handoff_data = handoff.read(environ)
         rank_plan, libnuma, numactl, no_bind = resolve_plan(handoff_data, local_rank, world, environ)
     except UserError as exc:
         # Refuse rather than run the rank unprofiled: a silently unbound rank hides both a misconfiguration and
@@ -177,14 +141,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     env = dict(environ)
     try:
-        env.update(checked_env(rank_plan.env, users_env(handoff_data, environ)))
+        env.update(checked_env(rank_plan.env, handoff.users_env((handoff_data or {}).get("touched"), environ)))
     except UserError as exc:
         _say(f"error: {exc}; rank {local_rank} not started")
         return 2
-    env[launch.ENV_LOCAL_RANK] = str(local_rank)
-    env[launch.ENV_LOCAL_WORLD_SIZE] = str(world)
-    env.pop(launch.ENV_HANDOFF, None)  # the rank's own children have no use for it
-    if args[0] == launch.TORCHRUN_PYTHON:
+    env[names.LOCAL_RANK] = str(local_rank)
+    env[names.LOCAL_WORLD_SIZE] = str(world)
+    env.pop(names.HANDOFF, None)  # the rank's own children have no use for it
+    if args[0] == handoff.TORCHRUN_PYTHON:
         found = parent_python()
         if found is None:
             _say("cannot tell which python torchrun runs on (the shim's parent is not a Python interpreter); "
@@ -192,7 +156,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 127
         args[0] = found
     if not no_bind:
-        binding = launch.bind_self(rank_plan, libnuma, numactl)
+        binding = bind_self(rank_plan, libnuma, numactl)
         for note in binding.notes:
             _say(f"rank {local_rank}: {note}")
         if binding.prefix:

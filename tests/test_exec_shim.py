@@ -9,7 +9,8 @@ from typing import Any, Dict
 
 import pytest
 
-from hosttune import handoff, launch, shim
+from hosttune import launch, shim
+from hosttune.launch import handoff
 
 PY = sys.executable
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"

@@ -18,7 +18,8 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from hosttune import handoff, launch
+from hosttune import launch
+from hosttune.launch import handoff
 
 PY = sys.executable
 

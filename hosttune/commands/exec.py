@@ -75,6 +75,12 @@ def cmd(
         raise UserError(f"--root {root}: no such directory")
     job = launch.prepare(list(command), profile=profile_name, root=Path(root) if root else None, no_bind=no_bind)
     if dry_run:
+        from hosttune import profile as profmod
+        from hosttune.term import printable
+
+        note = profmod.fingerprint_note(job.profile, job.facts)  # a profile made on other hardware: say so once
+        if note:
+            click.echo(printable(note), err=True)
         if as_json:
             click.echo(json.dumps(job.to_dict(), indent=2))
         else:

@@ -22,6 +22,8 @@ import sys
 import time
 from typing import Callable, Dict, Iterable, List, Optional, Set
 
+from hosttune.launch.procfs import children, descendants, marked_processes, start_time
+
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 POLL_S = 0.25
@@ -64,16 +66,6 @@ def pdeathsig_preexec(sig: int = signal.SIGTERM) -> Callable[[], None]:
     return pre
 
 
-def start_time(pid: int) -> Optional[int]:
-    """Field 22 of /proc/PID/stat (clock ticks after boot): with the pid, names one process for good."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read()
-        return int(raw[raw.rindex(b")") + 2 :].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def _alive(pid: int, start: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
@@ -94,7 +86,7 @@ class Guardian:
     @classmethod
     def start(cls, marker: str, grace: float, cleanup: Iterable[str] = ()) -> "Guardian":
         """Fork the guardian. `cleanup`: files it removes (with their private directory) if the launcher dies."""
-        from hosttune import handoff
+        from hosttune.launch import handoff
 
         paths = list(cleanup)
         sys.stdout.flush()
@@ -154,9 +146,7 @@ def reap_orphans() -> None:
 def reap_orphans_except(*keep: int) -> None:
     """While the job runs: collect re-parented orphans that died, leaving the job's top and the guardian alone
     (their status belongs to subprocess and `finish`)."""
-    from hosttune.launch import _children
-
-    for pid in _children(os.getpid()):
+    for pid in children(os.getpid()):
         if pid not in keep:
             try:
                 os.waitpid(pid, os.WNOHANG)
@@ -172,10 +162,8 @@ def _say(msg: str) -> None:
 
 
 def _record(seen: Dict[int, int], roots: Iterable[int], skip: int, deep: bool = True) -> None:
-    from hosttune.launch import _children, descendants
-
     for root in roots:
-        for pid in descendants(root) if deep else _children(root):
+        for pid in descendants(root) if deep else children(root):
             if pid != skip and pid not in seen:
                 st = start_time(pid)
                 if st is not None:
@@ -183,8 +171,6 @@ def _record(seen: Dict[int, int], roots: Iterable[int], skip: int, deep: bool = 
 
 
 def _living(seen: Dict[int, int], marker: str, skip: int) -> List[int]:
-    from hosttune.launch import marked_processes
-
     alive = [p for p, st in seen.items() if _alive(p, st)]
     _record(seen, alive, skip)  # children born since the last look
     alive = [p for p, st in seen.items() if _alive(p, st)]

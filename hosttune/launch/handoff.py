@@ -1,30 +1,104 @@
-"""The launcher -> shim handoff: one JSON file in a directory only the launching user can write, read back checked.
+"""The launcher -> shim handoff: what the launcher tells every rank's shim, written once into a directory only the
+launching user can write, and read back checked. Writer and reader both live here.
 
 `hosttune exec -- torchrun ...` resolves every rank's plan once and hands it to the shims torchrun starts. torchrun
 closes inherited descriptors before it starts a worker, so the plan travels as a file whose path is in
 $HOSTTUNE_HANDOFF. Whoever can write that file decides what runs inside every rank (LD_PRELOAD, env), as root too,
 so both ends live here:
 
-- `write`: a fresh `mkdtemp` directory (owner = euid, mode 0700) under the first base that passes the root trust
-  rule: $XDG_RUNTIME_DIR (after `su` it is still the user's, and refused), then /run/hosttune as root, then the
-  temp directory; the file is written there atomically with mode 0600.
-- `read` (the shim): the directory must still be owned by the shim's euid with mode 0700 and sit under trusted
-  directories, the file must be a regular file (never a link) owned by the euid, not group/other-writable, and
-  smaller than `LIMIT`. Anything else is `Untrusted`: the shim then refuses to start the rank (exit 2) rather than
-  run it unprofiled or with someone else's plan.
+- `payload` / `write`: the plans of the known world size (each `RankPlan.to_dict()`), facts (`Facts.to_dict()`),
+  profile (`Profile.to_dict()`), the variables set for torchrun and the flags. Written to a fresh `mkdtemp`
+  directory (owner = euid, mode 0700) under the first base that passes the root trust rule: $XDG_RUNTIME_DIR
+  (after `su` it is still the user's, and refused), then /run/hosttune as root, then the temp directory; the file
+  is written there atomically with mode 0600.
+- `read` / `rank_plan` (the shim): the directory must still be owned by the shim's euid with mode 0700 and sit
+  under trusted directories, the file must be a regular file (never a link) owned by the euid, not
+  group/other-writable, and smaller than `LIMIT`. Anything else is `Untrusted`: the shim then refuses to start the
+  rank (exit 2) rather than run it unprofiled or with someone else's plan.
+
+The reader imports neither plan.py nor the profile: see `rank_plan`.
 """
 
 import json
 import os
 import stat
-from typing import Any, Dict, Iterator, Mapping, Optional
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, Optional
 
 from hosttune import fsio, trust
+from hosttune.policy import names
 
-ENV = "HOSTTUNE_HANDOFF"  # path of the handoff file
+if TYPE_CHECKING:
+    from hosttune.launch.job import Launch
+
+ENV = names.HANDOFF  # path of the handoff file
 NAME = "handoff.json"
 LIMIT = 64 << 20  # facts + 1024 ranks' plans stay far below this; a bigger file is not ours
 RUN_BASE = "/run/hosttune"
+VERSION = 1
+
+# In a rank command: "the interpreter torchrun itself runs on", resolved by the shim from its parent process when
+# the launcher cannot read it from torchrun's shebang (pyenv shims, wrapper scripts).
+TORCHRUN_PYTHON = "{torchrun-python}"
+
+
+def is_python(path: str) -> bool:
+    """A Python interpreter by its name (python3, python3.11, pypy3): how torchrun's launcher and the shim's parent
+    are recognised."""
+    name = os.path.basename(path)
+    return name.startswith("python") or name.startswith("pypy")
+
+
+def payload(launch: "Launch", marker: str) -> Dict[str, Any]:
+    """What every shim of this launch needs. The plans for the known local world size are resolved here already,
+    so a rank's shim only reads JSON and binds (no facts/profile/YAML imports); a different world size (elastic)
+    falls back to resolving from the facts and profile carried along."""
+    prof = launch.profile
+    return {
+        "version": VERSION,
+        "marker": marker,
+        "plans": {str(len(launch.ranks)): [p.to_dict() for p in launch.ranks]},
+        "tools": {"libnuma": launch.facts.tools.libnuma, "numactl": launch.facts.tools.numactl},
+        "facts": launch.facts.to_dict(),
+        "profile": prof.to_dict() if hasattr(prof, "to_dict") else None,
+        "touched": launch.touched,
+        "no_bind": launch.no_bind,
+    }
+
+
+def users_env(touched: Optional[Mapping[str, Optional[str]]], environ: Mapping[str, str]) -> Dict[str, str]:
+    """The caller's own environment: torchrun's, with what the launcher set for torchrun (`touched`: variable ->
+    the caller's value, None when it was unset) undone. A rank re-planned from it does not take torchrun's
+    OMP_NUM_THREADS for the user's choice, nor prepend the launcher's LD_PRELOAD twice."""
+    user_env = dict(environ)
+    for key, orig in (touched or {}).items():
+        if orig is None:
+            user_env.pop(key, None)
+        else:
+            user_env[key] = orig
+    return user_env
+
+
+def rank_plan(data: Mapping[str, Any], local_rank: int, world: int) -> Optional[Any]:
+    """The launcher's plan for this rank when it planned this world size, else None (plan again).
+
+    The plan is `RankPlan.to_dict()` read as it is (attributes over the same keys), not `RankPlan.from_dict()`:
+    binding and exec need only cpus, mems, mem_policy and env, and importing plan.py (facts, profile, YAML) would
+    more than double every rank's start-up imports (see shim.py)."""
+    plans = (data.get("plans") or {}).get(str(world))
+    if not plans or not 0 <= local_rank < len(plans):
+        return None
+    return SimpleNamespace(**plans[local_rank])
+
+
+def profile_of(data: Mapping[str, Any], facts: Any) -> Any:
+    """The launcher's profile back from `Profile.to_dict()` (the profile's own reader), or the active one when
+    the launcher had none to hand over."""
+    from hosttune import profile as profmod
+
+    if data.get("profile") is None:
+        return profmod.active(None, facts)
+    return profmod.Profile.from_dict(data["profile"])
 
 
 def _bases(environ: Mapping[str, str]) -> Iterator[str]:
@@ -63,10 +137,10 @@ def _private_under(base: str) -> Optional[str]:
     return None
 
 
-def write(payload: Mapping[str, Any], environ: Optional[Mapping[str, str]] = None) -> str:
+def write(content: Mapping[str, Any], environ: Optional[Mapping[str, str]] = None) -> str:
     """Write the handoff; returns the file's path (for $HOSTTUNE_HANDOFF). OSError when no base is usable."""
     env = os.environ if environ is None else environ
-    blob = json.dumps(payload).encode()
+    blob = json.dumps(content).encode()
     for base in _bases(env):
         d = _private_under(base)
         if d is None:
@@ -128,6 +202,6 @@ def read(environ: Mapping[str, str]) -> Optional[Dict[str, Any]]:
         data = json.loads(blob.decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise trust.Untrusted(f"cannot read the launcher's handoff {path}: {exc}") from None
-    if not isinstance(data, dict) or data.get("version") != 1:
+    if not isinstance(data, dict) or data.get("version") != VERSION:
         raise trust.Untrusted(f"{path}: not a hosttune handoff file of version 1")
     return data

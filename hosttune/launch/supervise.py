@@ -1,0 +1,205 @@
+"""Running a job and seeing it end: exec (plain/srun) or supervision (torchrun, --verify), signal forwarding, the
+sweep of every process carrying the launch's marker, and the exit status.
+
+Plain and srun jobs are bound in this process and then exec'd (exit status and signals are the job's own). torchrun
+jobs and `--verify` runs are supervised instead: the child gets its own process group, SIGINT/SIGTERM/SIGHUP are
+forwarded to it, every process carrying this launch's marker is swept when it ends, and hosttune exits with the
+job's status (128+N when the job died of signal N, or when it failed after hosttune forwarded signal N). A forked
+guardian (guardian.py) stops the job if hosttune itself is killed, and catches processes that left the job's
+process group and dropped the marker (hosttune is their subreaper).
+"""
+
+import os
+import signal
+import sys
+import time
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from hosttune.errors import UserError
+from hosttune.launch import handoff
+from hosttune.launch.binding import bind_self
+from hosttune.launch.job import Launch
+from hosttune.launch.procfs import alive, marked_processes
+from hosttune.launch.verify import RankCheck, verify_pass, verify_report
+from hosttune.policy import names
+
+DEFAULT_GRACE_S = 40.0  # torchrun waits 30 s for its workers after SIGTERM before SIGKILL; give it that and more
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _which_or_fail(cmd: str, environ: Mapping[str, str]) -> str:
+    import shutil
+
+    if os.sep in cmd:
+        if not os.path.exists(cmd):
+            raise UserError(f"exec: {cmd}: no such file")
+        if os.path.isdir(cmd) or not os.access(cmd, os.X_OK):
+            raise UserError(f"exec: {cmd}: not an executable file")
+        return cmd
+    found = shutil.which(cmd, path=environ.get("PATH", os.defpath))
+    if not found:
+        raise UserError(f"exec: {cmd}: command not found")
+    return found
+
+
+def _grace() -> float:
+    raw = os.environ.get(names.STOP_GRACE)
+    try:
+        return float(raw) if raw else DEFAULT_GRACE_S
+    except ValueError:
+        raise UserError(f"{names.STOP_GRACE}={raw!r} is not a number of seconds") from None
+
+
+def _say(msg: str) -> None:
+    sys.stderr.write(f"hosttune: {msg}\n")
+    sys.stderr.flush()
+
+
+def run(launch: Launch, *, verify: bool = False) -> int:
+    """Run the job; returns the exit status hosttune should end with (plain jobs without --verify do not return)."""
+    environ = dict(os.environ)
+    marker = f"{os.getpid()}-{os.urandom(4).hex()}"
+    if launch.kind == "torchrun":
+        t = launch.torchrun
+        _which_or_fail(launch.argv[0], environ)
+        if t is not None and t.mode in ("python", "run_path") and not os.path.exists(t.script):
+            raise UserError(f"exec: {t.script}: no such file (torchrun's training script)")
+        if t is not None and t.mode == "no_python":
+            _which_or_fail(t.script, environ)
+        try:
+            path = handoff.write(handoff.payload(launch, marker), environ)
+        except OSError as exc:
+            raise UserError(f"exec: {exc}") from None
+        env = dict(environ)
+        env.update(launch.env)
+        for key in ("PET_MODULE", "PET_RUN_PATH", "PET_NO_PYTHON"):
+            env.pop(key, None)  # consumed while parsing; the rewritten argv says --no-python itself
+        env[names.HANDOFF] = path
+        env[names.LAUNCH_ID] = marker
+        try:
+            return _supervise(launch, launch.argv, env, marker, verify, cleanup=[path])
+        finally:
+            handoff.remove(path)
+    # plain / srun: bind this process, then exec (or spawn and watch with --verify)
+    plan = launch.ranks[0]
+    exe = _which_or_fail(launch.argv[0], environ)
+    env = dict(environ)
+    env.update(plan.env)
+    env[names.LAUNCH_ID] = marker
+    env[names.LOCAL_RANK] = str(plan.local_rank)
+    env[names.LOCAL_WORLD_SIZE] = str(plan.local_world_size)
+    argv = list(launch.argv)
+    if not launch.no_bind:
+        binding = bind_self(plan, launch.facts.tools.libnuma, launch.facts.tools.numactl)
+        for note in binding.notes:
+            _say(note)
+        if binding.prefix:
+            argv = [*binding.prefix, "--", *argv]
+            exe = binding.prefix[0]
+    if not verify:
+        sys.stdout.flush()
+        try:
+            os.execve(exe, argv, env)
+        except OSError as exc:
+            raise UserError(f"exec: {argv[0]}: {exc.strerror}") from None
+    return _supervise(launch, argv, env, marker, verify)
+
+
+def _supervise(launch: Launch, argv: List[str], env: Dict[str, str], marker: str, verify: bool,
+               cleanup: Sequence[str] = ()) -> int:
+    """Spawn the job in its own process group, forward signals, optionally verify ranks, sweep, map the status.
+
+    A guardian (guardian.py) stops the job if this process dies without doing so itself (SIGKILL, OOM killer)."""
+    import subprocess
+
+    from hosttune.launch import guardian
+
+    grace = _grace()
+    guardian.become_subreaper()  # a rank's setsid'd child stays in our tree, where the guardian sees it
+    guard = guardian.Guardian.start(marker, grace, cleanup)
+    received: List[int] = []
+    child: Optional[subprocess.Popen[bytes]] = None
+    old: Dict[int, Any] = {}
+
+    def forward(signum: int, frame: Any) -> None:
+        received.append(signum)
+        if child is not None and child.returncode is None:
+            try:
+                os.killpg(child.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    for sig in FORWARDED:
+        old[sig] = signal.signal(sig, forward)
+    checks: Dict[int, RankCheck] = {}
+    try:
+        try:
+            # no threads here, so preexec_fn is safe; the top process also gets SIGTERM if we die
+            child = subprocess.Popen(argv, env=env, preexec_fn=guardian.pdeathsig_preexec())
+        except OSError as exc:
+            guard.finish()
+            raise UserError(f"exec: {argv[0]}: {exc.strerror}") from None
+        guard.watch(child.pid)
+        if received:  # a signal that came before the child existed
+            os.killpg(child.pid, received[-1])
+        started = time.monotonic()
+        deadline: Optional[float] = None
+        while True:
+            now = time.monotonic()
+            interval = 0.02 if now - started < 3 else 0.25
+            try:
+                child.wait(timeout=interval if verify or received else 0.5)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if received and deadline is None:
+                deadline = time.monotonic() + grace
+            guardian.reap_orphans_except(child.pid, guard.pid)
+            if deadline is not None and time.monotonic() > deadline:
+                _say(f"job still running {grace:.0f} s after signal {received[0]}; killing it")
+                try:
+                    os.killpg(child.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                deadline = float("inf")
+            if verify:
+                verify_pass(launch, child.pid, checks, marker)
+        rc = child.returncode
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+        if child is not None and child.returncode is None:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            child.wait()
+        _sweep(marker)
+        guard.finish()  # stragglers that dropped the marker (setsid + env -i) are stopped by the guardian
+    if verify:
+        verify_report(launch, checks)
+    if rc < 0:
+        return 128 - rc
+    if rc != 0 and received:
+        return 128 + received[0]
+    return rc
+
+
+def _sweep(marker: str, wait_s: float = 2.0) -> List[int]:
+    """SIGTERM, then SIGKILL, every process still carrying the marker: no rank outlives the launcher."""
+    left = marked_processes(marker)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not left:
+            break
+        for pid in left:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        end = time.monotonic() + wait_s
+        while time.monotonic() < end:
+            left = [p for p in left if alive(p)]
+            if not left:
+                break
+            time.sleep(0.02)
+    return left
