@@ -868,3 +868,161 @@ def test_doctor_runs_lspci_from_the_root_directory(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(doctor_context.subprocess, "run", fake_run)
     assert doctor.Live().lspci_vvv() == ""
     assert seen["cwd"] == "/" and seen["argv"] == ["/usr/bin/lspci", "-vvv"] and "shell" not in seen
+
+
+# ---- issue 17: one source of truth for each policy (regressions, through the CLI) ----------------------------------
+def doctor_json(*args: str, env: Dict[str, str]) -> Dict[str, Dict[str, str]]:
+    done = hosttune("doctor", "--json", *args, env=env)
+    assert done.returncode in (0, 1), done.stderr
+    return {f["id"]: f for f in json.loads(done.stdout)["findings"]}
+
+
+@pytest.mark.parametrize("value,status,text", [
+    ("GPU-0", "fail", "ambiguous UUID prefix"),  # both UUIDs start GPU-0: CUDA rejects it (doctor used to pass it)
+    ("0,0", "fail", "names a GPU twice"),  # CUDA stops at the repeat (doctor used to pass it)
+    ("gpu-00000001", "pass", "(1 GPUs)"),  # case does not matter to CUDA (doctor used to fail it)
+    ("00000001-1111", "pass", "(1 GPUs)"),  # a UUID prefix without "GPU-" (doctor used to fail it)
+    ("1, 0", "pass", "(2 GPUs)"),
+    ("0,1,7", "fail", "no GPU 7"),
+])
+def test_cuda_visible_devices_is_read_the_way_cuda_and_the_planner_read_it(
+        fake_nvml: Callable[[Any], Dict[str, str]], value: str, status: str, text: str) -> None:
+    from hosttune.facts import Gpu as FactGpu
+    from hosttune.policy import cuda_visible
+
+    env = fake_nvml(healthy_scenario())
+    env["CUDA_VISIBLE_DEVICES"] = value
+    f = doctor_json("--only", "torch", env=env)["torch.cuda_visible_devices"]
+    assert f["status"] == status and text in f["actual"], f
+    # the one parser says the same on the same two UUIDs (what `hosttune exec` plans with)
+    gpus = [FactGpu(index=i, uuid=f"GPU-{i:08x}-1111-2222-3333-444444444444", pci_bus_id=f"0000:{b}:00.0")
+            for i, b in ((0, "1b"), (1, "1c"))]
+    visible = cuda_visible.select(gpus, value)
+    assert (visible.stopped_at is None) == (status == "pass")
+
+
+@pytest.mark.parametrize("temp,slowdown,status,line", [
+    (74, None, "pass", "below 75 C"),
+    (75, None, "warn", "warn from 75 C, fail from 85 C"),  # AT the warning line: warn (doctor used to pass 75)
+    (84, None, "warn", "default lines"),
+    (85, None, "fail", "fail from 85 C"),
+    (79, 90, "pass", "below 80 C"),  # the GPU's own slowdown threshold moves both lines
+    (80, 90, "warn", "warn from 80 C, fail from 90 C"),
+    (88, 90, "warn", "its slowdown threshold"),  # doctor used to fail everything from 85 C
+    (90, 90, "fail", "fail from 90 C"),
+])
+def test_gpu_temperature_lines_come_from_the_shared_policy_and_the_gpus_threshold(
+        fake_nvml: Callable[[Any], Dict[str, str]], temp: int, slowdown: Optional[int], status: str,
+        line: str) -> None:
+    over: Dict[str, Any] = {"temperature_c": temp}
+    if slowdown is not None:
+        over["temperature_thresholds"] = {"slowdown": slowdown, "shutdown": slowdown + 5}
+    env = fake_nvml({"driver": "550.54.15", "cuda_driver": 12040, "devices": [a100(0, "1B", 0, **over)]})
+    f = doctor_json("--only", "nvidia", env=env)["nvidia.temperature"]
+    assert f["status"] == status and line in f["expected"], f
+    assert f"{temp} C" in f["actual"]
+    if status != "pass":
+        assert "nvidia-smi -q -d TEMPERATURE" in f["fix"] and "fail from" in f["fix"]
+
+
+def test_gpu_temperature_and_clock_events_rate_as_the_monitor_does() -> None:
+    """doctor's status is gpu_health's level for the same reading (critical fails, warning/notice warn)."""
+    from hosttune.policy import gpu_health
+
+    for temp, slowdown in ((74, None), (75, None), (85, None), (80, 90), (95, 90)):
+        facts = gpu_host(gpus=(dgpu(0, temperature_c=temp, temp_slowdown_c=slowdown),))
+        want = gpu_health.doctor_status(gpu_health.temperature(temp, slowdown))
+        assert run_one("nvidia.temperature", facts).status == want, (temp, slowdown)
+    for mask in (0x4, 0x8, 0x20, 0x40, 0x80, 0x1, 0x10):
+        facts = gpu_host(gpus=(dgpu(0, clock_event_reasons=mask),))
+        events = gpu_health.clock_events(mask)
+        want = gpu_health.doctor_status(gpu_health.worst([level for _k, level, _b, _w in events]))
+        assert run_one("nvidia.clock_reasons", facts).status == want, hex(mask)
+
+
+def test_hw_power_brake_is_a_failure_through_the_cli(fake_nvml: Callable[[Any], Dict[str, str]]) -> None:
+    env = fake_nvml({"driver": "550.54.15", "cuda_driver": 12040,
+                     "devices": [a100(0, "1B", 0, clock_event_reasons=0x80),
+                                 a100(1, "1C", 1, clock_event_reasons=0x4)]})
+    f = doctor_json("--only", "nvidia", env=env)["nvidia.clock_reasons"]
+    assert f["status"] == "fail" and "hw_power_brake_slowdown" in f["actual"] and "sw_power_cap" in f["actual"], f
+
+
+def profile_env(tmp_path: Path) -> Dict[str, str]:
+    """This test's environment (scrubbed by conftest) for a `hosttune` child, with a generated user profile that
+    plans 2 threads per rank."""
+    env = dict(os.environ)
+    user = Path(env["XDG_CONFIG_HOME"]) / "hosttune" / "profile.yaml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text("threads: 2\n")
+    return env
+
+
+def test_doctor_uses_the_profile_named_by_hosttune_profile(tmp_path: Path) -> None:
+    env = profile_env(tmp_path)
+    mine = tmp_path / "one-thread.yaml"
+    mine.write_text("threads: 1\n")
+    env["HOSTTUNE_PROFILE"] = str(mine)
+    by = doctor_json("--only", "hosttune", env=env)
+    assert by["hosttune.profile"]["status"] == "pass", by["hosttune.profile"]
+    assert str(mine) in by["hosttune.profile"]["actual"] and "$HOSTTUNE_PROFILE" in by["hosttune.profile"]["actual"]
+    # no generated profile at all, only $HOSTTUNE_PROFILE: still a profile in use (doctor used to warn)
+    Path(env["XDG_CONFIG_HOME"], "hosttune", "profile.yaml").unlink()
+    assert doctor_json("--only", "hosttune", env=env)["hosttune.profile"]["status"] == "pass"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("threads: many\n")
+    env["HOSTTUNE_PROFILE"] = str(broken)
+    f = doctor_json("--only", "hosttune", env=env)["hosttune.profile"]
+    assert f["status"] == "fail" and str(broken) in f["actual"] and "HOSTTUNE_PROFILE" in f["fix"], f
+
+
+def test_omp_threads_is_compared_with_the_plan_exec_uses(tmp_path: Path) -> None:
+    env = profile_env(tmp_path)  # the user's generated profile plans 2 threads
+    mine = tmp_path / "one-thread.yaml"
+    mine.write_text("threads: 1\n")
+    env["HOSTTUNE_PROFILE"] = str(mine)  # ... but $HOSTTUNE_PROFILE wins for exec/env
+    planned = json.loads(hosttune("env", "--json", env=env).stdout)["env"]["OMP_NUM_THREADS"]
+    assert planned == "1"
+    env["OMP_NUM_THREADS"] = planned
+    f = doctor_json("--only", "cpu", env=env)["cpu.omp_threads"]
+    assert f["status"] == "pass" and "matches the plan" in f["actual"], f
+    env["OMP_NUM_THREADS"] = "2"  # what the shadowed generated profile would say
+    f = doctor_json("--only", "cpu", env=env)["cpu.omp_threads"]
+    assert f["status"] == "warn" and f"plan from {mine} says 1" in f["actual"], f
+
+
+def test_effective_cpus_are_the_shared_thread_budget() -> None:
+    from hosttune.policy import cpu as cpu_policy
+
+    for over in ({"quota_cpus": 2.5}, {"quota_cpus": 0.5}, {"allowed_cpus": (0, 1, 2)}, {}):
+        facts = cpu_host(cpu=R(cpu_host().cpu, **over))
+        budget = cpu_policy.thread_budget(facts.cpu)
+        f = run_one("cpu.cgroup_limit", facts)
+        assert f"{budget} of 8" in f.actual, (over, f)
+
+
+def test_finding_is_built_by_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        Finding("warn", "actual", "expected")  # type: ignore[misc]
+    with pytest.raises(ValueError, match="'maybe'"):
+        Finding(status="maybe")
+
+
+def test_prerequisites_are_data_the_runner_evaluates() -> None:
+    """A check that needs a GPU/NVML/the live host never runs without it: the runner's skip says what is missing."""
+    ran = []
+
+    def probe(ctx: Context) -> Finding:
+        """Records that it ran."""
+        ran.append(1)
+        return Finding(status="pass")
+
+    needs_gpu = Check("x.gpu", "nvidia", "needs a GPU", probe, needs=doctor.BY_ID["nvidia.temperature"].needs)
+    report = run_checks(Context(facts=cpu_host(), env={}, profile=NO_PROFILE), checks=[needs_gpu])
+    assert report.results[0].status == "skip" and "no NVIDIA GPU" in report.results[0].actual and not ran
+    no_nvml = gpu_host(nvidia=R(gpu_host().nvidia, nvml="no_permission"))
+    report = run_checks(Context(facts=no_nvml, env={}, profile=NO_PROFILE), checks=[needs_gpu])
+    assert "NVML not available (no_permission)" in report.results[0].actual and not ran
+    assert [n.name for n in doctor.BY_ID["nvidia.pcie_link"].needs] == ["gpu", "nvml", "live"]
+    run_checks(Context(facts=gpu_host(), env={}, profile=NO_PROFILE), checks=[needs_gpu])
+    assert ran == [1]
