@@ -340,3 +340,22 @@ def test_verify_does_not_blame_a_rank_that_just_exited() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_dry_run_says_when_the_profile_was_generated_for_other_hardware(hwloc_tree: Any, tmp_path: Path) -> None:
+    """issue 17: a profile generated for one captured host (8 NUMA nodes), planned for another (4 sockets): one line
+    on stderr naming the fingerprint, with or without --json; the same profile on the host it was made for says
+    nothing."""
+    made_for, other = hwloc_tree("16amd64-8n2c"), hwloc_tree("16em64t-4s2c2t")
+    prof = tmp_path / "made-elsewhere.yaml"
+    r = hosttune("profile", "generate", "--root", str(made_for), "-o", str(prof))
+    assert r.returncode == 0, r.stderr
+    for extra in ([], ["--json"]):
+        r = hosttune("exec", "--dry-run", *extra, "--profile", str(prof), "--root", str(other), "--", "true")
+        assert r.returncode == 0, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "fingerprint" in lines[0] and "made-elsewhere" in lines[0], r.stderr
+        if extra:
+            json.loads(r.stdout)  # stdout stays the plan alone
+    r = hosttune("exec", "--dry-run", "--profile", str(prof), "--root", str(made_for), "--", "true")
+    assert r.returncode == 0 and r.stderr == "", r.stderr

@@ -42,6 +42,7 @@ _EXPORTS: Dict[str, str] = {
     "run": "supervise",
 }
 _RENAMED = {"handoff_payload": "payload"}
+_SUBMODULES = ("binding", "guardian", "handoff", "job", "procfs", "slurm", "supervise", "torchrun", "verify")
 
 if TYPE_CHECKING:
     from hosttune.launch.binding import Binding, bind_self, effective_cpus, effective_mems, set_mempolicy
@@ -77,6 +78,8 @@ def __getattr__(name: str) -> Any:
         from hosttune.cpulist import format_cpulist
 
         return format_cpulist
+    if name in _SUBMODULES:  # `launch.handoff.write(...)` before anything imported the module
+        return importlib.import_module(f"hosttune.launch.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'hosttune.launch' has no attribute {name!r}")
