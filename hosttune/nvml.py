@@ -30,7 +30,8 @@ _STATUS_BY_CODE = {
 # Errors that mean "this GPU (or driver) cannot answer this query": the field is left out, never an error.
 _UNANSWERABLE = {ERR_NOT_SUPPORTED, ERR_NO_PERMISSION, ERR_FUNCTION_NOT_FOUND, 21}  # 21 = NO_DATA
 
-# Clock-event ("throttle") reason bits, nvml.h nvmlClocksEventReason*.
+# Clock-event ("throttle") reason bits, nvml.h nvmlClocksEventReason*: names only; how bad each is, is
+# policy.gpu_health.clock_events.
 CLOCK_REASONS = {
     0x1: "gpu_idle",
     0x2: "applications_clocks_setting",
@@ -42,8 +43,6 @@ CLOCK_REASONS = {
     0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
 }
-THERMAL_REASONS = 0x20 | 0x40
-POWER_REASONS = 0x4 | 0x80
 # nvmlTemperatureThresholds_t (nvml.h): SHUTDOWN = 0, SLOWDOWN = 1 (where the GPU starts cutting clocks).
 TEMPERATURE_THRESHOLD_SLOWDOWN = 1
 
