@@ -101,3 +101,23 @@ def test_shim_errors(tmp_path: Path) -> None:
     r = _run_shim(tmp_path, dict(env, HOSTTUNE_HANDOFF=str(bad)), "true")
     assert r.returncode == 2 and "bad.json" in r.stderr and "Traceback" not in r.stderr
     assert _run_shim(tmp_path, env).returncode == 2  # no command
+
+
+def test_shim_on_the_handoff_path_imports_no_planner_detector_or_yaml(tmp_path: Path) -> None:
+    """Every rank start pays for the shim's imports: with the launcher's plan handed over it reads JSON and binds,
+    and never loads the planner, the profile, the detector, YAML or dataclasses (see shim.py's import cost)."""
+    job = launch.prepare(["torchrun", "--nproc_per_node=2", "t.py"])
+    path = handoff.write(launch.handoff_payload(job, "m"))
+    try:
+        env = dict(os.environ, HOSTTUNE_HANDOFF=path, LOCAL_RANK="1", LOCAL_WORLD_SIZE="2")
+        argv = launch.shim_argv(PY)
+        r = subprocess.run([argv[0], "-X", "importtime", *argv[1:], "true"], env=env, capture_output=True,
+                           text=True, timeout=60, cwd=str(tmp_path))
+        assert r.returncode == 0, r.stderr
+        loaded = {line.split("|")[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+        assert "hosttune.shim" in loaded and "hosttune.launch.binding" in loaded
+        heavy = {"hosttune.plan", "hosttune.profile", "hosttune.facts", "hosttune.detect", "yaml", "dataclasses",
+                 "hosttune.launch.job", "hosttune.launch.supervise", "hosttune.launch.torchrun"}
+        assert not loaded & heavy, sorted(loaded & heavy)
+    finally:
+        handoff.remove(path)
