@@ -3,10 +3,10 @@
 `Alerts.update(sample)` compares one sample with the conditions that were active after the previous one and
 returns the transitions. How bad a GPU temperature or clock event is comes only from `policy.gpu_health` (doctor
 reads the same function): a reading AT a line is at that level, and each GPU's lines follow its own slowdown
-threshold (`temp_slowdown_c`, from `Nvml.static()`, carried in every GPU entry of a sample). What is the
-monitor's own is the memory: hysteresis keeps a reading that hovers at a line from producing a line per sample (a
-level entered at its line holds until the value falls `hysteresis` below it). Counters (uncorrected ECC errors,
-uncorrectable remapped rows) produce one event per increase.
+threshold (`temp_slowdown_c`, from `Nvml.static()`, carried in every GPU entry of a sample). The monitor adds
+only what a stream of samples needs: hysteresis, so a reading that hovers at a line is one event, not one per
+sample (a level entered at its line holds until the value falls `hysteresis` below it). Counters (uncorrected ECC
+errors, uncorrectable remapped rows) produce one event per increase.
 """
 
 from dataclasses import asdict, dataclass
