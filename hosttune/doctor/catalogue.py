@@ -6,8 +6,10 @@ import os
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
-from hosttune.doctor.checks import cpu, gpu, hosttune, nvidia, storage, tools, topology, torch
+from hosttune.doctor.checks import cpu, gpu, nvidia, storage, tools, topology
+from hosttune.doctor.checks import hosttune as hosttune_checks
 from hosttune.doctor.checks import os as os_checks
+from hosttune.doctor.checks import torch as torch_checks
 from hosttune.doctor.context import DATA, GPU, NVML, Context, live, local_profiles, shell_env
 from hosttune.doctor.model import GROUPS, Check, Finding, Report, Result
 from hosttune.errors import UserError
@@ -56,17 +58,18 @@ CHECKS: Tuple[Check, ...] = (
     Check("nvidia.gpu_numa", "nvidia", "GPU NUMA locality known", topology.check_gpu_numa, needs=(GPU,)),
     Check("nvidia.iommu", "nvidia", "IOMMU pass-through for P2P", topology.check_iommu),
     Check("nvidia.acs", "nvidia", "PCIe ACS off between GPUs", topology.check_acs),
-    Check("torch.version", "torch", "torch version", torch.check_torch_version),
-    Check("torch.debug_env", "torch", "Debug switches left on", torch.check_debug_env,
+    Check("torch.version", "torch", "torch version", torch_checks.check_torch_version),
+    Check("torch.debug_env", "torch", "Debug switches left on", torch_checks.check_debug_env,
           needs=(shell_env("none set"),)),
-    Check("torch.alloc_conf", "torch", "PYTORCH_CUDA_ALLOC_CONF parses", torch.check_alloc_conf,
+    Check("torch.alloc_conf", "torch", "PYTORCH_CUDA_ALLOC_CONF parses", torch_checks.check_alloc_conf,
           needs=(shell_env("parses"),)),
-    Check("torch.cuda_visible_devices", "torch", "CUDA_VISIBLE_DEVICES names real GPUs", torch.check_cuda_visible,
+    Check("torch.cuda_visible_devices", "torch", "CUDA_VISIBLE_DEVICES names real GPUs",
+          torch_checks.check_cuda_visible,
           needs=(shell_env(),)),
-    Check("torch.venv", "torch", "Training python in a venv/conda", torch.check_venv),
-    Check("hosttune.profile", "hosttune", "Profile present and valid", hosttune.check_profile,
+    Check("torch.venv", "torch", "Training python in a venv/conda", torch_checks.check_venv),
+    Check("hosttune.profile", "hosttune", "Profile present and valid", hosttune_checks.check_profile,
           needs=(local_profiles("present and valid"),)),
-    Check("hosttune.profile_fresh", "hosttune", "Profile made for this hardware", hosttune.check_profile_fresh,
+    Check("hosttune.profile_fresh", "hosttune", "Profile made for this hardware", hosttune_checks.check_profile_fresh,
           needs=(local_profiles(),)),
 )
 BY_ID: Dict[str, Check] = {c.id: c for c in CHECKS}

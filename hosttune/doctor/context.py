@@ -8,12 +8,15 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from hosttune import nvml as nvmlmod
 from hosttune.doctor.model import Need
 from hosttune.facts import Facts, Gpu
 from hosttune.policy import cpu as cpu_policy
+
+if TYPE_CHECKING:
+    from hosttune.profile import Active, Profile
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -56,11 +59,11 @@ class Context:
     live: bool = True  # the facts describe the machine we run on (no --root)
     cwd: str = field(default_factory=os.getcwd)
     # which profile is in use (a hosttune.profile.Active); None: profile.locate_active over `env`, exec's answer
-    profile: Optional[Any] = None
+    profile: Optional["Active"] = None
     python: Optional[str] = None  # --python: the training interpreter named by the user (None: python3 on PATH)
     probe: Live = field(default_factory=Live)
     _samples: Optional[Any] = None
-    _loaded: Optional[Any] = None
+    _loaded: Optional[Tuple["Active", Optional["Profile"], str]] = None
 
     @property
     def family(self) -> str:
@@ -76,7 +79,7 @@ class Context:
             raise self._samples
         return self._samples  # type: ignore[no-any-return]
 
-    def active_profile(self) -> Any:
+    def active_profile(self) -> "Active":
         """Which profile is in use, as `hosttune exec` picks it from this environment: a `profile.Active`."""
         if self.profile is None:
             from hosttune import profile as profile_mod
@@ -84,7 +87,7 @@ class Context:
             self.profile = profile_mod.locate_active(environ=self.env)
         return self.profile
 
-    def load_profile(self) -> Tuple[Any, Optional[Any], str]:
+    def load_profile(self) -> Tuple["Active", Optional["Profile"], str]:
         """(the Active, the loaded Profile or None, the error that stopped loading or ""). A profile is loaded only
         when one is configured; the built-in default is generated per run and has nothing to load."""
         if self._loaded is None:
@@ -92,14 +95,15 @@ class Context:
             from hosttune.errors import UserError
 
             active = self.active_profile()
-            prof, error = None, ""
+            prof: Optional[Profile] = None
+            error = ""
             if active.ref is not None:
                 try:
                     prof = profile_mod.load(active.ref)
                 except UserError as exc:
                     error = str(exc)
             self._loaded = (active, prof, error)
-        return self._loaded  # type: ignore[no-any-return]
+        return self._loaded
 
 
 # ---- questions many checks ask ----------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ def check_profile(ctx: Context) -> Finding:
                        fix=("hosttune profile generate   # rewrites it from the current facts" if active.host_file
                             else f"fix or unset ${names.PROFILE}; hosttune profile list shows the names"))
     if prof is None:
-        return Finding(status="warn", actual=f"no generated profile ({active.describe()})",
+        return Finding(status="warn", actual=f"no generated profile (exec makes {active.base} for the host each run)",
                        expected="present and valid", fix="hosttune profile generate")
     return Finding(status="pass", actual=active.describe(), expected="present and valid")
 
