@@ -287,10 +287,10 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
     if cfg.resume or elastic_restart:
         last, state, skipped = ckpt.load_latest(ckpt_dir, rank, device, agree)
         if last is None and skipped:
-            raise EngineError(f"no usable checkpoint in {ckpt_dir}: " + "; ".join(
-                f"{p.name}: {why}" for p, why in skipped[:3]) + (f"; and {len(skipped) - 3} more"
-                                                                   if len(skipped) > 3 else "")
-                              + "; move them aside to start from step 0")
+            reasons = "; ".join(f"{p.name}: {why}" for p, why in skipped[:3])
+            more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+            raise EngineError(f"no usable checkpoint in {ckpt_dir}: {reasons}{more}; move them aside to start from "
+                              f"step 0")
         for bad, why in skipped:  # fall back, and move the bad ones aside so they never shadow newer saves
             metrics.say(f"hosttune.engine: warning: skipping checkpoint {bad.name}: {why}; it is renamed to "
                         f"{bad.name.lstrip('.')}.unusable")
@@ -301,32 +301,9 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
         if last is None or state is None:
             metrics.say(f"hosttune.engine: no checkpoint in {ckpt_dir}; starting from step 0")
         else:
-            saved_cfg = state.get("config", {})
-            restore(state, saved_cfg, last, cfg, raw_model, optimizer, scheduler, scaler)
+            restore(state, last, cfg, raw_model, optimizer, scheduler, scaler)
             step, epoch = state["step"], state["epoch"]
-            saved_world = state.get("world_size", world)
-            saved_mbs = saved_cfg.get("micro_batch_size")
-            if not isinstance(saved_mbs, int) or isinstance(saved_mbs, bool) or saved_mbs < 1:
-                saved_mbs = cfg.micro_batch_size
-            offset = state.get("samples", state["pos"] * saved_mbs)  # checkpoints before `samples` have `pos`
-            if saved_world != world:  # a different world size reshards the data: continue, but not bit-exactly
-                metrics.say(f"hosttune.engine: warning: checkpoint was written by {brief(saved_world)} rank(s), "
-                            f"this run has {world}: data order and RNG streams restart")
-                offset = offset * saved_world // world
-            elif state["rng"] is None or not restore_rng(state["rng"], use_cuda, loader_gen):
-                seed_all(cfg.seed + rank)  # a half-applied state must not linger
-                problem = state["rng_problem"] or "unreadable (malformed RNG state)"
-                # Every rank has its own file, so the rank that lacks it says so (metrics.say is rank 0 only).
-                print(f"hosttune.engine: warning: rank {rank}: {last / f'rng-rank{rank}.pt'} is {problem}: "
-                      f"resuming continues, but not bit-exactly (this rank's dropout and loader RNG streams "
-                      f"restart from the seed; the data order is unaffected)", file=sys.stderr, flush=True)
-            if saved_mbs != cfg.micro_batch_size:
-                metrics.say(f"hosttune.engine: warning: micro_batch_size changed from {brief(saved_mbs)} "
-                            f"(checkpoint) to {cfg.micro_batch_size}: continuing at sample {offset} of epoch "
-                            f"{epoch}, so no sample is skipped or repeated; the effective batch changes from "
-                            f"{brief(saved_mbs)} x {brief(saved_cfg.get('grad_accum', cfg.grad_accum))} x "
-                            f"{brief(saved_world)} to {cfg.micro_batch_size} x {cfg.grad_accum} x {world}")
-            offset = min(offset, epoch_len)
+            offset = min(resume_offset(state, last, cfg, world, rank, use_cuda, loader_gen, metrics.say), epoch_len)
             resumed_from = step
             metrics.progress(step)
             metrics.write({"event": "resume", "step": step, "epoch": epoch, "pos": offset // cfg.micro_batch_size,
@@ -472,10 +449,11 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
 ARCH_KEYS = {"gpt-tiny": ("n_layer", "n_head", "n_embd", "block_size"), "resnet-tiny": ("width", "num_classes")}
 
 
-def restore(state: Dict[str, Any], saved_cfg: Dict[str, Any], where: Path, cfg: Config, model: nn.Module,
-            optimizer: torch.optim.Optimizer, scheduler: Any, scaler: Any) -> None:
+def restore(state: Dict[str, Any], where: Path, cfg: Config, model: nn.Module, optimizer: torch.optim.Optimizer,
+            scheduler: Any, scaler: Any) -> None:
     """Load a checkpoint's shared state, or stop with one line when it belongs to another model: loading it would
     be a traceback at best and, with the same shapes (n_head), a silently different model at worst."""
+    saved_cfg = state.get("config", {})
     diff = ["model"] if saved_cfg.get("model", cfg.model) != cfg.model else [
         k for k in ARCH_KEYS.get(cfg.model, ()) if k in saved_cfg and saved_cfg[k] != getattr(cfg, k)]
     if diff:
@@ -491,6 +469,37 @@ def restore(state: Dict[str, Any], saved_cfg: Dict[str, Any], where: Path, cfg: 
     except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as exc:
         first = " ".join(str(exc).split())
         raise EngineError(f"checkpoint {where} does not fit this model: {brief(first, 200)[1:-1]}") from None
+
+
+def resume_offset(state: Dict[str, Any], where: Path, cfg: Config, world: int, rank: int, cuda: bool,
+                  loader_gen: torch.Generator, say: Callable[[str], None]) -> int:
+    """Where in its epoch this rank continues (samples consumed), with its RNG streams put back; warns about
+    whatever makes the resume not bit-exact. Counting samples, not batches, keeps a changed micro_batch_size from
+    skipping or repeating data."""
+    saved_cfg = state.get("config", {})
+    saved_world = state.get("world_size", world)
+    saved_mbs = saved_cfg.get("micro_batch_size")
+    if not isinstance(saved_mbs, int) or isinstance(saved_mbs, bool) or saved_mbs < 1:
+        saved_mbs = cfg.micro_batch_size
+    offset = state.get("samples", state["pos"] * saved_mbs)  # checkpoints before `samples` have only `pos`
+    if saved_world != world:  # a different world size reshards the data: continue, but not bit-exactly
+        say(f"hosttune.engine: warning: checkpoint was written by {saved_world} rank(s), this run has {world}: "
+            f"data order and RNG streams restart")
+        offset = offset * saved_world // world
+    elif state["rng"] is None or not restore_rng(state["rng"], cuda, loader_gen):
+        seed_all(cfg.seed + rank)  # a half-applied state must not linger
+        problem = state["rng_problem"] or "unreadable (malformed RNG state)"
+        # Every rank has its own file, so the rank that lacks it says so (`say` is rank 0 only).
+        print(f"hosttune.engine: warning: rank {rank}: {where / f'rng-rank{rank}.pt'} is {problem}: resuming "
+              f"continues, but not bit-exactly (this rank's dropout and loader RNG streams restart from the seed; "
+              f"the data order is unaffected)", file=sys.stderr, flush=True)
+    if saved_mbs != cfg.micro_batch_size:
+        say(f"hosttune.engine: warning: micro_batch_size changed from {saved_mbs} (checkpoint) to "
+            f"{cfg.micro_batch_size}: continuing at sample {offset} of epoch {state['epoch']}, so no sample is "
+            f"skipped or repeated; the effective batch changes from {saved_mbs} x "
+            f"{brief(saved_cfg.get('grad_accum', cfg.grad_accum))} x {saved_world} to {cfg.micro_batch_size} x "
+            f"{cfg.grad_accum} x {world}")
+    return offset
 
 
 def restore_rng(rng: Dict[str, Any], cuda: bool, loader_gen: torch.Generator) -> bool:
