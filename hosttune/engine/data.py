@@ -16,6 +16,9 @@ from typing import Any, Dict, Iterator, Optional
 import torch
 from torch.utils.data import Dataset, DistributedSampler, Sampler
 
+from hosttune.policy import names
+from hosttune.policy.cpu import dataloader_workers
+
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 
@@ -146,19 +149,20 @@ def _env_bool(env: Dict[str, str], key: str) -> Optional[bool]:
 def loader_settings(cfg: Any, cuda: bool, env: Optional[Dict[str, str]] = None) -> LoaderSettings:
     """Config value if set, else the launcher profile's HOSTTUNE_* variable, else a default for this host.
 
-    Default workers: 0 when this rank may use 4 CPUs or fewer - on small hosts workers take cores from compute
-    (measured x0.70-0.79 on 2 cores) - else 2. pin_memory only ever with CUDA: on CPU it only warns.
+    Default workers: the rule the planner uses (hosttune.policy.cpu.dataloader_workers) for the CPUs this rank may
+    use, so a rank started without `hosttune exec` gets what the profile would have given it. pin_memory only ever
+    with CUDA: on CPU it only warns.
     """
     env = dict(os.environ) if env is None else env
-    workers = cfg.num_workers if cfg.num_workers is not None else _env_int(env, "HOSTTUNE_NUM_WORKERS")
+    workers = cfg.num_workers if cfg.num_workers is not None else _env_int(env, names.NUM_WORKERS)
     if workers is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        workers = 0 if cpus <= 4 else 2
-    pin = cfg.pin_memory if cfg.pin_memory is not None else _env_bool(env, "HOSTTUNE_PIN_MEMORY")
+        workers = dataloader_workers(cpus)[0]
+    pin = cfg.pin_memory if cfg.pin_memory is not None else _env_bool(env, names.PIN_MEMORY)
     pin = bool(cuda and (pin if pin is not None else True))
-    prefetch = cfg.prefetch_factor if cfg.prefetch_factor is not None else _env_int(env, "HOSTTUNE_PREFETCH_FACTOR")
+    prefetch = cfg.prefetch_factor if cfg.prefetch_factor is not None else _env_int(env, names.PREFETCH_FACTOR)
     persistent = (cfg.persistent_workers if cfg.persistent_workers is not None
-                  else _env_bool(env, "HOSTTUNE_PERSISTENT_WORKERS"))
+                  else _env_bool(env, names.PERSISTENT_WORKERS))
     persistent = bool(workers > 0 and (persistent if persistent is not None else True))
     return LoaderSettings(workers, pin, prefetch if workers > 0 else None, persistent)
 
@@ -167,5 +171,5 @@ def deterministic_setting(cfg: Any, env: Optional[Dict[str, str]] = None) -> boo
     """`deterministic` from the config when set, else HOSTTUNE_DETERMINISTIC from the profile, else off."""
     if cfg.deterministic is not None:
         return bool(cfg.deterministic)
-    flag = _env_bool(dict(os.environ) if env is None else env, "HOSTTUNE_DETERMINISTIC")
+    flag = _env_bool(dict(os.environ) if env is None else env, names.DETERMINISTIC)
     return bool(flag)

@@ -17,6 +17,7 @@ from hosttune import fsio
 from hosttune.errors import UserError
 from hosttune.facts import Facts
 from hosttune.policy import cpu as cpu_policy
+from hosttune.policy import names
 from hosttune.profile.load import load, parse_text
 from hosttune.profile.settings import GENERATED, SETTINGS, Profile, value_of
 
@@ -88,7 +89,7 @@ def generate(facts: Facts, base: str = "throughput") -> Profile:
         reasons["dataloader.pin_memory"] = "auto: " + ("on (GPUs present)" if facts.gpus else "off (no GPU)")
     reasons["fingerprint"] = "hardware fingerprint of this host; when it changes, regenerate"
     defaults = {
-        "deterministic": "HOSTTUNE_DETERMINISTIC=" + ("1" if b.deterministic else "0"),
+        "deterministic": f"{names.DETERMINISTIC}=" + ("1" if b.deterministic else "0"),
         "debug": "debug switches " + ("on" if b.debug else "off (only the debug profile sets them)"),
         "device": "GPUs when present" if b.device == "auto" else "GPUs hidden",
         "openmp": f"{b.openmp}: KMP_* only when Intel OpenMP is preloaded",
