@@ -103,6 +103,15 @@ def child_env(environ: Mapping[str, str]) -> Tuple[Dict[str, str], List[str]]:
     return env, sorted(set(dropped))
 
 
+def small_int(token: str, digits: int = 20) -> Optional[int]:
+    """An optionally signed decimal of at most `digits` digits (every kernel value fits in 20), else None: int()
+    on a huge digit string from a planted file is quadratic before Python 3.11 and a ValueError after."""
+    body = token[1:] if token[:1] in "+-" else token
+    if not body or len(body) > digits or not (body.isascii() and body.isdigit()):
+        return None
+    return int(token)
+
+
 class HostIO:
     def __init__(self, root: Path = Path("/")) -> None:
         self.root = Path(root)
@@ -198,8 +207,10 @@ class HostIO:
                 text = self._read_bytes(rel).decode("utf-8", errors="replace").rstrip(_TRAILING)
             except OSError as exc:
                 text = None
-                if what:
-                    self.note(what, f"{rel} {_why(exc)}")
+                if what or _hostile(exc):
+                    # Something that is not a plain file where one is expected (a FIFO, a device, a huge file, a
+                    # link loop) is worth a line even where a probe reads it as optional.
+                    self.note(what or "read", f"{rel} {_why(exc)}")
             self._cache[rel] = text
             return text
         if text is None and what:
@@ -213,12 +224,10 @@ class HostIO:
         words = text.split()
         if not words:
             return None
-        # A number longer than any sysfs value is corrupt: int() on a huge digit string is quadratic before 3.11.
-        if len(words[0]) > 40 or not words[0].lstrip("-").isdigit():
-            if what:
-                self.note(what, f"{rel} is not a number: {text[:40]!r}")
-            return None
-        return int(words[0])
+        value = small_int(words[0])
+        if value is None and what:
+            self.note(what, f"{rel} is not a number: {text[:40]!r}")
+        return value
 
     def cpulist(self, text: Optional[str], what: str, where: str) -> List[int]:
         """`parse_cpulist` of `text` read from `where`; dropped entries (corrupt, or ids >= cpulist.MAX_CPUS, the
@@ -362,6 +371,10 @@ class HostIO:
         return None
 
 
+def _hostile(exc: OSError) -> bool:
+    return isinstance(exc, TooLarge) or exc.errno in (errno.EINVAL, errno.ELOOP)
+
+
 def _why(exc: OSError) -> str:
     if isinstance(exc, FileNotFoundError):
         return "not found"
@@ -376,5 +389,5 @@ def _why(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
-__all__ = ["HostIO", "READ_LIMIT", "child_env", "format_cpulist", "parse_cpulist", "parse_cpumask",
+__all__ = ["HostIO", "READ_LIMIT", "child_env", "small_int", "format_cpulist", "parse_cpulist", "parse_cpumask",
            "trusted_path_dirs", "trusted_which"]

@@ -3,7 +3,7 @@
 import posixpath
 from typing import Dict, List, Optional, Tuple
 
-from hosttune.detect._io import HostIO
+from hosttune.detect._io import HostIO, small_int
 from hosttune.detect.mounts import MountEntry, read_mounts
 from hosttune.facts import Cgroup
 
@@ -36,22 +36,18 @@ def parse_cpu_max(text: Optional[str]) -> Optional[float]:
     fields = text.split()
     if not fields or fields[0] == "max":
         return None
-    try:
-        quota = int(fields[0])
-        period = int(fields[1]) if len(fields) > 1 else 100000
-    except ValueError:
+    quota = small_int(fields[0])
+    period = small_int(fields[1]) if len(fields) > 1 else 100000
+    if quota is None or period is None:
         return None
     return quota / period if period > 0 and quota > 0 else None
 
 
 def parse_cfs(quota: Optional[str], period: Optional[str]) -> Optional[float]:
     """cgroup v1 cpu.cfs_quota_us (-1 = unlimited) / cpu.cfs_period_us."""
-    try:
-        q = int((quota or "").split()[0])
-        p = int((period or "100000").split()[0])
-    except (ValueError, IndexError):
-        return None
-    if q <= 0 or p <= 0:
+    q = small_int(((quota or "").split() or [""])[0])
+    p = small_int(((period or "100000").split() or [""])[0])
+    if q is None or p is None or q <= 0 or p <= 0:
         return None
     return q / p
 
@@ -60,9 +56,8 @@ def parse_memory_max(text: Optional[str]) -> Optional[int]:
     """memory.max ("max" or bytes) / memory.limit_in_bytes -> bytes or None (unlimited)."""
     if not text or text.strip() == "max":
         return None
-    try:
-        value = int(text.split()[0])
-    except ValueError:
+    value = small_int((text.split() or [""])[0])
+    if value is None:
         return None
     return None if value >= _UNLIMITED_BYTES else value
 

@@ -21,7 +21,7 @@ def unescape(text: str) -> str:
     out = []
     i = 0
     while i < len(text):
-        if text[i] == "\\" and i + 3 < len(text) + 0 and text[i + 1:i + 4].isdigit():
+        if text[i] == "\\" and i + 3 < len(text) + 0 and all(c in "01234567" for c in text[i + 1:i + 4]):
             out.append(chr(int(text[i + 1:i + 4], 8)))
             i += 4
         else:

@@ -3,7 +3,7 @@
 import re
 from typing import Dict, List, Optional, Sequence
 
-from hosttune.detect._io import HostIO
+from hosttune.detect._io import HostIO, small_int
 from hosttune.facts import Numa, NumaNode
 
 NODE_DIR = "/sys/devices/system/node"
@@ -13,8 +13,9 @@ def parse_node_meminfo(text: Optional[str]) -> Optional[int]:
     """nodeN/meminfo "Node 0 MemTotal:  16384 kB" -> MiB."""
     for line in (text or "").splitlines():
         m = re.match(r"\s*Node\s+\d+\s+MemTotal:\s+(\d+)\s*kB", line)
-        if m:
-            return int(m.group(1)) // 1024
+        value = small_int(m.group(1)) if m else None
+        if value is not None:
+            return value // 1024
     return None
 
 
@@ -24,14 +25,17 @@ def parse_meminfo(text: Optional[str]) -> Dict[str, int]:
     for line in (text or "").splitlines():
         key, _, rest = line.partition(":")
         fields = rest.split()
-        if fields and fields[0].isdigit():
-            out[key.strip()] = int(fields[0])
+        value = small_int(fields[0]) if fields else None
+        if value is not None and value >= 0:
+            out[key.strip()] = value
     return out
 
 
 def probe(io: HostIO, online: Sequence[int], cgroup_mems: Optional[Sequence[int]] = None) -> Numa:
     online_set = set(online)
-    ids = sorted(int(n[4:]) for n in io.listdir(NODE_DIR) if n.startswith("node") and n[4:].isdigit())
+    # Node ids are below MAX_NUMNODES (1 << CONFIG_NODES_SHIFT, at most 1024): five digits is plenty.
+    ids = sorted(int(n[4:]) for n in io.listdir(NODE_DIR)
+                 if n.startswith("node") and n[4:].isdigit() and small_int(n[4:], 5) is not None)
     nodes: List[NumaNode] = []
     if not ids:
         # Single-node machines built without NUMA have no node/ folder: one node 0 with everything (as hwloc does).
@@ -49,7 +53,7 @@ def probe(io: HostIO, online: Sequence[int], cgroup_mems: Optional[Sequence[int]
             mem = parse_node_meminfo(io.read(f"{d}/meminfo"))
             if mem is None:
                 io.note(f"numa.node{nid}", "no MemTotal in meminfo")
-            dist = tuple(int(x) for x in (io.read(f"{d}/distance") or "").split() if x.lstrip("-").isdigit())
+            dist = tuple(v for v in (small_int(x) for x in (io.read(f"{d}/distance") or "").split()) if v is not None)
             # Node cpulists can name CPUs that are offline or were never captured (hwloc README caveat 2).
             nodes.append(NumaNode(id=nid, cpus=tuple(c for c in cpus if c in online_set), memory_mb=mem or 0,
                                   distances=dist))

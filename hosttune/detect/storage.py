@@ -126,7 +126,7 @@ def _statvfs_bounded(path: str, timeout: float) -> Optional[Tuple[Optional[int],
 
 def _size_option(options: str) -> Optional[int]:
     """tmpfs "size=65536k" -> MiB (captured roots have no statvfs)."""
-    m = re.search(r"(?:^|,)size=(\d+)([kmgKMG]?)", options)
+    m = re.search(r"(?:^|,)size=(\d{1,20})([kmgKMG]?)(?:,|$)", options)
     if not m:
         return None
     scale = {"": 1 / (1 << 20), "k": 1 / 1024, "m": 1, "g": 1024}[m.group(2).lower()]
