@@ -7,11 +7,12 @@
 - `open_append_nofollow`: for logs: never follows a link planted at the log's name.
 """
 
+import contextlib
 import errno
 import os
 import stat
 import tempfile
-from typing import Union
+from typing import BinaryIO, Iterator, Union
 
 from hosttune.errors import UserError
 
@@ -38,25 +39,22 @@ def fsync_dir(path: PathLike) -> None:
         os.close(fd)
 
 
-def atomic_write(path: PathLike, data: Union[bytes, str], mode: int = 0o644, *, exclusive: bool = False,
-                 durable: bool = True) -> None:
-    """Replace `path` with `data` atomically. `exclusive`: fail with FileExistsError rather than replace an existing
-    file (link(2) never replaces). Raises OSError; the temp file is removed on every failure."""
+@contextlib.contextmanager
+def atomic_writer(path: PathLike, mode: int = 0o644, *, exclusive: bool = False,
+                  durable: bool = True) -> Iterator[BinaryIO]:
+    """`with atomic_writer(p) as f: f.write(...)` replaces `p` atomically when the block ends without an error (for
+    writers that stream, such as torch.save). `exclusive`: fail with FileExistsError rather than replace an
+    existing file (link(2) never replaces). Raises OSError; the temp file is removed on every failure."""
     p = os.fspath(path)
-    blob = data.encode("utf-8") if isinstance(data, str) else data
     d = os.path.dirname(p) or "."
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(p)}.", suffix=".tmp", dir=d)  # O_EXCL, random name
     try:
-        try:
-            os.fchmod(fd, mode)
-            view = memoryview(blob)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), mode)
+            yield fh
+            fh.flush()
             if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+                os.fsync(fh.fileno())
         if exclusive:
             try:
                 os.link(tmp, p)
@@ -78,6 +76,13 @@ def atomic_write(path: PathLike, data: Union[bytes, str], mode: int = 0o644, *, 
         raise
     if durable:
         fsync_dir(d)
+
+
+def atomic_write(path: PathLike, data: Union[bytes, str], mode: int = 0o644, *, exclusive: bool = False,
+                 durable: bool = True) -> None:
+    """Replace `path` with `data` atomically (see `atomic_writer`)."""
+    with atomic_writer(path, mode, exclusive=exclusive, durable=durable) as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def read_bounded(path: PathLike, limit: int, *, nofollow: bool = False) -> bytes:

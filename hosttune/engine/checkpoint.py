@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
+from hosttune import fsio
 from hosttune.fsio import fsync_dir
 from hosttune.yamlio import brief
 
@@ -53,14 +54,10 @@ def _alone(ok: bool) -> bool:
 
 
 def atomic_save(obj: Any, path: Path) -> None:
-    """torch.save to a temp file in the same directory, fsync it, rename over `path`, fsync the directory."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
+    """torch.save through hosttune's one atomic write: a random temp name in the same directory, fsync, rename
+    over `path`, fsync the directory."""
+    with fsio.atomic_writer(path, 0o644) as f:
         torch.save(obj, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
 
 
 def rng_state(cuda: bool) -> Dict[str, Any]:
