@@ -34,6 +34,7 @@ from hosttune.cpulist import (
     parse_cpumask,
     parse_cpumask_checked,
 )
+from hosttune.errors import UserError
 from hosttune.fsio import TooLarge, read_bounded, read_fd_bounded
 
 # sysfs files sometimes end in "\n\0" (hwloc fixture README caveat 7; seen on real kernels' node/has_cpu).
@@ -97,7 +98,7 @@ def child_env(environ: Mapping[str, str]) -> Tuple[Dict[str, str], List[str]]:
         elif name in trust.PATH_LIST_ENV:
             try:
                 env[name] = trust.check_env_value(name, env[name], "environment")
-            except trust.UserError:
+            except UserError:
                 del env[name]
                 dropped.append(name)
     return env, sorted(set(dropped))
