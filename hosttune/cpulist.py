@@ -3,9 +3,9 @@ lists use it too) and the hex cpumask ("00000000,0000ffff").
 
 Both come from files a captured tree (`--root`) or a user may hand us, so both are bounded: CPU ids at or above
 `MAX_CPUS` are dropped (and counted, so the caller can say so), and parsing is linear in the text. The kernel's
-own ceiling is CONFIG_NR_CPUS: at most 8192 on x86_64 (arch/x86/Kconfig, NR_CPUS_RANGE_END with MAXSMP) and on
-arm64 and powerpc (their Kconfig `range 2 8192`); we allow twice that, 16384, as headroom, so no real host loses a
-CPU while `0-99999999` cannot allocate a list of a hundred million ints.
+own ceiling is CONFIG_NR_CPUS: at most 8192 on x86_64 (arch/x86/Kconfig: NR_CPUS_RANGE_END is 8192 with MAXSMP),
+and no mainline architecture allows more as far as we know; we allow twice that, 16384, as headroom, so no real
+host loses a CPU while `0-99999999` cannot allocate a list of a hundred million ints.
 """
 
 from typing import Dict, Iterable, List, Optional, Set, Tuple
