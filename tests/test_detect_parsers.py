@@ -156,25 +156,6 @@ def test_torch_cuda_inference() -> None:
     assert not torchenv.infer_cuda("12.4", None, g)  # no driver
 
 
-def test_cuda_visible_devices() -> None:
-    from hosttune.detect.gpu import visible
-
-    gs = [Gpu(index=i, pci_bus_id=f"0000:{i:02x}:00.0", uuid=f"GPU-{i}abc") for i in range(4)]
-    assert [g.index for g in visible(gs, None)] == [0, 1, 2, 3]
-    assert visible(gs, "") == []
-    assert [g.index for g in visible(gs, "2,0")] == [2, 0]
-    assert [g.index for g in visible(gs, "GPU-3,1")] == [3, 1]
-    assert [g.index for g in visible(gs, "1,7,2")] == [1]  # CUDA stops at the first invalid entry
-
-
-def test_mig_instance_counts_as_one_device() -> None:
-    from hosttune.detect.gpu import visible
-
-    gs = [Gpu(index=i, pci_bus_id=f"0000:{i:02x}:00.0") for i in range(2)]
-    assert len(visible(gs, "MIG-4f3b7c2e-1111-2222-3333-444444444444,MIG-aaaa")) == 1
-    assert visible([], "MIG-4f3b7c2e") == []
-
-
 def test_cpulist_round_trip_and_mask_agree() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st

@@ -287,3 +287,26 @@ def test_cpu_budget_rounds_a_quota_down_and_never_exceeds_the_cpuset() -> None:
     assert cpu_policy.thread_budget(Cpu(logical=8, allowed_cpus=(0, 1), quota_cpus=6.0)) == 2
     assert cpu_policy.thread_budget(Cpu(logical=8)) == 8 and cpu_policy.thread_budget(Cpu()) is None
     assert cpu_policy.quota_threads(0.3) == 1
+
+
+def test_facts_count_the_devices_cuda_visible_devices_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The detector's inferred torch device count follows the same reading of CUDA_VISIBLE_DEVICES as the planner."""
+    from hosttune import detect
+    from hosttune.detect import torchenv
+
+    seen = {}
+
+    def fake_from_probe(target, data, cuda_driver, visible):  # type: ignore[no-untyped-def]
+        seen["n"] = len(visible)
+        return None
+
+    monkeypatch.setattr(torchenv, "from_probe", fake_from_probe)
+    monkeypatch.setattr(torchenv, "run_probe", lambda io, target: {})
+    monkeypatch.setattr(detect.gpu, "probe", lambda *a, **k: (tuple(_gpus()), {"nvml": "ok"}, 0))
+    for raw, n in ((None, 2), ("1", 1), ("GPU-0", 0), ("MIG-8f3a", 1), ("", 0)):
+        if raw is None:
+            monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        else:
+            monkeypatch.setenv("CUDA_VISIBLE_DEVICES", raw)
+        detect.collect(python="/bin/true")
+        assert seen["n"] == n, raw

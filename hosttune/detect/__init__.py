@@ -13,7 +13,8 @@ from typing import Any, Dict, Optional, Sequence
 
 from hosttune.detect import allocators, cgroup, cpu, distro, gpu, kernel, limits, numa, nvidia, storage, torchenv
 from hosttune.detect._io import HostIO
-from hosttune.facts import Facts, TorchInstall
+from hosttune.facts import Facts, Gpu, TorchInstall
+from hosttune.policy import cuda_visible
 
 
 def _hostname(io: HostIO) -> Optional[str]:
@@ -46,7 +47,10 @@ def collect(root: Path = Path("/"), python: Optional[str] = None, *, probe_torch
         else:
             data: Dict[str, Any] = torchenv.run_probe(io, target)
             lib_dirs = torchenv.env_lib_dirs(data)
-            visible = gpu.visible(gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
+            # The devices CUDA will number, read as the planner and doctor read them; a MIG instance whose parent
+            # is not known here still counts as a device.
+            seen = cuda_visible.select(gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
+            visible = [g if g is not None else Gpu(index=-1, name="MIG instance") for g in seen.gpus]
             torch_facts = torchenv.from_probe(target, data, nv.cuda_driver, visible)
 
     alloc, tools = allocators.probe(io, lib_dirs)

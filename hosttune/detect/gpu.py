@@ -1,6 +1,6 @@
 """NVIDIA GPUs: through NVML on a live host, else from the PCI tree (vendor 0x10de, display/3D class)."""
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from hosttune.detect._io import HostIO
 from hosttune.facts import Gpu, Nvidia
@@ -117,29 +117,4 @@ def nvidia_base(info: Dict[str, Any], switches: int) -> Dict[str, Any]:
             "nvml_error": info.get("nvml_error"), "nvswitches": switches}
 
 
-def visible(gpus: Sequence[Gpu], cvd: Optional[str]) -> List[Gpu]:
-    """The GPUs CUDA_VISIBLE_DEVICES leaves visible: indices, GPU-UUID (prefixes), or empty; stops at a bad entry."""
-    if cvd is None:
-        return list(gpus)
-    out: List[Gpu] = []
-    for item in [x.strip() for x in cvd.split(",")]:
-        if not item:
-            break
-        match: Optional[Gpu] = None
-        if item.isdigit():
-            match = next((g for g in gpus if g.index == int(item)), None)
-        elif item.startswith("GPU-"):
-            hits = [g for g in gpus if g.uuid and g.uuid.startswith(item)]
-            match = hits[0] if len(hits) == 1 else None
-        elif item.startswith("MIG-"):
-            # CUDA enumerates only the first MIG instance it is given; which GPU holds it is not known here.
-            if gpus and not out:
-                out.append(gpus[0])
-            break
-        if match is None or match in out:
-            break  # CUDA ignores everything after an invalid entry
-        out.append(match)
-    return out
-
-
-__all__ = ["Nvidia", "probe", "scan_pci", "visible"]
+__all__ = ["Nvidia", "probe", "scan_pci"]
