@@ -7,7 +7,7 @@ import re
 import sys
 import tarfile
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -46,6 +46,48 @@ def hwloc_tree(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path
 
 def hwloc_expected(name: str) -> Dict[str, Any]:
     return json.loads((HWLOC / f"{name}.expected.json").read_text())  # type: ignore[no-any-return]
+
+
+def build_tree(root: Path, files: Dict[str, str], links: Optional[Dict[str, str]] = None) -> Path:
+    """Write a host tree: files (host path -> text) and symbolic links (host path -> target, as on the host)."""
+    for rel, text in files.items():
+        p = root / rel.lstrip("/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    for rel, target in (links or {}).items():
+        p = root / rel.lstrip("/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.symlink_to(target)
+    return root
+
+
+class Result:
+    """What a CLI run gave: exit status, stdout and stderr apart."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def run_cli(args: List[str], env: Optional[Dict[str, str]] = None) -> Result:
+    """The real CLI in-process (click's runner: the machine is shared and an interpreter start costs ~1 s there)."""
+    from hosttune.cli import cli
+
+    res = cli_runner().invoke(cli, args, env=env, catch_exceptions=False)
+    return Result(res.exit_code, res.stdout, res.stderr)
+
+
+def job_processes(marker: str) -> List[int]:
+    """Every process (but this one) whose environment carries `marker` ("KEY=value"), read from /proc."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != os.getpid():
+            try:
+                raw = Path(f"/proc/{name}/environ").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in raw.split(b"\0"):
+                found.append(int(name))
+    return found
 
 
 def cli_runner() -> Any:

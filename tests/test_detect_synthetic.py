@@ -9,25 +9,13 @@ from typing import Any, Dict, Optional
 
 import pytest
 from conftest import a100, cli_runner
+from conftest import build_tree as build
 
 from hosttune.detect import HostIO, collect, gpu, torchenv
 from hosttune.detect import _io as detect_io
 
 # The start of an ELF shared library: detection checks the magic, not the rest.
 ELF = "\x7fELF\x02\x01\x01"
-
-
-def build(root: Path, files: Dict[str, str], links: Optional[Dict[str, str]] = None) -> Path:
-    """Write a host tree: files (host path -> text) and symbolic links (host path -> target, as on the host)."""
-    for rel, text in files.items():
-        p = root / rel.lstrip("/")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    for rel, target in (links or {}).items():
-        p = root / rel.lstrip("/")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.symlink_to(target)
-    return root
 
 
 def cpus(n: int, per_core: int = 1, nodes: int = 1) -> Dict[str, str]:

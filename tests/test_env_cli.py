@@ -5,30 +5,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import pytest
 import yaml
-from conftest import cli_runner
+from conftest import Result
+from conftest import run_cli as run
 
 from hosttune import plan
 
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
-
-
-class Result:
-    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-def run(args: List[str], env: Optional[Dict[str, str]] = None) -> Result:
-    """The real CLI in-process (click's runner: the machine is shared and an interpreter start costs ~1 s there);
-    the eval tests below run the installed command in a real shell."""
-
-    from hosttune.cli import cli
-
-    res = cli_runner().invoke(cli, args, env=env, catch_exceptions=False)
-    return Result(res.exit_code, res.stdout, res.stderr)
 
 
 def user_error(proc: Result) -> str:

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 from conftest import PROBES
+from conftest import job_processes as _job_processes
 
 from hosttune import launch
 from hosttune.errors import UserError
@@ -276,19 +277,6 @@ def test_verify_reports_a_reset_affinity(probe_env: Dict[str, str], tmp_path: Pa
     r = hosttune("exec", "--verify", "--", PY, PROBE, "--sleep", "1", env=probe_env)
     assert r.returncode == 0 and "MISMATCH" not in r.stderr
     assert ": ok" in r.stderr, r.stderr
-
-
-def _job_processes(marker_value: str) -> List[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                raw = Path(f"/proc/{name}/environ").read_bytes()
-            except OSError:
-                continue
-            if marker_value.encode() in raw.split(b"\0"):
-                found.append(int(name))
-    return found
 
 
 def test_sigint_reaches_a_supervised_job(probe_env: Dict[str, str], tmp_path: Path) -> None:

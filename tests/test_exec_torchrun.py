@@ -15,6 +15,7 @@ from typing import Any, Dict, List
 
 import pytest
 from conftest import PROBES
+from conftest import job_processes as _job_processes
 
 pytestmark = pytest.mark.integration
 
@@ -133,19 +134,6 @@ def test_two_nodes_on_loopback_allreduce(probe_env: Dict[str, str]) -> None:
     assert len(reps) == 2
     assert all(x["allreduce"] == [2.0, 2.0, 2.0, 2.0] and x["world_size"] == 2 for x in reps)
     assert all(x["hosttune_local_rank"] == "0" for x in reps)
-
-
-def _job_processes(marker: str) -> List[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) != os.getpid():
-            try:
-                raw = Path(f"/proc/{name}/environ").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in raw.split(b"\0"):
-                found.append(int(name))
-    return found
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])  # SIGINT: what Ctrl-C sends

@@ -14,23 +14,11 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 from conftest import a100
+from conftest import build_tree as build
 
 from hosttune.detect import collect
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def build(root: Path, files: Dict[str, str], links: Optional[Dict[str, str]] = None) -> Path:
-    """A host tree: files (host path -> text) and symbolic links (host path -> target, as on the host)."""
-    for rel, text in files.items():
-        p = root / rel.lstrip("/")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    for rel, target in (links or {}).items():
-        p = root / rel.lstrip("/")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.symlink_to(target)
-    return root
 
 
 def cpu_files(n: int) -> Dict[str, str]:

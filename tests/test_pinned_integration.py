@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
+from conftest import job_processes
 
 torch = pytest.importorskip("torch")
 
@@ -150,19 +151,6 @@ WRAPPER = '''#!/bin/sh
 "$PIN_PYTHON" "$(dirname "$0")/rank.py"
 echo "$?" > "$PIN_OUT/wrapper-went-on"
 '''
-
-
-def job_processes(marker: str) -> List[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) != os.getpid():
-            try:
-                raw = Path(f"/proc/{name}/environ").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in raw.split(b"\0"):
-                found.append(int(name))
-    return found
 
 
 def signal_job(tmp: Path, command: List[str], ranks: int, sig: int, extra: List[str] = ()) -> Dict[int, int]:

@@ -4,10 +4,11 @@ table and the one plan serialisation. Through the CLI where a user would see it.
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 import yaml
-from conftest import cli_runner
+from conftest import Result
+from conftest import run_cli as run
 
 from hosttune import plan, profile
 from hosttune.facts import Cpu, Facts, Numa, NumaNode
@@ -15,18 +16,6 @@ from hosttune.profile import settings
 
 ONE_NODE = "16em64t-4s2c2t"  # four packages, one NUMA node
 TWO_SOCKET = "32intel64-2p8co2t+8ve"  # two packages, two NUMA nodes with memory
-
-
-class Result:
-    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-def run(args: List[str], env: Optional[Dict[str, str]] = None) -> Result:
-    from hosttune.cli import cli
-
-    res = cli_runner().invoke(cli, args, env=env, catch_exceptions=False)
-    return Result(res.exit_code, res.stdout, res.stderr)
 
 
 def _env_json(root: Path, rank: int, size: int, prof: Optional[Path] = None) -> Result:

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
-from conftest import REPO, OtherUser, cli_runner
+from conftest import REPO, OtherUser, Result
+from conftest import run_cli as run
 
 from hosttune import fsio, plan, profile, trust
 from hosttune.commands.env import shell_quote
@@ -24,19 +25,6 @@ IS_ROOT = os.geteuid() == 0
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="the root trust rule applies when running as root")
 needs_jemalloc = pytest.mark.skipif(not os.path.exists(JEMALLOC), reason="libjemalloc2 not installed")
-
-
-class Result:
-    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-def run(args: List[str], env: Optional[Dict[str, str]] = None) -> Result:
-    """The real CLI in-process (an interpreter start costs about a second on the shared machine)."""
-    from hosttune.cli import cli
-
-    res = cli_runner().invoke(cli, args, env=env, catch_exceptions=False)
-    return Result(res.exit_code, res.stdout, res.stderr)
 
 
 def one_error_line(res: Result) -> str:
