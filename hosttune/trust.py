@@ -118,18 +118,38 @@ def _mode_problem(path: str, st: os.stat_result, owners: FrozenSet[int], sticky_
     return None
 
 
-def fix_for(why: str, real: str) -> str:
-    """The one command (or step) that makes `real` trusted, for a `problem()` answer."""
+def fix_for(why: str, real: str, owners: Optional[FrozenSet[int]] = None) -> str:
+    """The one step that makes `real` trusted, for a `problem()` answer. A file below a directory another user owns
+    or could write is moved, never blessed in place: that user can swap it again whatever its own mode."""
+    owners = trusted_owners() if owners is None else owners
+    move = "move it (after checking its contents) to a directory only root can write, such as /etc/hosttune"
+    if os.path.isfile(real) and _foreign_ancestor(real, owners):
+        return move
     if why.startswith("its directory "):
         bad = why[len("its directory "):].split(" is ", 1)[0]
         if " writable by " in why and _is_shared_tmp(bad):
-            return f"move it to a directory only root can write, such as /etc/hosttune (not {bad})"
+            return f"{move} (not {bad})"
         return f"chown root: {bad} && chmod go-w {bad}" if " owned by " in why else f"chmod go-w {bad}"
     if " owned by " in why:
-        return f"chown root: {real}"
+        check = "" if os.path.isdir(real) else "check its contents, then: "
+        return f"{check}chown root: {real} && chmod go-w {real}"
     if " writable by " in why:
         return f"chmod go-w {real}"
     return f"use a root-owned file instead of {real}"
+
+
+def _foreign_ancestor(real: str, owners: FrozenSet[int]) -> bool:
+    """Some directory above `real` is owned by a user outside `owners`."""
+    parent = os.path.dirname(real)
+    while True:
+        try:
+            if os.lstat(parent).st_uid not in owners:
+                return True
+        except OSError:
+            return False
+        if parent == "/":
+            return False
+        parent = os.path.dirname(parent)
 
 
 def _is_shared_tmp(path: str) -> bool:
@@ -149,7 +169,7 @@ def check_path(path: PathLike, what: str, *, kind: str = "file", owners: Optiona
     if why.startswith("does not exist") or why.startswith("cannot be resolved") or why.startswith("is not a"):
         raise Untrusted(f"{what} {shown} {why}")
     raise Untrusted(f"refusing {what} {shown}: {why}, so another user could change what runs as "
-                    f"{'root' if is_root() else 'you'}; fix: {fix_for(why, real)}")
+                    f"{'root' if is_root() else 'you'}; fix: {fix_for(why, real, owners)}")
 
 
 def check_root_file(path: PathLike, what: str) -> Path:

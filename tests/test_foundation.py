@@ -38,7 +38,7 @@ def test_trust_refuses_a_file_whose_own_directory_others_can_write_even_sticky(t
     f.write_text("x: 1\n")
     real, why = trust.problem(f)
     assert why and "writable by group and others" in why
-    assert "move it to a directory only root can write" in trust.fix_for(why, real)
+    assert "to a directory only root can write" in trust.fix_for(why, real)
 
 
 @needs_root
@@ -63,8 +63,17 @@ def test_trust_resolves_links_and_returns_the_target(tmp_path: Path) -> None:
 
 def test_trust_refuses_what_another_user_owns(other_user: OtherUser) -> None:
     planted = other_user.write("p.yaml", "x: 1\n")
-    with pytest.raises(trust.Untrusted, match=r"is owned by nobody.*fix: chown root:"):
+    with pytest.raises(trust.Untrusted, match=r"is owned by nobody.*fix: move it .* such as /etc/hosttune"):
         trust.check_path(planted, "profile")
+
+
+@needs_root
+def test_trust_fix_blesses_a_file_in_place_only_in_roots_own_directories(tmp_path: Path) -> None:
+    f = tmp_path / "p.yaml"
+    f.write_text("x: 1\n")
+    os.chown(f, 65534, 65534)
+    with pytest.raises(trust.Untrusted, match=r"fix: check its contents, then: chown root: .*p.yaml && chmod go-w"):
+        trust.check_path(f, "profile")
 
 
 def test_trust_env_refuses_code_and_checks_every_path_entry(other_user: OtherUser, tmp_path: Path) -> None:

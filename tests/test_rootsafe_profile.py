@@ -106,7 +106,7 @@ def test_root_refuses_another_users_profile_reached_any_way(way: str, command: s
     res = run(args, env=env)
     line = one_error_line(res)
     assert f"refusing profile {planted}" in line
-    assert "owned by nobody" in line and "fix: chown root:" in line
+    assert "owned by nobody" in line and "fix: move it (after checking its contents) to a directory only root" in line
     assert str(other_user.home / "py") not in res.stdout  # nothing of theirs was planned
 
 
@@ -182,7 +182,7 @@ def test_refusal_for_a_profile_in_tmp_says_move_it_not_chmod_tmp(tmp_path: Path)
     finally:
         f.unlink()
     assert "chmod go-w /tmp" not in msg
-    assert "move it to a directory only root can write" in msg and str(f) in msg
+    assert "to a directory only root can write" in msg and str(f) in msg
 
 
 def test_an_ordinary_users_own_profile_and_env_load_unchanged(other_user: OtherUser,
