@@ -188,6 +188,23 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class TunedSetting:
+    id: str  # hosttune's tunable id: thp, thp_defrag, swappiness, numa_balancing, governor, epp
+    option: str  # tuned's plugin.option: vm.transparent_hugepages, sysctl.vm.swappiness, cpu.governor ...
+    value: str  # as the profile writes it (may hold tuned's ">" modifiers or ${variables})
+    profile: str  # the profile (or included profile) that sets it
+
+
+@dataclass(frozen=True)
+class Tuned:
+    installed: bool = False  # etc/tuned or tuned's profile directory exists
+    running: Optional[bool] = None  # the daemon runs (pid file / systemctl); None when nothing could tell
+    profile: Optional[str] = None  # etc/tuned/active_profile (space separated when several are merged)
+    mode: Optional[str] = None  # etc/tuned/profile_mode: auto | manual
+    settings: Tuple[TunedSetting, ...] = ()  # what the active profile, includes merged, sets for hosttune's tunables
+
+
+@dataclass(frozen=True)
 class Facts:
     schema: str = SCHEMA
     root: str = "/"
@@ -204,6 +221,7 @@ class Facts:
     storage: Tuple[Mount, ...] = ()
     memory: Memory = field(default_factory=Memory)
     limits: Limits = field(default_factory=Limits)
+    tuned: Tuned = field(default_factory=Tuned)
     missing: Tuple[str, ...] = ()  # "what: why" for each source that could not be read
 
     def to_dict(self) -> Dict[str, Any]:

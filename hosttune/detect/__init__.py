@@ -11,7 +11,7 @@ import socket
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
-from hosttune.detect import allocators, cgroup, cpu, distro, gpu, kernel, limits, numa, nvidia, storage, torchenv
+from hosttune.detect import allocators, cgroup, cpu, distro, gpu, kernel, limits, numa, nvidia, storage, torchenv, tuned
 from hosttune.detect._io import HostIO
 from hosttune.facts import Facts, Gpu, TorchInstall
 from hosttune.policy import cuda_visible
@@ -70,6 +70,7 @@ def collect(root: Path = Path("/"), python: Optional[str] = None, *, probe_torch
         storage=mounts,
         memory=storage.memory(io, shm),
         limits=limits.probe(io),
+        tuned=tuned.probe(io),
         missing=tuple(io.missing),
     )
 
