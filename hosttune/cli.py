@@ -41,6 +41,7 @@ COMMANDS: Dict[str, tuple] = {
     "exec": ("hosttune.commands.exec", "Run a command (torchrun, srun, python ...) with the profile per rank."),
     "train": ("hosttune.commands.train", "Train a bundled model on N ranks through `hosttune exec -- torchrun`."),
     "monitor": ("hosttune.commands.monitor", "Log GPU/host temperature, memory, power and throttling."),
+    "tune": ("hosttune.commands.tune", "Apply, verify and revert the host settings for training (and keep them)."),
 }
 
 

@@ -20,7 +20,7 @@ from hosttune import fsio, trust
 from hosttune.errors import UserError
 from hosttune.facts import Facts
 from hosttune.profile import locate
-from hosttune.profile.settings import PROFILE_FIELDS, SECTIONS, DataLoader, Profile, validate
+from hosttune.profile.settings import PROFILE_FIELDS, SECTIONS, DataLoader, Profile, Tune, validate
 from hosttune.yamlio import brief, key_lines, load_mapping, sub_lines
 
 MAX_PROFILE_BYTES = 1 << 20
@@ -202,6 +202,7 @@ def _merge(chain: List[_Raw], name: str) -> Profile:
         env=env,
         tcmalloc=maps["tcmalloc"],
         dataloader=DataLoader(**sects["dataloader"]),
+        tune=Tune(**sects["tune"]),
         provenance=prov,
         chain=tuple(str(r.path) for r in chain),
         reasons=why_all,

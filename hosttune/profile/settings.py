@@ -23,6 +23,8 @@ OPENMP = ("auto", "gnu", "intel")
 THROUGHPUT_MALLOC_CONF = (
     "oversize_threshold:1,background_thread:true,metadata_thp:auto,dirty_decay_ms:-1,muzzy_decay_ms:-1"
 )
+THP_MODES = ("madvise", "never", "always")
+THP_DEFRAG_MODES = ("madvise", "defer+madvise", "defer", "never", "always")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Preload/audit libraries run code in every rank (as root, too): only hosttune's checked allocator path may set them.
 _MANAGED_ENV = ("LD_PRELOAD", "LD_AUDIT")
@@ -76,6 +78,19 @@ SETTINGS: Tuple[Setting, ...] = (
     Setting("dataloader.prefetch_factor", "count", "auto", low=1, high=1024, doc="auto = 2, only with workers"),
     Setting("dataloader.persistent_workers", "tristate", "auto", doc="auto = on, only with workers"),
     Setting("tcmalloc", "envmap", None, doc="TCMALLOC_* variables when tcmalloc is preloaded"),
+    # `hosttune tune apply`: the host settings it writes; the defaults are what doctor's checks expect.
+    Setting("tune.thp", "choice", "madvise", THP_MODES, doc="transparent_hugepage/enabled (doctor: madvise or never)"),
+    Setting("tune.thp_defrag", "choice", "madvise", THP_DEFRAG_MODES,
+            doc="transparent_hugepage/defrag: madvise = direct compaction only for regions that ask for huge pages"),
+    Setting("tune.numa_balancing", "bool", False, doc="kernel.numa_balancing on multi-node hosts (doctor: off)"),
+    Setting("tune.swappiness", "count", 10, low=0, high=200, doc="vm.swappiness, the most allowed (doctor: <= 10)"),
+    Setting("tune.governor", "text", "performance", doc="CPU frequency governor where cpufreq exists"),
+    Setting("tune.epp", "text", "performance", doc="energy_performance_preference where the driver has it"),
+    Setting("tune.nofile", "count", 65536, low=1024, high=1073741816,
+            doc="soft open-files limit for new logins, the least allowed (hard: at least 1048576)"),
+    Setting("tune.memlock", "text", "unlimited", doc="locked-memory limit for new logins: unlimited or KiB"),
+    Setting("tune.shm_size", "text", "50%", doc="/dev/shm size: a tmpfs size= (50%, 16G)"),
+    Setting("tune.persistence", "bool", True, doc="NVIDIA persistence mode through nvidia-persistenced (GPUs only)"),
     Setting("env", "envmap", None, doc="literal extra environment, applied last"),
     Setting("fingerprint", "text", None, doc="hardware fingerprint of the host it was generated for", show=False),
     Setting("reasons", "reasons", None, doc="setting: why", show=False),
@@ -100,6 +115,25 @@ class DataLoader:
     persistent_workers: Union[str, bool] = _DEFAULT["dataloader.persistent_workers"]
 
 
+_TUNE_DEFAULT = {k: _DEFAULT[f"tune.{k}"] for k in SECTIONS["tune"]}
+
+
+@dataclass(frozen=True)
+class Tune:
+    """What `hosttune tune apply` sets on the host; a site overrides it in the profile's `tune:` section."""
+
+    thp: str = _TUNE_DEFAULT["thp"]
+    thp_defrag: str = _TUNE_DEFAULT["thp_defrag"]
+    numa_balancing: bool = _TUNE_DEFAULT["numa_balancing"]
+    swappiness: Union[str, int] = _TUNE_DEFAULT["swappiness"]
+    governor: str = _TUNE_DEFAULT["governor"]
+    epp: str = _TUNE_DEFAULT["epp"]
+    nofile: Union[str, int] = _TUNE_DEFAULT["nofile"]
+    memlock: str = _TUNE_DEFAULT["memlock"]
+    shm_size: str = _TUNE_DEFAULT["shm_size"]
+    persistence: bool = _TUNE_DEFAULT["persistence"]
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str
@@ -122,6 +156,7 @@ class Profile:
     device: str = _DEFAULT["device"]
     openmp: str = _DEFAULT["openmp"]
     chain: Tuple[str, ...] = ()  # the files this profile was merged from, base first
+    tune: Tune = field(default_factory=Tune)
     reasons: Mapping[str, str] = field(default_factory=dict)  # setting -> why (the `reasons:` of the files)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -140,6 +175,8 @@ class Profile:
         if isinstance(kwargs.get("dataloader"), Mapping):
             kwargs["dataloader"] = DataLoader(**{k: v for k, v in kwargs["dataloader"].items()
                                                  if k in SECTIONS["dataloader"]})
+        if isinstance(kwargs.get("tune"), Mapping):
+            kwargs["tune"] = Tune(**{k: v for k, v in kwargs["tune"].items() if k in SECTIONS["tune"]})
         for key in ("env", "tcmalloc", "provenance", "reasons"):
             if key in kwargs:
                 kwargs[key] = dict(kwargs[key] or {})

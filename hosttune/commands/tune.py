@@ -1,0 +1,86 @@
+"""`hosttune tune apply | verify | revert`: the CLI of hosttune.tune (tables, --json, exit codes 0/1/2)."""
+
+import json
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+import click
+
+from hosttune.term import printable
+
+
+def _root(root: Optional[str]) -> Path:
+    return Path(root) if root else Path("/")
+
+
+def _q(value: Optional[str]) -> str:
+    return "-" if value is None else printable(value)
+
+
+@click.group("tune")
+def cmd() -> None:
+    """Apply, verify and revert the host settings doctor's checks expect for training."""
+
+
+@cmd.command("apply")
+@click.option("--dry-run", is_flag=True, help="Show the changes; change nothing (works as any user).")
+@click.option("--only", "only", multiple=True, metavar="ID", help="Only this tunable (repeatable).")
+@click.option("--root", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Read and write inside DIR (a captured host tree), never the host.")
+@click.option("--boot", is_flag=True, hidden=True, help="Re-apply the saved runtime values (hosttune-tune.service).")
+@click.option("--json", "as_json", is_flag=True, help="The changes as JSON.")
+def apply_cmd(dry_run: bool, only: Sequence[str], root: Optional[str], boot: bool, as_json: bool) -> None:
+    """Bring the host to the profile's settings: each change as `before -> after`, with its reason."""
+    from hosttune.tune import core
+
+    core.check_ids(only)
+    core.uid_check(Path(root) if root else None, dry_run, "apply")
+    changes = core.apply(_root(root), only=tuple(only), dry_run=dry_run, boot=boot)
+    if as_json:
+        click.echo(json.dumps({"dry_run": dry_run, "changes": [c.to_dict() for c in changes]}, indent=2))
+        return
+    if not changes:
+        click.echo("nothing to change: every tunable is already right" if not boot else "nothing to re-apply")
+        return
+    verb = "would change" if dry_run else "changed"
+    for c in changes:
+        keep = f"  (kept in {', '.join(c.persist)})" if c.persist else ""
+        click.echo(f"{verb} {c.id}: {_q(c.before)} -> {printable(c.after)}  # {printable(c.reason)}{keep}")
+
+
+@cmd.command("verify")
+@click.option("--root", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Read inside DIR (a captured host tree), never the host.")
+@click.option("--json", "as_json", is_flag=True, help="Expected vs actual as JSON.")
+@click.pass_context
+def verify_cmd(ctx: click.Context, root: Optional[str], as_json: bool) -> None:
+    """Expected vs actual for every tunable; exit 1 when one drifted."""
+    from hosttune.tune import core
+
+    statuses = core.verify(_root(root))
+    drift = any(s.state == "drift" for s in statuses)
+    if as_json:
+        click.echo(json.dumps({"drift": drift, "tunables": [s.to_dict() for s in statuses]}, indent=2))
+    else:
+        rows: List[tuple] = [("ID", "STATE", "EXPECTED", "ACTUAL", "WHY")]
+        rows += [(s.id, s.state, _q(s.expected), _q(s.actual), printable(s.reason)) for s in statuses]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        for r in rows:
+            click.echo("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4])
+    ctx.exit(1 if drift else 0)
+
+
+@cmd.command("revert")
+@click.option("--root", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Read and write inside DIR (a captured host tree), never the host.")
+def revert_cmd(root: Optional[str]) -> None:
+    """Restore the values from before the first apply and remove hosttune's files."""
+    from hosttune.tune import core
+
+    core.uid_check(Path(root) if root else None, False, "revert")
+    changes = core.revert(_root(root))
+    if not changes:
+        click.echo("nothing to revert")
+    for c in changes:
+        click.echo(f"restored {c.id}: {_q(c.before)} -> {printable(c.after)}" if c.id != "files"
+                   else f"removed {printable(c.before or '')}")

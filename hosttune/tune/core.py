@@ -1,0 +1,537 @@
+"""The tune engine: reads each tunable, plans the changes, applies them as one transaction, saves and restores state.
+
+Apply is all or nothing: every step records how to undo itself, and a failing step undoes the steps of that run in
+reverse before the error (one line) reaches the user. The runtime values found before the first apply are saved in
+the state file (`STATE_FILE` under the root) and are never overwritten by a later apply: revert always goes back to
+the host as it was before hosttune touched it.
+"""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from hosttune.errors import UserError
+from hosttune.profile.settings import Tune
+from hosttune.tune.model import MARKER, STATE_FILE, STATE_SCHEMA, Change, Status
+from hosttune.tune.rootfs import Tree, iter_lines, selected
+from hosttune.tune.tunables import BY_ID, TUNABLE_IDS, TUNABLES, Tunable, limit_value
+
+Undo = Callable[[], None]
+
+
+def tune_settings(profile: Any) -> Tune:
+    """The `tune:` choices of `profile` (a Profile or a Tune); None: the profile in use, without detecting."""
+    if isinstance(profile, Tune):
+        return profile
+    if profile is not None:
+        return getattr(profile, "tune", Tune())
+    from hosttune.profile import load, locate_active
+
+    where = locate_active()
+    return load(where.ref).tune if where.ref is not None else Tune()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Persisted files: one block per tunable, `# <id>: <reason>` then its lines, under the marker line.
+
+def parse_blocks(text: Optional[str], reasons: Optional[Dict[str, str]] = None) -> Dict[str, List[str]]:
+    """tunable id -> its lines in one of hosttune's files; each block's reason goes into `reasons`."""
+    blocks: Dict[str, List[str]] = {}
+    current: Optional[str] = None
+    for raw in (text or "").splitlines()[1:]:
+        line = raw.strip()
+        head, _, why = line[2:].partition(":") if line.startswith("# ") else ("", "", "")
+        if head in BY_ID:
+            current = head
+            blocks[current] = []
+            if reasons is not None:
+                reasons.setdefault(head, why.strip())
+        elif current is not None and line and not line.startswith("#"):
+            blocks[current].append(line)
+    return blocks
+
+
+def render_blocks(blocks: Dict[str, List[str]], reasons: Dict[str, str]) -> str:
+    out = [MARKER]
+    for tid in TUNABLE_IDS:
+        if tid in blocks:
+            out += [f"# {tid}: {reasons.get(tid, '')}".rstrip()] + blocks[tid]
+    return "\n".join(out) + "\n"
+
+
+def ours(text: Optional[str]) -> bool:
+    return text is not None and text.split("\n", 1)[0] == MARKER
+
+
+def _read_ours(tree: Tree, rel: str) -> Optional[str]:
+    try:
+        text = tree.read(rel)
+    except OSError:
+        return None
+    return text if ours(text) else None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# State
+
+def load_state(tree: Tree) -> Optional[Dict[str, Any]]:
+    try:
+        text = tree.read(STATE_FILE)
+    except OSError as exc:
+        raise UserError(f"{tree.path(STATE_FILE)}: cannot read: {exc.strerror or exc}") from None
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise UserError(f"{tree.path(STATE_FILE)}: not hosttune's tune state (bad JSON)") from None
+    if not isinstance(data, dict) or data.get("schema") != STATE_SCHEMA:
+        raise UserError(f"{tree.path(STATE_FILE)}: not hosttune's tune state (schema {STATE_SCHEMA} expected)")
+    return data
+
+
+def _new_state() -> Dict[str, Any]:
+    return {"schema": STATE_SCHEMA, "before": {}, "applied": {}, "made_dirs": [], "tuned": None}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading
+
+def _mount_size(tree: Tree) -> Optional[str]:
+    """The size= option /dev/shm is mounted with (proc/self is a link: read through HostIO, inside the tree)."""
+    from hosttune.detect._io import HostIO
+
+    io = HostIO(tree.root)
+    for line in iter_lines(io.read("/proc/self/mounts") or io.read("/proc/mounts")):
+        f = line.split()
+        if len(f) >= 4 and f[1] == "/dev/shm":
+            return next((o for o in f[3].split(",") if o.startswith("size=")), None)
+    return None
+
+
+def _runtime(tree: Tree, t: Tunable) -> Dict[str, Optional[str]]:
+    """target -> its current value (attr tunables)."""
+    return {rel: selected(tree.read(rel)) for rel in t.targets(tree)}
+
+
+def _persisted(tree: Tree, t: Tunable) -> Optional[List[str]]:
+    if t.persist is None:
+        return None
+    text = _read_ours(tree, t.persist)
+    return parse_blocks(text).get(t.id) if text is not None else None
+
+
+def _kib(size: Optional[str], mem_kib: Optional[int]) -> Optional[int]:
+    """A tmpfs size= value in KiB: NNN[kKmMgG] or NN% of MemTotal (tmpfs(5))."""
+    if not size:
+        return None
+    v = size[len("size="):] if size.startswith("size=") else size
+    try:
+        if v.endswith("%"):
+            return int(mem_kib * int(v[:-1]) / 100) if mem_kib else None
+        mult = {"k": 1, "m": 1024, "g": 1 << 20, "t": 1 << 30}.get(v[-1:].lower())
+        return int(v[:-1]) * mult if mult else int(v) // 1024
+    except ValueError:
+        return None
+
+
+def _mem_kib(tree: Tree) -> Optional[int]:
+    from hosttune.detect._io import HostIO
+
+    for line in iter_lines(HostIO(tree.root).read("/proc/meminfo")):
+        if line.startswith("MemTotal:") and line.split()[1].isdigit():
+            return int(line.split()[1])
+    return None
+
+
+def _shm_runtime(tree: Tree, tune: Tune) -> Optional[str]:
+    """The mounted size; the profile's value when it is at least that big (tmpfs rounds to pages, and a bigger
+    /dev/shm is no problem to fix: doctor asks for a minimum)."""
+    now = _mount_size(tree)
+    mem = _mem_kib(tree)
+    want = _kib(tune.shm_size, mem)
+    have = _kib(now, mem)
+    if want is not None and have is not None and have >= want - max(4, want // 1000):
+        return f"size={tune.shm_size}" + ("" if have - want <= max(4, want // 1000) else f" (mounted with {now})")
+    return now
+
+
+def _actual(tree: Tree, t: Tunable, tune: Tune, state: Optional[Dict[str, Any]]) -> Optional[str]:
+    if t.kind == "attr":
+        values = [v for v in _runtime(tree, t).values() if v is not None]
+        return ",".join(dict.fromkeys(values)) if values else None
+    if t.kind == "file":
+        item = t.id
+        mine = limit_value("\n".join(_persisted(tree, t) or []), item)
+        if mine is not None:
+            return mine
+        if tree.live:
+            import resource
+
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE if item == "nofile" else resource.RLIMIT_MEMLOCK)[0]
+            return "unlimited" if soft == resource.RLIM_INFINITY else str(soft if item == "nofile" else soft // 1024)
+        return limit_value(tree.read("etc/security/limits.conf"), item) or "not set"
+    if t.kind == "shm":
+        if tree.live:
+            return _shm_runtime(tree, tune)
+        # a tree's mount cannot change: what it will mount at the next boot is the drop-in's size
+        block = _persisted(tree, t) or []
+        opt = next((o for line in block if line.startswith("Options=") for o in line[8:].split(",")
+                    if o.startswith("size=")), None)
+        return opt or _mount_size(tree)
+    if t.kind == "service":
+        return _service_state(tree)
+    return None
+
+
+def _service_state(tree: Tree) -> Optional[str]:
+    if not tree.live:
+        return None
+    out = []
+    for verb in ("is-enabled", "is-active"):
+        done = _systemctl([verb, "nvidia-persistenced.service"], check=False)
+        out.append(done.stdout.strip() or "unknown")
+    return ", ".join(out)
+
+
+def _systemctl_do(*args: str) -> None:
+    _systemctl(list(args))
+
+
+def _systemctl(args: List[str], check: bool = True) -> "subprocess.CompletedProcess[str]":
+    done = subprocess.run(["systemctl", *args], capture_output=True, text=True, timeout=120, check=False)
+    if check and done.returncode != 0:
+        why = (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}").splitlines()[-1]
+        raise OSError(f"systemctl {' '.join(args)}: {why}")
+    return done
+
+
+def _status(tree: Tree, t: Tunable, tune: Tune, state: Optional[Dict[str, Any]]) -> Status:
+    try:
+        expected, reason = t.want(tree, tune)
+    except OSError as exc:
+        return Status(t.id, t.title, None, None, "skip", f"cannot read: {exc.strerror or exc}")
+    if expected is None:
+        return Status(t.id, t.title, None, None, "skip", reason)
+    if t.kind == "attr" and not t.targets(tree):
+        return Status(t.id, t.title, expected, None, "skip", "not exposed by this kernel")
+    if t.sysctl and tree.read_only("proc/sys"):
+        return Status(t.id, t.title, expected, None, "skip", "/proc/sys is read-only here (a container): set it on "
+                      "the host or in the container runtime (docker run --sysctl)")
+    try:
+        actual = _actual(tree, t, tune, state)
+    except OSError as exc:
+        return Status(t.id, t.title, expected, None, "skip", f"cannot read: {exc.strerror or exc}")
+    if actual is None:
+        return Status(t.id, t.title, expected, None, "skip", "not readable")
+    values = actual.split(",") if t.kind == "attr" else [actual.split(" (", 1)[0]]
+    if not all(t.ok(v, expected) for v in values):
+        return Status(t.id, t.title, expected, actual, "drift", reason)
+    kept = _kept(tree, t, expected, state)
+    if kept is not None:
+        return Status(t.id, t.title, expected, actual, "drift", kept)
+    return Status(t.id, t.title, expected, actual, "ok", reason)
+
+
+def _kept(tree: Tree, t: Tunable, expected: str, state: Optional[Dict[str, Any]]) -> Optional[str]:
+    """Why a value right now would not survive a reboot, or None when it would (or needs nothing)."""
+    if t.kind == "attr" and t.persist is not None:
+        block = _persisted(tree, t)
+        if block is not None and block != t.lines(expected):
+            return f"{tree.path(t.persist)} keeps another value"
+    if t.kind == "attr" and t.boot and state is not None and t.id in state.get("applied", {}):
+        if state["applied"][t.id] != expected:
+            return "hosttune-tune.service would restore another value at boot"
+    if t.kind == "shm" and tree.live:
+        block = _persisted(tree, t)
+        if block is not None and block != t.lines(expected):
+            return f"{tree.path(t.persist or '')} keeps another size"
+    return None
+
+
+def verify(root: Path = Path("/"), profile: Any = None) -> List[Status]:
+    tree = Tree(root)
+    tune = tune_settings(profile)
+    state = load_state(tree)
+    return [_status(tree, t, tune, state) for t in TUNABLES]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Applying
+
+def check_ids(only: Sequence[str]) -> None:
+    import difflib
+
+    for tid in only:
+        if tid not in BY_ID:
+            close = difflib.get_close_matches(tid, TUNABLE_IDS, n=1, cutoff=0.0)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UserError(f"no tunable {tid!r}{hint} (tunables: {', '.join(TUNABLE_IDS)})")
+
+
+class _Txn:
+    """The undo log of one apply or revert run."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self.undo: List[Undo] = []
+        self.made: List[str] = []
+
+    def makedirs(self, rel: str) -> None:
+        made: List[str] = []
+        self.tree.makedirs(rel, made)
+        self.made += made
+
+        def undo() -> None:
+            for d in reversed(made):
+                self.tree.rmdir_if_empty(d)
+        self.undo.append(undo)
+
+    def write_attr(self, rel: str, old: Optional[str], new: str) -> None:
+        self.tree.write_attr(rel, new)
+        if old is not None:
+            self.undo.append(lambda: self.tree.write_attr(rel, old))
+
+    def write_file(self, rel: str, text: Optional[str]) -> None:
+        prev = self.tree.read(rel)
+        made: List[str] = []
+        if text is None:
+            if prev is None:
+                return
+            self.tree.remove(rel)
+        else:
+            self.tree.write_file(rel, text, made)
+        self.made += made
+
+        def undo() -> None:
+            if prev is None:
+                self.tree.remove(rel)
+            else:
+                self.tree.write_file(rel, prev)
+            for d in reversed(made):
+                self.tree.rmdir_if_empty(d)
+        self.undo.append(undo)
+
+    def call(self, do: Callable[[], None], undo: Undo) -> None:
+        do()
+        self.undo.append(undo)
+
+    def rollback(self) -> List[str]:
+        errors = []
+        for step in reversed(self.undo):
+            try:
+                step()
+            except OSError as exc:
+                errors.append(str(exc))
+        self.undo.clear()
+        return errors
+
+
+def _edit_blocks(txn: _Txn, rel: str, edits: Dict[str, Optional[List[str]]], reasons: Dict[str, str]) -> None:
+    """Set (list) or drop (None) tunables' blocks in hosttune's file `rel`; the file goes when no block is left."""
+    text = txn.tree.read(rel)
+    if text is not None and not ours(text):
+        raise OSError(f"{txn.tree.path(rel)} exists and is not hosttune's (no marker line): not touched")
+    kept: Dict[str, str] = dict(reasons)
+    blocks = parse_blocks(text, kept)
+    reasons = kept
+    for tid, lines in edits.items():
+        if lines is None:
+            blocks.pop(tid, None)
+        else:
+            blocks[tid] = lines
+    new = render_blocks(blocks, reasons) if blocks else None
+    if new != text:
+        txn.write_file(rel, new)
+
+
+def _remount_shm(size_opt: str) -> None:
+    done = subprocess.run(["mount", "-o", f"remount,{size_opt}", "/dev/shm"], capture_output=True, text=True,
+                          timeout=60, check=False)
+    if done.returncode != 0:
+        raise OSError(f"mount -o remount,{size_opt} /dev/shm: {done.stderr.strip() or done.returncode}")
+
+
+def _apply_one(txn: _Txn, t: Tunable, st: Status, state: Dict[str, Any], boot: bool) -> Tuple[str, ...]:
+    """Make `t` what `st.expected` says; returns the files written to keep it."""
+    tree, expected = txn.tree, st.expected or ""
+    written: List[str] = []
+    if t.kind == "attr":
+        current = _runtime(tree, t)
+        state["before"].setdefault(t.id, current)
+        for rel, old in current.items():
+            if old is None or not t.ok(old, expected):
+                txn.write_attr(rel, old, expected)
+        if t.boot:
+            state["applied"][t.id] = expected
+            written.append(tree.path(STATE_FILE))
+    elif t.kind == "shm":
+        if tree.live:
+            old = _mount_size(tree)
+            state["before"].setdefault(t.id, {"/dev/shm": old})
+            if old != expected:
+                txn.call(lambda: _remount_shm(expected), (lambda: _remount_shm(old)) if old else (lambda: None))
+        state["applied"][t.id] = expected
+    elif t.kind == "service":
+        before = st.actual or ""
+        state["before"].setdefault(t.id, {"nvidia-persistenced": before})
+        undo: Undo = ((lambda: None) if before.startswith("enabled") else
+                      (lambda: _systemctl_do("disable", "--now", "nvidia-persistenced.service")))
+        txn.call(lambda: _systemctl_do("enable", "--now", "nvidia-persistenced.service"), undo)
+    if t.persist is not None and not boot:
+        _edit_blocks(txn, t.persist, {t.id: t.lines(expected)}, {t.id: st.reason})
+        written.append(tree.path(t.persist))
+    return tuple(written)
+
+
+def apply(root: Path = Path("/"), only: Sequence[str] = (), dry_run: bool = False, profile: Any = None,
+          boot: bool = False) -> List[Change]:
+    """Bring the tunables (`only`, else all) to the profile's values. `boot`: re-apply only the runtime values
+    recorded by earlier applies (what hosttune-tune.service runs), writing no file."""
+    check_ids(only)
+    tree = Tree(root)
+    tune = tune_settings(profile)
+    state = load_state(tree)
+    if boot:
+        if state is None:
+            return []
+        only = [tid for tid in state.get("applied", {}) if tid in BY_ID]
+        tune = _boot_tune(tune, state)
+    wanted = [t for t in TUNABLES if not only or t.id in only]
+    plan = [(t, st) for t in wanted for st in [_status(tree, t, tune, state)] if st.state == "drift"]
+    changes = [Change(t.id, st.actual, st.expected or "", st.reason, _persist_paths(tree, t)) for t, st in plan]
+    if dry_run or not plan:
+        return changes
+    work = state if state is not None else _new_state()
+    txn = _Txn(tree)
+    done: List[Change] = []
+    try:
+        txn.makedirs(os.path.dirname(STATE_FILE))
+        for (t, st), ch in zip(plan, changes):
+            written = _apply_one(txn, t, st, work, boot)
+            done.append(Change(ch.id, ch.before, ch.after, ch.reason, written))
+        _tuned_hook(tree, work, txn, boot)
+        if not boot or work != state:
+            work["made_dirs"] = list(dict.fromkeys(list(work.get("made_dirs", [])) + txn.made))
+            _save_state(txn, work)
+    except (OSError, ValueError, UserError) as exc:
+        failed = plan[len(done)][0].id if len(done) < len(plan) else "state"
+        left = txn.rollback()
+        for d in reversed(txn.made):
+            tree.rmdir_if_empty(d)
+        why = getattr(exc, "strerror", None) and f"{exc.strerror}: {exc.filename}" or str(exc)  # type: ignore
+        tail = "; the changes of this run were undone" + (f" except: {'; '.join(left)}" if left else "")
+        raise UserError(f"tune apply: {failed}: {why}{tail}") from None
+    return done
+
+
+def _boot_tune(tune: Tune, state: Dict[str, Any]) -> Tune:
+    import dataclasses
+
+    applied = state.get("applied", {})
+    over = {k: applied[k] for k in ("thp", "thp_defrag", "governor", "epp") if k in applied}
+    if "shm" in applied:
+        over["shm_size"] = applied["shm"][len("size="):]
+    return dataclasses.replace(tune, **over)
+
+
+def _persist_paths(tree: Tree, t: Tunable) -> Tuple[str, ...]:
+    out = [tree.path(t.persist)] if t.persist else []
+    if t.boot:
+        out.append(tree.path(STATE_FILE))
+    return tuple(out)
+
+
+def _save_state(txn: _Txn, state: Dict[str, Any]) -> None:
+    txn.write_file(STATE_FILE, json.dumps(state, indent=1, sort_keys=True) + "\n")
+
+
+def _tuned_hook(tree: Tree, state: Dict[str, Any], txn: _Txn, boot: bool) -> None:
+    """When tuned runs, hand it hosttune's values in a profile that includes the active one, so it never undoes
+    them (hosttune.tune.tuned, owned by the tuned coexistence work)."""
+    if boot:
+        return
+    try:
+        from hosttune.tune import tuned
+    except ImportError:
+        return
+    if not tuned.is_running(tree.root):
+        return
+    settings = {tid: str(v) for tid, v in state.get("applied", {}).items()}
+    for t in TUNABLES:
+        if t.kind == "attr" and t.persist is not None:
+            block = _persisted(tree, t)
+            if block:
+                settings[t.id] = block[0].split("=", 1)[1].strip()
+    previous = tuned.active_profile(tree.root)
+    if previous == tuned.PROFILE_NAME:
+        previous = (state.get("tuned") or {}).get("previous")
+    if state.get("tuned") is None:
+        state["tuned"] = {"previous": previous}
+    tuned.write_profile(tree.root, previous, settings)
+    if tuned.active_profile(tree.root) != tuned.PROFILE_NAME:
+        txn.call(lambda: tuned.switch(tree.root, tuned.PROFILE_NAME),
+                 (lambda: tuned.switch(tree.root, previous)) if previous else (lambda: None))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reverting
+
+def revert(root: Path = Path("/")) -> List[Change]:
+    """Restore the runtime values saved before the first apply, remove hosttune's files (only those carrying the
+    marker), then the state file and the directories apply made. Nothing else is touched."""
+    tree = Tree(root)
+    state = load_state(tree)
+    changes: List[Change] = []
+    if state is None:
+        return changes
+    txn = _Txn(tree)
+    try:
+        for tid, targets in state.get("before", {}).items():
+            t = BY_ID.get(tid)
+            if t is None or not isinstance(targets, dict):
+                continue
+            for rel, old in targets.items():
+                if old is None:
+                    continue
+                if t.kind == "attr":
+                    now = selected(tree.read(rel))
+                    if now != old:
+                        txn.write_attr(rel, now, str(old))
+                        changes.append(Change(tid, now, str(old), "saved before the first apply", ()))
+                elif t.kind == "shm" and tree.live:
+                    now = _mount_size(tree)
+                    if now != old:
+                        txn.call(lambda o=str(old): _remount_shm(o), lambda: None)  # type: ignore[misc]
+                        changes.append(Change(tid, now, str(old), "saved before the first apply", ()))
+                elif t.kind == "service" and not str(old).startswith("enabled"):
+                    txn.call(lambda: _systemctl_do("disable", "--now", "nvidia-persistenced.service"),
+                             lambda: None)
+                    changes.append(Change(tid, "enabled", str(old), "saved before the first apply", ()))
+        tuned_state = state.get("tuned") or {}
+        if tuned_state:
+            from hosttune.tune import tuned
+
+            if tuned_state.get("previous"):
+                tuned.switch(tree.root, tuned_state["previous"])
+            tuned.remove_profile(tree.root)
+        for rel in dict.fromkeys(t.persist for t in TUNABLES if t.persist):
+            if _read_ours(tree, rel) is not None:
+                txn.write_file(rel, None)
+                changes.append(Change("files", tree.path(rel), "removed", "hosttune's file", ()))
+        tree.remove(STATE_FILE)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"tune revert: {exc}") from None
+    for d in sorted(state.get("made_dirs", []), key=lambda p: -p.count("/")):
+        tree.rmdir_if_empty(d)
+    return changes
+
+
+def uid_check(root: Optional[Path], dry_run: bool, what: str) -> None:
+    """Not root, on the live host, without --dry-run: exit 2 with the reason."""
+    if dry_run or root is not None or os.geteuid() == 0:
+        return
+    raise UserError(f"tune {what} changes kernel settings and files under /etc: run it as root "
+                    "(`--dry-run` shows the changes as any user)")

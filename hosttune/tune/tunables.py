@@ -1,0 +1,166 @@
+"""The tunables as data: what each one reads, expects (from the profile's `tune:` section), writes and persists.
+
+Kinds, each handled by one branch of the engine:
+- `attr`: kernel attributes written in place (sysfs, /proc/sys). Kept across reboots by a sysctl.d file (`persist`)
+  or, for sysfs, by `hosttune-tune.service` re-applying the choices saved in the state file at boot (`boot`).
+- `file`: a configuration file only (limits.d: the limit applies to new logins; nothing runtime to change).
+- `shm`: /dev/shm's size: a systemd drop-in for the mount and, on the live host only, `mount -o remount`.
+- `service`: NVIDIA persistence through `systemctl enable --now nvidia-persistenced` (live host with GPUs only).
+"""
+
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Tuple
+
+from hosttune.profile.settings import Tune
+from hosttune.tune.rootfs import Tree, iter_lines
+
+SYSCTL_FILE = "etc/sysctl.d/90-hosttune.conf"
+LIMITS_FILE = "etc/security/limits.d/90-hosttune.conf"
+SHM_DROPIN = "etc/systemd/system/dev-shm.mount.d/hosttune.conf"
+THP_DIR = "sys/kernel/mm/transparent_hugepage"
+CPUFREQ = "sys/devices/system/cpu/cpufreq"
+NOFILE_HARD = 1048576  # systemd's default hard limit since v240: what doctor's fix writes
+
+# (expected value or None when the tunable does not apply here, the reason shown beside it)
+Want = Tuple[Optional[str], str]
+
+
+@dataclass(frozen=True)
+class Tunable:
+    id: str
+    title: str
+    check: str  # the doctor check it satisfies
+    kind: str  # attr | file | shm | service
+    want: Callable[[Tree, Tune], Want]
+    targets: Callable[[Tree], List[str]] = lambda tree: []  # attr: the files written
+    ok: Callable[[str, str], bool] = lambda actual, expected: actual == expected
+    persist: Optional[str] = None  # attr/file/shm: the file holding it (shared files hold one block per tunable)
+    lines: Callable[[str], List[str]] = lambda value: []  # the persisted lines for a value
+    boot: bool = False  # attr: re-applied at boot by hosttune-tune.service
+    sysctl: bool = False  # attr under /proc/sys: skipped when it is read-only (a container)
+
+
+def _numa_nodes(tree: Tree) -> int:
+    return len([p for p in tree.glob("sys/devices/system/node/node*") if p.rsplit("node", 1)[-1].isdigit()])
+
+
+def _at_most(actual: str, expected: str) -> bool:
+    return actual.isdigit() and int(actual) <= int(expected)
+
+
+def _at_least(actual: str, expected: str) -> bool:
+    return actual == "unlimited" or (actual.isdigit() and expected.isdigit() and int(actual) >= int(expected))
+
+
+def _policies(tree: Tree, name: str) -> List[str]:
+    return [p for p in tree.glob(f"{CPUFREQ}/policy*/{name}")]
+
+
+def _want_governor(tree: Tree, tune: Tune) -> Want:
+    files = _policies(tree, "scaling_governor")
+    if not files:
+        return None, "no cpufreq driver (typical of VMs: the hypervisor controls CPU frequency)"
+    avail = (tree.read(files[0].rsplit("/", 1)[0] + "/scaling_available_governors") or "").split()
+    if avail and tune.governor not in avail:
+        return None, f"the cpufreq driver offers no {tune.governor!r} governor ({' '.join(avail)})"
+    return tune.governor, "clocks ramp up only after load appears; the threads feeding GPUs pay the ramp each burst"
+
+
+def _want_epp(tree: Tree, tune: Tune) -> Want:
+    files = _policies(tree, "energy_performance_preference")
+    if not files:
+        return None, "the cpufreq driver has no energy_performance_preference"
+    avail = (tree.read(files[0].rsplit("/", 1)[0] + "/energy_performance_available_preferences") or "").split()
+    if avail and tune.epp not in avail:
+        return None, f"the driver offers no {tune.epp!r} preference ({' '.join(avail)})"
+    return tune.epp, "the hardware favours speed over power saving, as the performance governor does"
+
+
+def _want_numa(tree: Tree, tune: Tune) -> Want:
+    nodes = _numa_nodes(tree)
+    if nodes <= 1:
+        return None, f"{nodes or 1} NUMA node: nothing to balance"
+    return ("1" if tune.numa_balancing else "0"), \
+        f"{nodes} nodes: ranks are pinned to their GPU's node, balancing only adds page faults and migrations"
+
+
+def _limit_lines(item: str) -> Callable[[str], List[str]]:
+    def lines(value: str) -> List[str]:
+        if item == "nofile":
+            hard = value if value == "unlimited" else str(max(int(value), NOFILE_HARD))
+            return [f"* soft nofile {value}", f"* hard nofile {hard}"]
+        return [f"* soft {item} {value}", f"* hard {item} {value}"]
+    return lines
+
+
+def limit_value(text: Optional[str], item: str) -> Optional[str]:
+    """The soft `item` limit set for every user (`*`) in a limits.conf text."""
+    value = None
+    for line in iter_lines(text):
+        f = line.split()
+        if len(f) == 4 and f[0] == "*" and f[1] in ("soft", "-") and f[2] == item:
+            value = "unlimited" if f[3] in ("unlimited", "infinity", "-1") else f[3]
+    return value
+
+
+def _has_gpus(tree: Tree) -> bool:
+    for vendor in tree.glob("sys/bus/pci/devices/*/vendor"):
+        if (tree.read(vendor) or "").strip() == "0x10de":
+            cls = (tree.read(vendor.rsplit("/", 1)[0] + "/class") or "").strip()
+            if cls.startswith(("0x0300", "0x0302")):
+                return True
+    return False
+
+
+def _want_persistence(tree: Tree, tune: Tune) -> Want:
+    if not tune.persistence:
+        return None, "tune.persistence is off in the profile"
+    if not _has_gpus(tree):
+        return None, "no NVIDIA GPU"
+    if not tree.live:
+        return None, "--root: enabling a service needs systemctl on the host itself"
+    return "enabled, active", "without it the driver tears the GPUs down when the last process exits"
+
+
+TUNABLES: Tuple[Tunable, ...] = (
+    Tunable("thp", "Transparent huge pages", "os.thp", "attr",
+            want=lambda tree, t: (t.thp, "`always` makes khugepaged compact in the background and faults stall on "
+                                         "direct compaction; madvise keeps huge pages for code that asks"),
+            targets=lambda tree: [f"{THP_DIR}/enabled"] if tree.exists(f"{THP_DIR}/enabled") else [],
+            boot=True),
+    Tunable("thp_defrag", "Transparent huge page defrag", "os.thp", "attr",
+            want=lambda tree, t: (t.thp_defrag, "direct compaction only for regions that ask for huge pages"),
+            targets=lambda tree: [f"{THP_DIR}/defrag"] if tree.exists(f"{THP_DIR}/defrag") else [],
+            boot=True),
+    Tunable("numa_balancing", "Automatic NUMA balancing", "os.numa_balancing", "attr", want=_want_numa,
+            targets=lambda tree: ["proc/sys/kernel/numa_balancing"]
+            if tree.exists("proc/sys/kernel/numa_balancing") else [],
+            persist=SYSCTL_FILE, lines=lambda v: [f"kernel.numa_balancing = {v}"], sysctl=True),
+    Tunable("swappiness", "Swappiness", "os.swappiness", "attr",
+            want=lambda tree, t: (str(10 if t.swappiness == "auto" else t.swappiness),
+                                  "the default 60 swaps out page cache and pinned buffers; the next step stalls"),
+            targets=lambda tree: ["proc/sys/vm/swappiness"] if tree.exists("proc/sys/vm/swappiness") else [],
+            ok=_at_most, persist=SYSCTL_FILE, lines=lambda v: [f"vm.swappiness = {v}"], sysctl=True),
+    Tunable("governor", "CPU frequency governor", "os.governor", "attr", want=_want_governor,
+            targets=lambda tree: _policies(tree, "scaling_governor"), boot=True),
+    Tunable("epp", "Energy/performance preference", "os.governor", "attr", want=_want_epp,
+            targets=lambda tree: _policies(tree, "energy_performance_preference"), boot=True),
+    Tunable("nofile", "Open files limit for new logins", "cpu.nofile", "file",
+            want=lambda tree, t: (str(65536 if t.nofile == "auto" else t.nofile),
+                                  "DataLoader workers and NCCL open many files and sockets; 1024 runs out"),
+            ok=_at_least, persist=LIMITS_FILE, lines=_limit_lines("nofile")),
+    Tunable("memlock", "Locked memory limit for new logins", "cpu.memlock", "file",
+            want=lambda tree, t: (t.memlock, "RDMA (NCCL over InfiniBand/RoCE) pins its buffers"),
+            ok=_at_least, persist=LIMITS_FILE, lines=_limit_lines("memlock")),
+    Tunable("shm", "/dev/shm size", "storage.shm", "shm",
+            want=lambda tree, t: (f"size={t.shm_size}", "DataLoader workers hand every batch over in /dev/shm"),
+            persist=SHM_DROPIN, lines=lambda v: ["[Mount]", f"Options=mode=1777,strict,nosuid,nodev,{v}"],
+            boot=True),
+    Tunable("persistence", "NVIDIA persistence mode", "nvidia.persistence", "service", want=_want_persistence),
+)
+TUNABLE_IDS: Tuple[str, ...] = tuple(t.id for t in TUNABLES)
+BY_ID: Dict[str, Tunable] = {t.id: t for t in TUNABLES}
+# doctor check id -> the `--only` ids that fix it
+FOR_CHECK: Dict[str, Tuple[str, ...]] = {}
+for _t in TUNABLES:
+    FOR_CHECK[_t.check] = FOR_CHECK.get(_t.check, ()) + (_t.id,)
