@@ -35,6 +35,8 @@ from hosttune.facts import (
     Nvidia,
     Tools,
     TorchInstall,
+    Tuned,
+    TunedSetting,
 )
 from hosttune.profile import Active
 
@@ -117,6 +119,11 @@ def same(f: Facts) -> Facts:
     return f
 
 
+def tuned(profile: str, *settings: Any) -> Callable[[Facts], Facts]:
+    sets = tuple(TunedSetting(*s) for s in settings)
+    return lambda f: R(f, tuned=Tuned(installed=True, running=True, profile=profile, mode="manual", settings=sets))
+
+
 # (check id, host builder, change, context kwargs, expected status, text that must be in actual or fix)
 CASES = [
     ("os.distro", cpu_host, same, {}, "pass", "Debian"),
@@ -136,6 +143,13 @@ CASES = [
     ("os.swappiness", cpu_host, kern(swappiness=60), {}, "warn", "90-hosttune.conf"),
     ("os.swappiness", cpu_host, lambda f: R(kern(swappiness=60)(f), memory=Memory(swap_total_mb=0)), {}, "pass",
      "no swap"),
+    ("os.tuned", cpu_host, same, {}, "pass", "tuned not installed"),
+    ("os.tuned", cpu_host, tuned("throughput-performance", ("swappiness", "sysctl.vm.swappiness", "10", "t-p"),
+                                 ("governor", "cpu.governor", "performance", "t-p")), {}, "pass", "throughput"),
+    ("os.tuned", cpu_host, tuned("hpc-compute", ("thp", "vm.transparent_hugepages", "always", "hpc-compute")), {},
+     "warn", "vm.transparent_hugepages=always (hpc-compute)"),
+    ("os.tuned", cpu_host, tuned("powersave", ("governor", "cpu.governor", "ondemand|powersave", "powersave")), {},
+     "warn", "hosttune tune apply"),
     ("os.governor", cpu_host, same, {}, "pass", "performance"),
     ("os.governor", cpu_host, kern(governors=("powersave",)), {}, "warn", "/etc/tmpfiles.d/90-hosttune-governor"),
     ("os.governor", cpu_host, lambda f: R(kern(governors=("powersave", "performance"))(f),

@@ -75,6 +75,9 @@ def render(f: Facts) -> str:
     m = f.memory
     row("memory", f"{_q(m.total_mb)} MiB total, {_q(m.available_mb)} MiB available, swap {_q(m.swap_total_mb)} MiB, "
         f"/dev/shm {_q(m.shm_mb)} MiB")
+    tu = f.tuned
+    state = {True: "running", False: "not running", None: "state unknown"}[tu.running]
+    row("tuned", f"{state}  profile={tu.profile or '-'}  mode={tu.mode or '-'}" if tu.installed else "not installed")
     for s in f.storage:
         if s.kind == "tmpfs" and s.mount != "/dev/shm":
             continue

@@ -1,6 +1,9 @@
 """Checks of the operating system: distro support, NUMA balancing, transparent huge pages, swappiness, CPU
-frequency governor, SMT."""
+frequency governor, SMT, tuned's active profile."""
 
+from typing import List
+
+from hosttune.detect._io import small_int
 from hosttune.doctor.context import Context, version_tuple
 from hosttune.doctor.fixes import kernel_arg_fix, sysctl_fix
 from hosttune.doctor.model import Finding
@@ -140,3 +143,46 @@ def check_smt(ctx: Context) -> Finding:
     return Finding(status="pass", actual=f"{state}: {cpu.logical} logical CPUs on {cpu.physical} cores{ctrl}",
                    expected="reported")
 
+
+
+def _tuned_conflicts(ctx: Context) -> List[str]:
+    """`option=value (profile)` for each setting of the active tuned profile that the checks above would flag."""
+    k, tu = ctx.facts.kernel, ctx.facts.tuned
+    out = []
+    for s in tu.settings:
+        value = s.value.strip()
+        if not value or value[0] in "<>" or "${" in value:
+            continue  # tuned's min/max modifiers and variables depend on the host: not judged here
+        n = small_int(value)
+        bad = ((s.id == "thp" and value == "always")
+               or (s.id == "swappiness" and n is not None and n > 10 and ctx.facts.memory.swap_total_mb != 0)
+               or (s.id == "numa_balancing" and n is not None and n != 0 and len(ctx.facts.numa.nodes) > 1)
+               or (s.id == "governor" and bool(k.governors) and value.split("|")[0].strip() != "performance"))
+        if bad:
+            out.append(f"{s.option}={value} ({s.profile})")
+    return out
+
+
+def check_tuned(ctx: Context) -> Finding:
+    """The active tuned profile does not undo what the checks above ask for.
+
+    tuned (on by default on RHEL-family hosts, packaged on Debian/Ubuntu) re-applies its profile at every start:
+    a profile that sets transparent_hugepages=always (hpc-compute), a swappiness above 10, NUMA balancing on a
+    multi-node host or a governor other than performance silently undoes a fix made by hand. `hosttune tune apply`
+    writes a `hosttune` tuned profile that includes the active one and overrides only those settings, and switches
+    tuned to it. Conditional units (uname/cpuinfo regexes) and values with tuned's `>`/`<` modifiers are not judged.
+    """
+    tu = ctx.facts.tuned
+    expected = "no setting that contradicts os.thp, os.swappiness, os.numa_balancing, os.governor"
+    if not tu.installed:
+        return Finding(status="pass", actual="tuned not installed", expected=expected)
+    if not tu.profile:
+        return Finding(status="pass", actual="tuned has no active profile", expected=expected)
+    bad = _tuned_conflicts(ctx)
+    state = {True: "running", False: "not running now, applies it when started", None: "state unknown"}[tu.running]
+    if not bad:
+        return Finding(status="pass", actual=f"profile {tu.profile} ({state})", expected=expected)
+    fix = ("hosttune tune apply   # writes a hosttune tuned profile on top of "
+           f"{tu.profile} with the training settings and switches tuned to it")
+    return Finding(status="warn", actual=f"profile {tu.profile} ({state}) sets {'; '.join(bad)}", expected=expected,
+                   fix=fix)
