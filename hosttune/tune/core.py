@@ -364,8 +364,10 @@ def _apply_one(txn: _Txn, t: Tunable, st: Status, state: Dict[str, Any], boot: b
         for rel, old in current.items():
             if old is None or not t.ok(old, expected):
                 txn.write_attr(rel, old, expected)
+        # every runtime choice is saved: hosttune-tune.service re-applies them at boot and when the monitor
+        # reports drift (sysfs has no file of its own that keeps it)
+        state["applied"][t.id] = expected
         if t.boot:
-            state["applied"][t.id] = expected
             written.append(tree.path(STATE_FILE))
     elif t.kind == "shm":
         if tree.live:
@@ -397,7 +399,9 @@ def apply(root: Path = Path("/"), only: Sequence[str] = (), dry_run: bool = Fals
     if boot:
         if state is None:
             return []
-        only = [tid for tid in state.get("applied", {}) if tid in BY_ID]
+        only = [tid for tid in state.get("applied", {}) if tid in BY_ID and BY_ID[tid].kind in ("attr", "shm")]
+        if not only:
+            return []
         tune = _boot_tune(tune, state)
     wanted = [t for t in TUNABLES if not only or t.id in only]
     plan = [(t, st) for t in wanted for st in [_status(tree, t, tune, state)] if st.state == "drift"]
@@ -413,6 +417,8 @@ def apply(root: Path = Path("/"), only: Sequence[str] = (), dry_run: bool = Fals
             written = _apply_one(txn, t, st, work, boot)
             done.append(Change(ch.id, ch.before, ch.after, ch.reason, written))
         _tuned_hook(tree, work, txn, boot)
+        if not boot and any(BY_ID[c.id].boot for c in done):
+            _enable_unit(tree, work, txn)
         if not boot or work != state:
             work["made_dirs"] = list(dict.fromkeys(list(work.get("made_dirs", [])) + txn.made))
             _save_state(txn, work)
@@ -427,13 +433,33 @@ def apply(root: Path = Path("/"), only: Sequence[str] = (), dry_run: bool = Fals
     return done
 
 
+UNIT = "hosttune-tune.service"
+
+
+def _enable_unit(tree: Tree, state: Dict[str, Any], txn: _Txn) -> None:
+    """Have hosttune-tune.service re-apply the sysfs knobs at boot (live host with the unit installed only: with
+    --root no program runs)."""
+    if not tree.live or state.get("unit_enabled"):
+        return
+    if _systemctl(["cat", UNIT], check=False).returncode != 0:
+        return  # not installed (running from a source tree): nothing keeps the sysfs knobs; verify shows it
+    if _systemctl(["is-enabled", UNIT], check=False).stdout.strip() == "enabled":
+        return
+    txn.call(lambda: _systemctl_do("enable", UNIT), lambda: _systemctl_do("disable", UNIT))
+    state["unit_enabled"] = True
+
+
 def _boot_tune(tune: Tune, state: Dict[str, Any]) -> Tune:
     import dataclasses
 
     applied = state.get("applied", {})
-    over = {k: applied[k] for k in ("thp", "thp_defrag", "governor", "epp") if k in applied}
+    over: Dict[str, Any] = {k: str(applied[k]) for k in ("thp", "thp_defrag", "governor", "epp") if k in applied}
     if "shm" in applied:
-        over["shm_size"] = applied["shm"][len("size="):]
+        over["shm_size"] = str(applied["shm"])[len("size="):]
+    if str(applied.get("swappiness", "")).isdigit():
+        over["swappiness"] = int(applied["swappiness"])
+    if "numa_balancing" in applied:
+        over["numa_balancing"] = applied["numa_balancing"] == "1"
     return dataclasses.replace(tune, **over)
 
 
@@ -521,6 +547,8 @@ def revert(root: Path = Path("/")) -> List[Change]:
             if _read_ours(tree, rel) is not None:
                 txn.write_file(rel, None)
                 changes.append(Change("files", tree.path(rel), "removed", "hosttune's file", ()))
+        if state.get("unit_enabled") and tree.live:
+            _systemctl(["disable", UNIT], check=False)
         tree.remove(STATE_FILE)
     except (OSError, ValueError) as exc:
         raise UserError(f"tune revert: {exc}") from None

@@ -59,6 +59,11 @@ class Tree:
                     if made is not None:
                         made.append("/".join(parts[:i + 1]))
                     nfd = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+                except OSError as exc:
+                    where = self.path("/".join(parts[:i + 1]))
+                    if os.path.islink(where):
+                        raise OSError(errno.ELOOP, "a symbolic link in the tree (never followed)", where) from None
+                    raise OSError(exc.errno, exc.strerror, where) from None
                 os.close(fd)
                 fd = nfd
         except BaseException:
