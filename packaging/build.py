@@ -269,7 +269,9 @@ def stage(stage_dir: Path, version: str, epoch: int, commit: str, overlay: Optio
         if p.is_file():
             shutil.copy2(str(p), str(stage_dir / "conf" / p.name))
     (stage_dir / "systemd").mkdir()
-    shutil.copy2(str(src / "systemd" / "hosttune-monitor.service"), str(stage_dir / "systemd"))
+    for unit in sorted((src / "systemd").glob("hosttune-*")):  # the monitor, the tune oneshot and its .path
+        if unit.is_file() and unit.suffix in (".service", ".path", ".timer"):
+            shutil.copy2(str(unit), str(stage_dir / "systemd" / unit.name))
 
     bindir = stage_dir / "bin"
     bindir.mkdir()

@@ -230,6 +230,7 @@ def test_deb_metadata_and_layout(pkgs: Dict[str, Path]) -> None:
     for path in (f"{site}/__init__.py", f"{site}/cli.py", f"{site}/nvml.py", f"{site}/engine/__init__.py",
                  f"{site}/_vendor/__init__.py", f"{site}/_vendor/pynvml.py", "/usr/bin/hosttune",
                  "/lib/systemd/system/hosttune-monitor.service", "/etc/hosttune/monitor.yaml",
+                 "/lib/systemd/system/hosttune-tune.service", "/lib/systemd/system/hosttune-tune-reapply.path",
                  "/usr/share/bash-completion/completions/hosttune", "/usr/share/man/man1/hosttune.1.gz",
                  "/usr/share/doc/hosttune/changelog.gz", "/usr/share/doc/hosttune/copyright",
                  "/usr/share/doc/hosttune/LICENSE.nvidia-ml-py"):
@@ -260,6 +261,8 @@ def test_rpm_metadata_and_layout(pkgs: Dict[str, Path]) -> None:
     site = "/usr/lib/python3.9/site-packages/hosttune"
     for path in (f"{site}/cli.py", f"{site}/_vendor/pynvml.py", f"{site}/engine/__init__.py", "/usr/bin/hosttune",
                  "/usr/lib/systemd/system/hosttune-monitor.service", "/usr/share/man/man1/hosttune.1.gz",
+                 "/usr/lib/systemd/system/hosttune-tune.service",
+                 "/usr/lib/systemd/system/hosttune-tune-reapply.path",
                  "/usr/share/bash-completion/completions/hosttune", "/usr/share/hosttune/profiles",
                  "/usr/share/licenses/hosttune/LICENSE.nvidia-ml-py", "/etc/hosttune"):
         assert path in files, f"{path} missing from the .rpm"
@@ -269,6 +272,7 @@ def test_rpm_metadata_and_layout(pkgs: Dict[str, Path]) -> None:
     for section in ("postinstall scriptlet", "preuninstall scriptlet", "postuninstall scriptlet"):
         assert section in scripts
     assert "systemctl stop hosttune-monitor.service" in scripts and "enable --now" not in scripts
+    assert not re.search(r"systemctl (--\S+ )*(enable|start|preset)", scripts), scripts  # installing enables nothing
     changelog = sh(["rpm", "-qp", "--changelog", rpm]).stdout
     assert re.search(r"^\* .* - " + re.escape(f"{pkgs['version']}-1") + "$", changelog, flags=re.M), changelog
 
@@ -417,8 +421,11 @@ def test_debian12_install_run_purge(pkgs: Dict[str, Path], tmp_path: Path) -> No
         shipped = {Path(p).stem for p in committed_profiles(str(pkgs["commit"]))}
         assert {p["name"]: p["source"] for p in listed if p["name"] in shipped} == {
             name: f"/usr/share/hosttune/profiles/{name}.yaml" for name in shipped}
-        # Installing never enables or starts the monitor.
-        assert not root.exists("/etc/systemd/system/multi-user.target.wants/hosttune-monitor.service")
+        # Installing never enables or starts the monitor, the tune oneshot or its re-apply path.
+        for wants in ("multi-user.target.wants/hosttune-monitor.service",
+                      "multi-user.target.wants/hosttune-tune.service", "paths.target.wants/hosttune-tune-reapply.path"):
+            assert not root.exists(f"/etc/systemd/system/{wants}"), wants
+        assert "hosttune-tune.service" in root.run(["dpkg", "-L", "hosttune"]).stdout
         # The unit as installed passes systemd-analyze verify with nothing printed.
         verify = sh(["systemd-analyze", "verify", "--man=no", f"--root={root.path}",
                      "/lib/systemd/system/hosttune-monitor.service"], check=False)
@@ -434,6 +441,8 @@ def test_debian12_install_run_purge(pkgs: Dict[str, Path], tmp_path: Path) -> No
                                   ["/etc/hosttune", "/var/log/hosttune", "/var/lib/hosttune",
                                    "/usr/lib/python3/dist-packages/hosttune", "/usr/share/hosttune",
                                    "/var/lib/systemd/deb-systemd-helper-enabled/hosttune-monitor.service.dsh-also",
+                                   "/var/lib/systemd/deb-systemd-helper-enabled/hosttune-tune.service.dsh-also",
+                                   "/etc/systemd/system/hosttune-tune.service",
                                    "/etc/systemd/system/hosttune-monitor.service"])
         assert left == [], f"left after purge: {left}"
 
@@ -515,6 +524,9 @@ dpkg -i /root/hosttune.deb; say install $?
 set -x
 say enabled_after_install "$(systemctl is-enabled hosttune-monitor.service)"
 say active_after_install "$(systemctl is-active hosttune-monitor.service)"
+say tune_enabled_after_install "$(systemctl is-enabled hosttune-tune.service)"
+say reapply_enabled_after_install "$(systemctl is-enabled hosttune-tune-reapply.path)"
+say tune_active_after_install "$(systemctl is-active hosttune-tune.service)"
 systemctl enable --now hosttune-monitor.service; say enable $?
 i=0
 while [ $i -lt 60 ] && [ "$(cat /var/log/hosttune/monitor.jsonl 2>/dev/null | wc -l)" -lt 2 ] \
@@ -579,6 +591,9 @@ def test_nspawn_boot_enable_monitor(pkgs: Dict[str, Path], tmp_path: Path) -> No
         assert result["install"] == "0" and result["purge"] == "0", context
         assert result["enabled_after_install"] == "disabled", context
         assert result["active_after_install"] == "inactive", context
+        assert result["tune_enabled_after_install"] == "disabled", context
+        assert result["reapply_enabled_after_install"] == "disabled", context
+        assert result["tune_active_after_install"] == "inactive", context
         assert result["enable"] == "0" and result["active_after_enable"] == "active", context
         samples = [json.loads(line) for line in (root.path / "root/ht-samples.jsonl").read_text().splitlines()
                    if line.strip()]
