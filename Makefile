@@ -7,7 +7,7 @@ TORCH_PIN ?= torch==2.13.0
 RUNTIME_APT := numactl libnuma1 libjemalloc2 libtcmalloc-minimal4
 # What the tests also use for real: hwloc (the detector's oracle), full tcmalloc, systemd-analyze (the monitor unit),
 # and the package stage's mmdebstrap/lintian/rpm/rpmlint/systemd-nspawn.
-TEST_APT := $(RUNTIME_APT) hwloc libgoogle-perftools4 systemd procps util-linux \
+TEST_APT := $(RUNTIME_APT) hwloc libgoogle-perftools4 systemd procps util-linux tuned \
 	mmdebstrap lintian rpm rpmlint systemd-container
 
 .PHONY: setup setup-demo demo test lint typecheck pytest pytest-py39 bench
