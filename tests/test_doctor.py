@@ -605,7 +605,8 @@ def test_table_has_no_colour_off_a_tty_and_puts_fixes_below() -> None:
     assert "\x1b[" not in text
     lines = text.splitlines()
     i = next(n for n, ln in enumerate(lines) if ln.startswith("WARN  os.thp"))
-    assert "fix: echo madvise > /sys/kernel/mm/transparent_hugepage/enabled" in lines[i + 1]
+    assert "fix: hosttune tune apply --only thp" in lines[i + 1]
+    assert "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled" in lines[i + 2]  # by hand, beside it
     assert "\x1b[" in render_table(report, colour=True)
     assert {r.group for r in report.results} == {"os"}
 

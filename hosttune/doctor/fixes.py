@@ -81,6 +81,12 @@ def _epel(ctx: Context) -> str:
     return "dnf install -y epel-release"
 
 
+def tune_fix(tunable: str, shell: str) -> str:
+    """`hosttune tune apply --only ID` first (it applies the setting, keeps it across reboots and `hosttune tune
+    revert` undoes it), with the shell commands that do it by hand beside it."""
+    return f"hosttune tune apply --only {tunable}   # applies it and keeps it; by hand:\n{shell}"
+
+
 def sysctl_fix(key: str, value: Any) -> str:
     return f"sysctl -w {key}={value}\necho '{key} = {value}' >> {SYSCTL_FILE}   # keep it after reboot"
 

@@ -4,7 +4,7 @@ open files, locked memory."""
 from typing import Optional, Tuple
 
 from hosttune.doctor.context import Context, effective_cpus
-from hosttune.doctor.fixes import COUNT, LIMITS_FILE, valid
+from hosttune.doctor.fixes import COUNT, LIMITS_FILE, tune_fix, valid
 from hosttune.doctor.model import Finding
 from hosttune.policy import cpu as cpu_policy
 
@@ -111,7 +111,7 @@ def check_nofile(ctx: Context) -> Finding:
         fix = f"{persist}\n# this shell's hard limit is {hard}: only a new login (or root) gets more"
     else:
         fix = f"ulimit -n 65536   # this shell\n{persist}"
-    return Finding(status="warn", actual=soft, expected=">= 65536", fix=fix)
+    return Finding(status="warn", actual=soft, expected=">= 65536", fix=tune_fix("nofile", fix))
 
 
 def check_memlock(ctx: Context) -> Finding:
@@ -132,5 +132,5 @@ def check_memlock(ctx: Context) -> Finding:
     fix = (f"printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > {LIMITS_FILE}   # then log in "
            "again; systemd services: LimitMEMLOCK=infinity; docker: --ulimit memlock=-1")
     return Finding(status="warn", actual=f"{lim.memlock_soft // 1024} KiB with {lim.rdma_devices} RDMA devices",
-                   expected="unlimited", fix=fix)
+                   expected="unlimited", fix=tune_fix("memlock", fix))
 

@@ -5,6 +5,7 @@ import re
 
 from hosttune import nvml as nvmlmod
 from hosttune.doctor.context import Context, gpu_label, nvml_gpus
+from hosttune.doctor.fixes import tune_fix
 from hosttune.doctor.model import STATUSES, Finding
 from hosttune.policy import gpu_health
 
@@ -21,7 +22,8 @@ def check_persistence(ctx: Context) -> Finding:
     off = [gpu_label(g) for g in known if not g.persistence_mode]
     if off:
         return Finding(status="warn", actual="off on " + ", ".join(off), expected="on",
-                       fix="nvidia-smi -pm 1\nsystemctl enable --now nvidia-persistenced   # keep it after reboot")
+                       fix=tune_fix("persistence", "nvidia-smi -pm 1\nsystemctl enable --now nvidia-persistenced"
+                                    "   # keep it after reboot"))
     return Finding(status="pass", actual=f"on ({len(known)} GPUs)", expected="on")
 
 

@@ -5,7 +5,7 @@ from typing import List
 
 from hosttune.detect._io import small_int
 from hosttune.doctor.context import Context, version_tuple
-from hosttune.doctor.fixes import kernel_arg_fix, sysctl_fix
+from hosttune.doctor.fixes import kernel_arg_fix, sysctl_fix, tune_fix
 from hosttune.doctor.model import Finding
 
 SUPPORTED = {  # distro id -> (minimum major, what we say)
@@ -65,7 +65,7 @@ def check_numa_balancing(ctx: Context) -> Finding:
     if k.numa_balancing == 0:
         return Finding(status="pass", actual=f"0 ({nodes} nodes)", expected="0")
     return Finding(status="warn", actual=f"{k.numa_balancing} ({nodes} nodes)", expected="0",
-                   fix=sysctl_fix("kernel.numa_balancing", 0))
+                   fix=tune_fix("numa_balancing", sysctl_fix("kernel.numa_balancing", 0)))
 
 
 def check_thp(ctx: Context) -> Finding:
@@ -83,8 +83,8 @@ def check_thp(ctx: Context) -> Finding:
         return Finding(status="pass", actual=mode, expected="madvise or never")
     persist = kernel_arg_fix(ctx, "transparent_hugepage=madvise")
     return Finding(status="warn", actual=mode, expected="madvise or never",
-                   fix=f"echo madvise > /sys/kernel/mm/transparent_hugepage/enabled\n{persist}"
-                   "   # keep it after reboot")
+                   fix=tune_fix("thp", f"echo madvise > /sys/kernel/mm/transparent_hugepage/enabled\n{persist}"
+                                "   # keep it after reboot"))
 
 
 def check_swappiness(ctx: Context) -> Finding:
@@ -102,7 +102,8 @@ def check_swappiness(ctx: Context) -> Finding:
         return Finding(status="pass", actual=f"{k.swappiness} (no swap configured)", expected="<= 10 when swap exists")
     if k.swappiness <= 10:
         return Finding(status="pass", actual=str(k.swappiness), expected="<= 10")
-    return Finding(status="warn", actual=str(k.swappiness), expected="<= 10", fix=sysctl_fix("vm.swappiness", 10))
+    return Finding(status="warn", actual=str(k.swappiness), expected="<= 10",
+                   fix=tune_fix("swappiness", sysctl_fix("vm.swappiness", 10)))
 
 
 def check_governor(ctx: Context) -> Finding:
@@ -124,7 +125,7 @@ def check_governor(ctx: Context) -> Finding:
     else:
         keep = ("echo 'w /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor - - - - performance' > "
                 "/etc/tmpfiles.d/90-hosttune-governor.conf   # keeps it after reboot")
-    fix = f"{now}\n{keep}"
+    fix = tune_fix("governor", f"{now}\n{keep}")
     return Finding(status="warn", actual=",".join(govs), expected="performance", fix=fix)
 
 

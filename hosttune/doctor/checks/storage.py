@@ -4,6 +4,7 @@ import os
 from typing import Any, Optional
 
 from hosttune.doctor.context import Context
+from hosttune.doctor.fixes import tune_fix
 from hosttune.doctor.model import STATUSES, Finding
 
 GiB = 1024  # MiB
@@ -23,6 +24,7 @@ def check_shm(ctx: Context) -> Finding:
     fix = ("docker run --shm-size=16g ... (or --ipc=host); Kubernetes: an emptyDir with medium: Memory on /dev/shm\n"
            "host: mount -o remount,size=50% /dev/shm && echo 'tmpfs /dev/shm tmpfs defaults,size=50% 0 0' "
            ">> /etc/fstab")
+    fix = tune_fix("shm", fix)  # on the host itself; the container lines stay for containers
     if shm < 256:
         return Finding(status="fail", actual=f"{shm} MiB", expected=">= 1024 MiB", fix=fix)
     if shm < GiB:
