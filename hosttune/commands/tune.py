@@ -40,7 +40,8 @@ def apply_cmd(dry_run: bool, only: Sequence[str], root: Optional[str], boot: boo
         click.echo(json.dumps({"dry_run": dry_run, "changes": [c.to_dict() for c in changes]}, indent=2))
         return
     if not changes:
-        click.echo("nothing to change: every tunable is already right" if not boot else "nothing to re-apply")
+        which = ", ".join(only) + (" is" if len(only) == 1 else " are") if only else "every tunable is"
+        click.echo(f"nothing to change: {which} already right" if not boot else "nothing to re-apply")
         return
     verb = "would change" if dry_run else "changed"
     for c in changes:
