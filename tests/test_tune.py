@@ -404,3 +404,19 @@ def test_doctor_fix_runs_tune_first_and_keeps_the_shell_command() -> None:
     fix = tune_fix("swappiness", "sysctl -w vm.swappiness=10")
     assert fix.splitlines()[0].startswith("hosttune tune apply --only swappiness")
     assert fix.splitlines()[1] == "sysctl -w vm.swappiness=10"
+
+
+def test_with_tuned_running_apply_hands_it_a_profile_and_revert_switches_back(tmp_path: Path) -> None:
+    root = host_tree(tmp_path / "host")
+    build_tree(root, {"run/tuned/tuned.pid": "4242\n", "proc/4242/comm": "tuned\n",
+                      "etc/tuned/active_profile": "throughput-performance\n", "etc/tuned/profile_mode": "manual\n"})
+    before = snapshot(root)
+    tune.apply(root)
+    assert (root / "etc/tuned/active_profile").read_text().split() == ["hosttune"]
+    conf = next(root.glob("etc/tuned/**/hosttune/tuned.conf"), None) or root / "etc/tuned/hosttune/tuned.conf"
+    text = conf.read_text()
+    assert "include=throughput-performance" in text and "madvise" in text
+    assert "drift" not in states(root).values()
+    tune.revert(root)
+    assert (root / "etc/tuned/active_profile").read_text().split() == ["throughput-performance"]
+    assert snapshot(root) == before
