@@ -41,7 +41,8 @@ class Daemon:
         self.log = log_dir or tmp / "log"
         self.tf = tmp / "textfile"
         cfg = tmp / "monitor.yaml"
-        base = {"interval": interval, "log_dir": self.log, "textfile_dir": self.tf}
+        # tune checks off: this host's own tunables are not what these tests watch (test_monitor_tune.py does)
+        base = {"interval": interval, "log_dir": self.log, "textfile_dir": self.tf, "tune_check_interval": 0}
         # `extra` may override a base key: monitor.yaml refuses duplicate keys
         lines = [f"{k}: {v}\n" for k, v in base.items() if not re.search(rf"^{k}:", extra, re.MULTILINE)]
         cfg.write_text("".join(lines) + extra)
@@ -487,11 +488,13 @@ def test_unit_security_rating_is_ok_or_better(tmp_path: Path) -> None:
     unit = UNIT.read_text()
     for line in ("Type=notify", "WatchdogSec=", "DynamicUser=yes", "/usr/bin/hosttune monitor\n",
                  "CapabilityBoundingSet=\n", "SystemCallFilter=@system-service", "MemoryMax=",
-                 "LogsDirectory=hosttune", "StateDirectory=hosttune", "ProtectSystem=strict", "ProtectHome=yes",
+                 "LogsDirectory=hosttune", "ProtectSystem=strict", "ProtectHome=yes",
                  "PrivateTmp=yes", "NoNewPrivileges=yes", "RestrictAddressFamilies=AF_UNIX", "UMask=0077",
                  "SyslogIdentifier=hosttune\n"):
         assert line in unit, line
     settings = [line for line in unit.splitlines() if not line.startswith("#")]
+    # /var/lib/hosttune holds root's tune state: DynamicUser= would migrate it and chown it to the monitor's user
+    assert not [line for line in settings if line.startswith("StateDirectory=")]
     assert "PrivateDevices=yes" not in settings  # it would hide /dev/nvidia* (see the unit's comment)
     assert not [line for line in settings if line.startswith("ProcSubset=")]  # it hides /proc/meminfo, /proc/stat
     assert not [line for line in settings if line.startswith("PrivateUsers=")]

@@ -61,10 +61,18 @@ class MonitorConfig:
     backups: int = 8  # ... keeping monitor.jsonl.1 .. .8
     disks: List[str] = field(default_factory=lambda: ["/"])
     thresholds: Thresholds = field(default_factory=Thresholds)
+    # `hosttune tune verify` every this many seconds (0: never); drift is a journal warning, once per drift
+    tune_check_interval: float = 300.0
+    # on a new drift, ask the root oneshot hosttune-tune.service to re-apply (through hosttune-tune-reapply.path)
+    reapply: bool = False
 
     def __post_init__(self) -> None:
         if not 0.05 <= self.interval <= 86400:
             raise ValueError("interval must be between 0.05 and 86400 seconds")
+        if self.tune_check_interval != 0 and not 1 <= self.tune_check_interval <= 86400:
+            raise ValueError("tune_check_interval must be 0 (off) or between 1 and 86400 seconds")
+        if self.reapply and not self.tune_check_interval:
+            raise ValueError("reapply: true needs tune checks (tune_check_interval > 0): drift is never seen at 0")
         if self.max_bytes < 4096:
             raise ValueError("max_bytes must be at least 4096")
         if not 0 <= self.backups <= 1000:
@@ -137,8 +145,12 @@ def from_mapping(data: Dict[str, Any]) -> MonitorConfig:
             tkw: Dict[str, Any] = {k: None if v is None and k in _UNSET_OK else _number(v, f"thresholds.{k}")
                                    for k, v in value.items()}
             kw[key] = Thresholds(**tkw)
-        elif key == "interval":
+        elif key in ("interval", "tune_check_interval"):
             kw[key] = _number(value, key)
+        elif key == "reapply":
+            if not isinstance(value, bool):
+                raise ValueError(f"reapply: expected true or false, got {brief(value)}")
+            kw[key] = value
         elif key in ("max_bytes",):
             kw[key] = parse_size(value)
         elif key == "backups":

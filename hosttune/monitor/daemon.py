@@ -5,6 +5,12 @@ every GPU that is not lost, appends the JSONL line, rewrites the textfile and pr
 not fatal: no NVML (host metrics only, said once), a lost GPU (event, never asked again), a full disk (sample
 dropped, error at most once a minute), SIGHUP (reopen the log). SIGTERM/SIGINT end the loop, flush, exit 0.
 Under systemd (Type=notify) it sends READY=1, WATCHDOG=1 and STOPPING=1 over $NOTIFY_SOCKET itself.
+
+Tunables: every `tune_check_interval` it runs `hosttune.tune.verify` (read-only; the unit's ProtectSystem=strict
+and ProtectKernelTunables= still allow reading /proc/sys and /sys) and logs a drift once, and its clear. With
+`reapply: true` it stays unprivileged: it rewrites `tune-reapply` in its RuntimeDirectory, and
+hosttune-tune-reapply.path starts the root oneshot hosttune-tune.service, which re-applies what `tune apply` saved.
+The file's content is for people; root reads nothing the monitor wrote.
 """
 
 import errno
@@ -15,16 +21,19 @@ import signal
 import socket
 import sys
 import time
+from pathlib import Path
 from typing import IO, Any, Dict, List, Optional, Set
 
-from hosttune import nvml
+from hosttune import fsio, nvml
 from hosttune.errors import UserError
 from hosttune.monitor.config import MonitorConfig
 from hosttune.monitor.events import PRIORITY, Alerts, Event
 from hosttune.monitor.sample import HostReader, gpu_fields, now_fields
-from hosttune.monitor.sinks import JSONL_NAME, JsonlSink, TextfileSink, render_textfile
+from hosttune.monitor.sinks import DIR_MODE, JSONL_NAME, JsonlSink, TextfileSink, render_textfile, trusted_dir
 
 ERROR_PERIOD_S = 60.0  # a repeating error is printed at most this often
+RUNTIME_DIR = "/run/hosttune"  # the unit's RuntimeDirectory=; systemd also passes it as $RUNTIME_DIRECTORY
+REAPPLY_NAME = "tune-reapply"  # watched by systemd/hosttune-tune-reapply.path
 
 
 class Notifier:
@@ -119,9 +128,15 @@ class Say:
 
 class Monitor:
     def __init__(self, cfg: MonitorConfig, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr,
-                 environ: Optional[Dict[str, str]] = None) -> None:
+                 environ: Optional[Dict[str, str]] = None, root: Path = Path("/")) -> None:
+        """`root`: where the tune check reads the tunables (a captured tree in tests); nothing else uses it."""
         self.cfg = cfg
         env = os.environ if environ is None else environ
+        self.root = Path(root)
+        # systemd >= 240 passes the RuntimeDirectory= paths (colon-separated) in $RUNTIME_DIRECTORY
+        self.reapply_path = os.path.join(env.get("RUNTIME_DIRECTORY", "").split(":")[0] or RUNTIME_DIR, REAPPLY_NAME)
+        self.tune_drift: Dict[str, bool] = {}  # last tune check: tunable id -> drifted (for the textfile)
+        self._tune_unchecked = ""  # why the last tune check could not run (said once until a check works)
         self.say = Say(out, err, env.get("JOURNAL_STREAM", ""))
         self.alerts = Alerts(cfg.thresholds)
         self.nv: Optional[nvml.Nvml] = None
@@ -150,6 +165,63 @@ class Monitor:
             except OSError as exc:
                 raise UserError(
                     f"textfile dir {self.cfg.textfile_dir} is not writable: {exc.strerror or exc}") from None
+        if self.cfg.reapply:
+            where = os.path.dirname(self.reapply_path)
+            try:
+                fsio.makedirs_private(where, DIR_MODE)
+                trusted_dir(where, "runtime dir (reapply: true)")
+                if not os.access(where, os.W_OK):
+                    raise PermissionError(errno.EACCES, "Permission denied")
+            except OSError as exc:
+                raise UserError(f"reapply: true, but the runtime dir {where} is not writable: "
+                                f"{exc.strerror or exc}") from None
+
+    # ---- tunables -------------------------------------------------------------------------------------------
+    def check_tune(self, record: Dict[str, Any]) -> None:
+        """One `hosttune.tune.verify`; its events join `record`'s. No tune state (nothing was ever applied) is
+        quiet; a verify that fails is one notice, then quiet until a check works."""
+        try:
+            import importlib
+
+            # lazily: not on the way to READY=1. verify compares with the profile whether or not anything was
+            # applied; a host where `tune apply` never ran (no saved state) is not drifting, it is not tuned.
+            state = getattr(importlib.import_module("hosttune.tune.model"), "STATE_FILE",
+                            "var/lib/hosttune/tune-state.json")
+            if not os.path.lexists(self.root / state):
+                self.tune_drift = {}
+                return
+            statuses = list(importlib.import_module("hosttune.tune").verify(self.root))
+        except Exception as exc:  # noqa: BLE001 - verify's failure must not stop the sampling
+            self.tune_drift = {}
+            why = str(exc) or type(exc).__name__
+            if not self._tune_unchecked:
+                self.say.problem("notice", f"tunables not checked: {why}")
+            self._tune_unchecked = why
+            return
+        if self._tune_unchecked:
+            self._tune_unchecked = ""
+            self.say.problem("notice", "tunables checked again")
+        self.tune_drift = {str(st.id): st.state == "drift" for st in statuses if st.state in ("ok", "drift")}
+        events = self.alerts.tune(statuses)
+        if not events:
+            return
+        record.setdefault("events", []).extend(ev.to_dict() for ev in events)
+        for ev in events:
+            self.say.event(ev)
+        started = [ev.subject for ev in events if ev.state == "start"]
+        if started and self.cfg.reapply:
+            self.request_reapply(started)
+
+    def request_reapply(self, ids: List[str]) -> None:
+        """Ask root's hosttune-tune.service to re-apply: rewrite (rename over) the file the .path unit watches."""
+        try:
+            fsio.atomic_write(self.reapply_path, "drifted: " + " ".join(ids) + "\n", 0o644, durable=False)
+        except OSError as exc:
+            self.say.problem("error", f"cannot request a re-apply through {self.reapply_path}: {exc.strerror or exc}",
+                             key="reapply")
+            return
+        self.say.problem("notice", f"re-apply of {', '.join(ids)} requested from hosttune-tune.service "
+                                   f"(through {self.reapply_path})")
 
     def open_sources(self) -> None:
         self.host = HostReader(disks=self.cfg.disks)
@@ -213,7 +285,7 @@ class Monitor:
                                  key="jsonl")
         if self.textfile is not None:
             try:
-                self.textfile.write(render_textfile(record, self.stats, self.gpus))
+                self.textfile.write(render_textfile(record, self.stats, self.gpus, self.tune_drift))
                 self.say.recovered("textfile", f"writing {self.textfile.path} again")
             except OSError as exc:
                 self.stats["write_errors"]["textfile"] += 1
@@ -275,6 +347,7 @@ def run(cfg: MonitorConfig, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr
     watchdog = notify.watchdog_s / 2 if notify.watchdog_s else None
     next_sample = time.monotonic()
     next_ping = next_sample
+    next_tune: Optional[float] = next_sample if cfg.tune_check_interval else None
     try:
         while not sig.stop:
             if sig.reopen:
@@ -287,7 +360,11 @@ def run(cfg: MonitorConfig, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr
                                         key="jsonl")
             now = time.monotonic()
             if now >= next_sample:
-                mon.emit(mon.take())
+                record = mon.take()
+                if next_tune is not None and now >= next_tune:
+                    mon.check_tune(record)
+                    next_tune = time.monotonic() + cfg.tune_check_interval
+                mon.emit(record)
                 # keep a fixed cadence; after a stall (suspend, a slow NVML call) skip the missed ticks
                 next_sample += cfg.interval
                 if next_sample <= time.monotonic():

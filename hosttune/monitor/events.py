@@ -6,11 +6,12 @@ reads the same function): a reading AT a line is at that level, and each GPU's l
 threshold (`temp_slowdown_c`, from `Nvml.static()`, carried in every GPU entry of a sample). The monitor adds
 only what a stream of samples needs: hysteresis, so a reading that hovers at a line is one event, not one per
 sample (a level entered at its line holds until the value falls `hysteresis` below it). Counters (uncorrected ECC
-errors, uncorrectable remapped rows) produce one event per increase.
+errors, uncorrectable remapped rows) produce one event per increase. `Alerts.tune(statuses)` does the same for
+`hosttune.tune.verify`: a tunable that drifted is one `tune_drift` warning, and one clear when it is back.
 """
 
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from hosttune import nvml
 from hosttune.monitor.config import Thresholds
@@ -22,8 +23,8 @@ PRIORITY = {"critical": 2, "error": 3, "warning": 4, "notice": 5, "info": 6}
 
 @dataclass(frozen=True)
 class Event:
-    kind: str  # gpu_temperature | gpu_memory | host_memory | gpu_throttle_thermal | ... | gpu_lost | gpu_ecc
-    subject: str  # "gpu0" or "host"
+    kind: str  # gpu_temperature | gpu_memory | host_memory | gpu_throttle_thermal | ... | gpu_ecc | tune_drift
+    subject: str  # "gpu0", "host", or a tunable id (tune_drift)
     level: str  # critical | warning | notice | info
     state: str  # start | clear | once
     message: str
@@ -85,6 +86,21 @@ class Alerts:
                              f"host memory back to {pct:.1f} % used", pct)
         for gpu in sample.get("gpus") or []:
             self._gpu(out, gpu)
+        return out
+
+    def tune(self, statuses: Iterable[Any]) -> List[Event]:
+        """Events for one `hosttune.tune.verify` result (objects with id, title, expected, actual, state, reason).
+        "drift" starts a warning, "ok" clears it; "skip" (the tunable cannot be read or does not apply here) never
+        makes an event and leaves what was in force as it was, so a passing read error does not clear a drift."""
+        out: List[Event] = []
+        for st in statuses:
+            if st.state not in ("ok", "drift"):
+                continue
+            key = ("tune_drift", str(st.id))
+            self._transition(out, key, "warning" if st.state == "drift" else "",
+                             f"tunable {st.id} ({st.title}) drifted: expected {st.expected}, actual {st.actual}"
+                             " (`hosttune tune verify` shows all; `hosttune tune apply` restores it)",
+                             f"tunable {st.id} ({st.title}) is back to {st.actual}", None)
         return out
 
     def _memory(self, key: Tuple[str, str], pct: float) -> str:

@@ -222,8 +222,10 @@ _GPU_METRICS: Tuple[Tuple[str, str, str, str, float], ...] = (
 _CLOCK_REASON_HELP = "1 while NVML reports this clock event (throttle) reason."
 
 
-def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Iterable[Dict[str, Any]] = ()) -> str:
-    """The textfile for one sample. `stats` holds the daemon's own counters; `gpu_info` the static GPU identity."""
+def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Iterable[Dict[str, Any]] = (),
+                    tune_drift: Optional[Dict[str, bool]] = None) -> str:
+    """The textfile for one sample. `stats` holds the daemon's own counters; `gpu_info` the static GPU identity;
+    `tune_drift` the last tune check, tunable id -> drifted (skipped tunables are not in it)."""
     ex = _Exposition()
     ex.add("hosttune_monitor_last_success_timestamp_seconds", "gauge",
            "Unix time of the last sample the monitor completed.", {}, sample["ts"])
@@ -283,6 +285,9 @@ def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Ite
         ("shm_used_bytes", "hosttune_shm_used_bytes", "Bytes used in /dev/shm."),
     ):
         ex.add(name, "gauge", help_text, {}, host.get(key))
+    for tunable, drifted in sorted((tune_drift or {}).items()):
+        ex.add("hosttune_tune_drift", "gauge", "1 while the tunable differs from what `hosttune tune apply` set.",
+               {"tunable": tunable}, drifted)
     for path, usage in sorted((host.get("disks") or {}).items()):
         ex.add("hosttune_filesystem_size_bytes", "gauge", "Size of a configured filesystem.", {"path": path},
                usage["total_bytes"])
