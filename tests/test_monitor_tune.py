@@ -29,7 +29,7 @@ from tests.conftest import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 PATH_UNIT = REPO / "systemd" / "hosttune-tune-reapply.path"
-TUNE_SERVICE = REPO / "systemd" / "hosttune-tune.service"
+TUNE_SERVICE = REPO / "systemd" / "hosttune-tune-reapply.service"
 
 
 @dataclass(frozen=True)
@@ -305,7 +305,10 @@ def test_bad_tune_keys_are_one_line_and_exit_2(tmp_path: Path, text: str, messag
 def test_path_unit_watches_the_monitors_request_file() -> None:
     settings = [line for line in PATH_UNIT.read_text().splitlines() if line and not line.startswith("#")]
     assert f"PathChanged={daemon.RUNTIME_DIR}/{daemon.REAPPLY_NAME}" in settings
-    assert "Unit=hosttune-tune.service" in settings
+    # its own oneshot: hosttune-tune.service stays active after boot (RemainAfterExit=), so starting it does nothing
+    assert "Unit=hosttune-tune-reapply.service" in settings
+    service = [line for line in TUNE_SERVICE.read_text().splitlines() if line and not line.startswith("#")]
+    assert "Type=oneshot" in service and not any(line.startswith("RemainAfterExit=") for line in service)
     # the monitor's RuntimeDirectory= is where the request is written, and the monitor gains nothing for it
     unit = (REPO / "systemd" / "hosttune-monitor.service").read_text()
     assert "RuntimeDirectory=hosttune\n" in unit and "DynamicUser=yes\n" in unit and "CapabilityBoundingSet=\n" in unit
@@ -315,8 +318,7 @@ def test_path_unit_and_tune_service_verify_clean(tmp_path: Path) -> None:
     if not shutil.which("systemd-analyze"):
         pytest.skip("systemd-analyze not installed")
     if not TUNE_SERVICE.exists():
-        pytest.skip("systemd/hosttune-tune.service (owned by `hosttune tune`) is not in the tree yet; the .path "
-                    "unit names it in Unit=, so it is verified together with it")
+        pytest.skip("systemd/hosttune-tune-reapply.service is not in the tree; the .path unit names it in Unit=")
     exe = shutil.which("hosttune") or str(Path(sys.executable).parent / "hosttune")
     assert os.path.exists(exe)
     for unit in (PATH_UNIT, TUNE_SERVICE):

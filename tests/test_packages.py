@@ -231,6 +231,7 @@ def test_deb_metadata_and_layout(pkgs: Dict[str, Path]) -> None:
                  f"{site}/_vendor/__init__.py", f"{site}/_vendor/pynvml.py", "/usr/bin/hosttune",
                  "/lib/systemd/system/hosttune-monitor.service", "/etc/hosttune/monitor.yaml",
                  "/lib/systemd/system/hosttune-tune.service", "/lib/systemd/system/hosttune-tune-reapply.path",
+                 "/lib/systemd/system/hosttune-tune-reapply.service",
                  "/usr/share/bash-completion/completions/hosttune", "/usr/share/man/man1/hosttune.1.gz",
                  "/usr/share/doc/hosttune/changelog.gz", "/usr/share/doc/hosttune/copyright",
                  "/usr/share/doc/hosttune/LICENSE.nvidia-ml-py"):
@@ -263,6 +264,7 @@ def test_rpm_metadata_and_layout(pkgs: Dict[str, Path]) -> None:
                  "/usr/lib/systemd/system/hosttune-monitor.service", "/usr/share/man/man1/hosttune.1.gz",
                  "/usr/lib/systemd/system/hosttune-tune.service",
                  "/usr/lib/systemd/system/hosttune-tune-reapply.path",
+                 "/usr/lib/systemd/system/hosttune-tune-reapply.service",
                  "/usr/share/bash-completion/completions/hosttune", "/usr/share/hosttune/profiles",
                  "/usr/share/licenses/hosttune/LICENSE.nvidia-ml-py", "/etc/hosttune"):
         assert path in files, f"{path} missing from the .rpm"
