@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from hosttune.detect._io import child_env, trusted_which
 from hosttune.errors import UserError
 from hosttune.profile.settings import Tune
 from hosttune.tune.model import MARKER, STATE_FILE, STATE_SCHEMA, Change, Status
@@ -200,8 +201,20 @@ def _systemctl_do(*args: str) -> None:
     _systemctl(list(args))
 
 
+def _tool(name: str, args: List[str], timeout: float) -> "subprocess.CompletedProcess[str]":
+    """Run a system program as the detector does: found only in PATH directories root alone can write, started in
+    "/" with the caller's code-loading variables dropped (a PATH kept by `sudo -E` must not name a user's
+    `systemctl` or `mount`)."""
+    path, _skipped = trusted_which(name)
+    if path is None:
+        raise OSError(f"{name}: not found in a PATH directory only root can write")
+    env, _dropped = child_env(os.environ)
+    return subprocess.run([path, *args], capture_output=True, text=True, timeout=timeout, check=False, env=env,
+                          cwd="/", stdin=subprocess.DEVNULL)
+
+
 def _systemctl(args: List[str], check: bool = True) -> "subprocess.CompletedProcess[str]":
-    done = subprocess.run(["systemctl", *args], capture_output=True, text=True, timeout=120, check=False)
+    done = _tool("systemctl", args, 120)
     if check and done.returncode != 0:
         why = (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}").splitlines()[-1]
         raise OSError(f"systemctl {' '.join(args)}: {why}")
@@ -348,8 +361,7 @@ def _edit_blocks(txn: _Txn, rel: str, edits: Dict[str, Optional[List[str]]], rea
 
 
 def _remount_shm(size_opt: str) -> None:
-    done = subprocess.run(["mount", "-o", f"remount,{size_opt}", "/dev/shm"], capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = _tool("mount", ["-o", f"remount,{size_opt}", "/dev/shm"], 60)
     if done.returncode != 0:
         raise OSError(f"mount -o remount,{size_opt} /dev/shm: {done.stderr.strip() or done.returncode}")
 
