@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any, Dict, List, Set
 
 import pytest
+from conftest import run_cli
 from prometheus_client.parser import text_string_to_metric_families
 
 from hosttune.errors import UserError
 from hosttune.monitor import config as mconfig
 from hosttune.monitor import daemon
 from hosttune.monitor.config import MonitorConfig
-from tests.conftest import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 PATH_UNIT = REPO / "systemd" / "hosttune-tune-reapply.path"
@@ -326,3 +326,24 @@ def test_path_unit_and_tune_service_verify_clean(tmp_path: Path) -> None:
     res = subprocess.run(["systemd-analyze", "verify", "--man=no", str(tmp_path / PATH_UNIT.name),
                           str(tmp_path / TUNE_SERVICE.name)], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and res.stdout == "" and res.stderr == "", res.stdout + res.stderr
+
+
+def test_the_real_tune_verify_on_a_tree_drives_the_monitors_drift_events(tmp_path: Path) -> None:
+    """No stand-in: `hosttune tune apply --root` on a captured two-node host, then the monitor with the real
+    `hosttune.tune.verify` sees swappiness drift under it once, and its return once."""
+    from test_tune import host_tree as tune_host_tree
+
+    import hosttune.tune as tune
+
+    root = tune_host_tree(tmp_path / "host")
+    tune.apply(root)
+    run = Run(tmp_path, root)
+    knob = root / "proc/sys/vm/swappiness"
+    want = knob.read_text()
+    records = []
+    for value in (want, "60\n", "60\n", want):
+        knob.write_text(value)
+        records.append(run.check())
+    events = [(ev["kind"], ev["subject"], ev["state"]) for rec in records for ev in rec.get("events", [])]
+    assert events == [("tune_drift", "swappiness", "start"), ("tune_drift", "swappiness", "clear")], events
+    assert run.drift_gauges()["swappiness"] == 0.0
