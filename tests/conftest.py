@@ -4,10 +4,11 @@ import inspect
 import json
 import os
 import re
+import shutil
 import sys
 import tarfile
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -88,6 +89,38 @@ def job_processes(marker: str) -> List[int]:
             if marker.encode() in raw.split(b"\0"):
                 found.append(int(name))
     return found
+
+
+def boot_in_nspawn(tmp_path: Path, out: Path, units: Path, binds: List[str], after: str = "basic.target",
+                   timeout: int = 120) -> Tuple[Dict[str, str], str]:
+    """Boot systemd in a container (this host's /usr, a volatile tmpfs root, no network, /etc read-only) with
+    `units` as /etc/systemd/system, and run /mnt/out/test.sh (`out`) as ht-test.service after `after`. Returns the
+    key=value lines the script wrote to /mnt/out/result and its output; skips when nspawn could not boot here."""
+    import subprocess
+
+    nspawn = shutil.which("systemd-nspawn")
+    if nspawn is None or os.geteuid() != 0:
+        pytest.skip("needs systemd-nspawn and root")
+    (units / "ht-test.service").write_text(
+        f"[Unit]\nAfter={after}\n[Service]\nType=oneshot\nExecStart=/bin/sh /mnt/out/test.sh\n"
+        "StandardOutput=file:/mnt/out/test.log\nStandardError=inherit\n")
+    root = tmp_path / "root"
+    (root / "usr").mkdir(parents=True)
+    subprocess.run(["mount", "--bind", "/usr", str(root / "usr")], check=True)
+    try:
+        res = subprocess.run(
+            ["timeout", str(timeout), nspawn, "--quiet", f"--directory={root}", "--volatile=yes", "--register=no",
+             "--keep-unit", "--link-journal=no", f"--uuid={os.urandom(16).hex()}", "--private-network",
+             "--bind-ro=/etc", *binds, f"--bind-ro={units}:/etc/systemd/system", f"--bind={out}:/mnt/out",
+             "--boot", "systemd.unit=ht-test.service"],
+            capture_output=True, text=True, timeout=timeout + 30)
+    finally:
+        subprocess.run(["umount", "-l", str(root / "usr")], capture_output=True)
+    if not (out / "result").exists():
+        pytest.skip(f"systemd-nspawn --boot did not run here (rc {res.returncode}): {res.stderr[-800:]}")
+    result = dict(line.split("=", 1) for line in (out / "result").read_text().splitlines() if "=" in line)
+    log = (out / "test.log").read_text() if (out / "test.log").exists() else ""
+    return result, log
 
 
 def cli_runner() -> Any:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 import pytest
-from conftest import FAKES, REPO, a100
+from conftest import FAKES, REPO, a100, boot_in_nspawn
 from prometheus_client.parser import text_string_to_metric_families
 
 UNIT = REPO / "systemd" / "hosttune-monitor.service"
@@ -561,25 +561,7 @@ def test_unit_runs_under_real_systemd_in_nspawn(tmp_path: Path) -> None:
         "HOSTTUNE_FAKE_NVML=/mnt/out/nvml.json", UNIT.read_text(), flags=re.MULTILINE)
     assert "/opt/py/" in unit
     (units / UNIT.name).write_text(unit)
-    (units / "ht-test.service").write_text(
-        "[Unit]\nAfter=basic.target\n[Service]\nType=oneshot\nExecStart=/bin/sh /mnt/out/test.sh\n"
-        "StandardOutput=file:/mnt/out/test.log\nStandardError=inherit\n")
-    root = tmp_path / "root"
-    (root / "usr").mkdir(parents=True)
-    subprocess.run(["mount", "--bind", "/usr", str(root / "usr")], check=True)
-    try:
-        res = subprocess.run(
-            ["timeout", "120", nspawn, "--quiet", f"--directory={root}", "--volatile=yes", "--register=no",
-             "--keep-unit", "--link-journal=no", f"--uuid={os.urandom(16).hex()}", "--private-network",
-             "--bind-ro=/etc", f"--bind-ro={units}:/etc/systemd/system", f"--bind-ro={prefix}:/opt/py",
-             f"--bind-ro={REPO}:/opt/src", f"--bind={out}:/mnt/out", "--boot", "systemd.unit=ht-test.service"],
-            capture_output=True, text=True, timeout=150)
-    finally:
-        subprocess.run(["umount", "-l", str(root / "usr")], capture_output=True)
-    if not (out / "result").exists():
-        pytest.skip(f"systemd-nspawn --boot did not run here (rc {res.returncode}): {res.stderr[-800:]}")
-    result = dict(line.split("=", 1) for line in (out / "result").read_text().splitlines() if "=" in line)
-    log = (out / "test.log").read_text() if (out / "test.log").exists() else ""
+    result, log = boot_in_nspawn(tmp_path, out, units, [f"--bind-ro={prefix}:/opt/py", f"--bind-ro={REPO}:/opt/src"])
     ctx = f"{result}\n{log[-2000:]}"
     assert result.get("done") == "1" and result["start_rc"] == "0" and result["active"] == "active", ctx
     assert result["Uid"].split()[0] != "0" and result["CapEff"] == "0000000000000000", ctx

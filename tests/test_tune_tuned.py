@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Dict
 
 import pytest
-from conftest import build_tree, run_cli
+from conftest import boot_in_nspawn, build_tree, run_cli
 
 from hosttune.detect import tuned as detect_tuned
 from hosttune.detect._io import HostIO
@@ -270,25 +270,8 @@ def test_real_tuned_switches_to_the_hosttune_profile_in_nspawn(tmp_path: Path) -
     (out / "test.sh").write_text(NSPAWN_TEST.replace("SETTINGS)", f"{settings!r})"))
     units = tmp_path / "units"
     units.mkdir()
-    (units / "ht-test.service").write_text(
-        "[Unit]\nAfter=basic.target dbus.service\n[Service]\nType=oneshot\nExecStart=/bin/sh /mnt/out/test.sh\n"
-        "StandardOutput=file:/mnt/out/test.log\nStandardError=inherit\n")
-    root = tmp_path / "root"
-    (root / "usr").mkdir(parents=True)
-    subprocess.run(["mount", "--bind", "/usr", str(root / "usr")], check=True)
-    try:
-        res = subprocess.run(
-            ["timeout", "100", nspawn, "--quiet", f"--directory={root}", "--volatile=yes", "--register=no",
-             "--keep-unit", "--link-journal=no", f"--uuid={os.urandom(16).hex()}", "--private-network",
-             "--bind-ro=/etc", f"--bind={etc_tuned}:/etc/tuned", f"--bind-ro={units}:/etc/systemd/system",
-             f"--bind-ro={REPO}:/opt/src", f"--bind={out}:/mnt/out", "--boot", "systemd.unit=ht-test.service"],
-            capture_output=True, text=True, timeout=120)
-    finally:
-        subprocess.run(["umount", "-l", str(root / "usr")], capture_output=True)
-    if not (out / "result").exists():
-        pytest.skip(f"systemd-nspawn --boot did not run here (rc {res.returncode}): {res.stderr[-800:]}")
-    result = dict(line.split("=", 1) for line in (out / "result").read_text().splitlines() if "=" in line)
-    log = (out / "test.log").read_text() if (out / "test.log").exists() else ""
+    result, log = boot_in_nspawn(tmp_path, out, units, [f"--bind={etc_tuned}:/etc/tuned", f"--bind-ro={REPO}:/opt/src"],
+                                 after="basic.target dbus.service", timeout=100)
     verify = (out / "verify.log").read_text() if (out / "verify.log").exists() else ""
     ctx = f"{result}\n{log[-3000:]}\n{verify[-3000:]}"
     assert result.get("done") == "1" and result["start_rc"] == "0" and result["tp_rc"] == "0", ctx
