@@ -92,15 +92,17 @@ def job_processes(marker: str) -> List[int]:
 
 
 def boot_in_nspawn(tmp_path: Path, out: Path, units: Path, binds: List[str], after: str = "basic.target",
-                   timeout: int = 120) -> Tuple[Dict[str, str], str]:
+                   timeout: int = 120, units_writable: bool = False) -> Tuple[Dict[str, str], str]:
     """Boot systemd in a container (this host's /usr, a volatile tmpfs root, no network, /etc read-only) with
     `units` as /etc/systemd/system, and run /mnt/out/test.sh (`out`) as ht-test.service after `after`. Returns the
-    key=value lines the script wrote to /mnt/out/result and its output; skips when nspawn could not boot here."""
+    key=value lines the script wrote to /mnt/out/result and its output; skips when nspawn could not boot here.
+    `units_writable`: /etc/systemd/system is bound read-write (for `systemctl enable` in there)."""
     import subprocess
 
     nspawn = shutil.which("systemd-nspawn")
     if nspawn is None or os.geteuid() != 0:
         pytest.skip("needs systemd-nspawn and root")
+    units_bind = f"--bind{'' if units_writable else '-ro'}={units}:/etc/systemd/system"
     (units / "ht-test.service").write_text(
         f"[Unit]\nAfter={after}\n[Service]\nType=oneshot\nExecStart=/bin/sh /mnt/out/test.sh\n"
         "StandardOutput=file:/mnt/out/test.log\nStandardError=inherit\n")
@@ -111,7 +113,7 @@ def boot_in_nspawn(tmp_path: Path, out: Path, units: Path, binds: List[str], aft
         res = subprocess.run(
             ["timeout", str(timeout), nspawn, "--quiet", f"--directory={root}", "--volatile=yes", "--register=no",
              "--keep-unit", "--link-journal=no", f"--uuid={os.urandom(16).hex()}", "--private-network",
-             "--bind-ro=/etc", *binds, f"--bind-ro={units}:/etc/systemd/system", f"--bind={out}:/mnt/out",
+             "--bind-ro=/etc", *binds, units_bind, f"--bind={out}:/mnt/out",
              "--boot", "systemd.unit=ht-test.service"],
             capture_output=True, text=True, timeout=timeout + 30)
     finally:

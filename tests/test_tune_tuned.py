@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -213,76 +214,131 @@ def test_doctor_passes_throughput_performance(tmp_path: Path) -> None:
 
 NSPAWN_TEST = r"""set -x
 r=/mnt/out/result
+thp=/sys/kernel/mm/transparent_hugepage
+export PYTHONPATH=/opt/src LD_LIBRARY_PATH=/opt/py/lib
+HT="/opt/py/PY -m hosttune"
+mount --bind /mnt/out/thp/enabled $thp/enabled && mount --bind /mnt/out/thp/defrag $thp/defrag; echo "bind_rc=$?" >> $r
 systemctl start tuned.service; echo "start_rc=$?" >> $r
 tuned-adm profile throughput-performance; echo "tp_rc=$?" >> $r
 echo "before=$(cat /etc/tuned/active_profile)" >> $r
-export PYTHONPATH=/opt/src
-/usr/bin/python3 - <<'EOF' >> $r
-from pathlib import Path
-from hosttune.tune import tuned
-root = Path("/")
-prev = tuned.active_profile(root)
-print(f"running={tuned.is_running(root)}")
-print(f"path={tuned.write_profile(root, prev, SETTINGS)}")
-tuned.switch(root, "hosttune")
-print(f"after={tuned.active_profile(root)}")
-EOF
+HOSTTUNE_PROFILE=/mnt/out/profile.yaml $HT tune apply --only thp --only thp_defrag > /mnt/out/apply.out 2>&1
+echo "apply_rc=$?" >> $r
+echo "after=$(cat /etc/tuned/active_profile)" >> $r
 echo "adm_active=$(tuned-adm active | tr '\n' ' ')" >> $r
+echo "thp_applied=$(head -n1 $thp/enabled) $(head -n1 $thp/defrag)" >> $r
+echo "path=$(ls /etc/tuned/hosttune/tuned.conf /etc/tuned/profiles/hosttune/tuned.conf 2>/dev/null)" >> $r
+cp /etc/tuned/hosttune/tuned.conf /mnt/out/hosttune-tuned.conf; cp /var/lib/hosttune/tune-state.json /mnt/out/
+echo "enabled=$(systemctl is-enabled hosttune-tune.service)" >> $r
 : > /var/log/tuned/tuned.log
 tuned-adm verify; echo "verify_rc=$?" >> $r
 cp /var/log/tuned/tuned.log /mnt/out/verify.log
-/usr/bin/python3 -c 'from pathlib import Path; from hosttune.tune import tuned
-tuned.switch(Path("/"), "throughput-performance")'
+systemd-analyze verify --man=no /etc/systemd/system/hosttune-tune.service > /mnt/out/analyze.out 2>&1
+echo "analyze_rc=$?" >> $r
+printf 'always\n' > $thp/enabled; printf 'always\n' > $thp/defrag
+systemctl start hosttune-tune.service; echo "unit_rc=$?" >> $r
+echo "unit_$(systemctl show -p Result hosttune-tune.service)" >> $r
+echo "unit_$(systemctl show -p ExecMainStatus hosttune-tune.service)" >> $r
+echo "unit_$(systemctl show -p ActiveState hosttune-tune.service)" >> $r
+echo "thp_boot=$(head -n1 $thp/enabled) $(head -n1 $thp/defrag)" >> $r
+journalctl -u hosttune-tune.service --no-pager -o cat > /mnt/out/unit.log 2>&1
+$HT tune revert > /mnt/out/revert.out 2>&1; echo "revert_rc=$?" >> $r
 echo "back=$(cat /etc/tuned/active_profile)" >> $r
+echo "adm_back=$(tuned-adm active | tr '\n' ' ')" >> $r
+echo "profile_left=$(ls -d /etc/tuned/hosttune /etc/tuned/profiles/hosttune 2>/dev/null | tr '\n' ' ')" >> $r
+echo "enabled_after=$(systemctl is-enabled hosttune-tune.service)" >> $r
+echo "state_left=$(ls /var/lib/hosttune/tune-state.json 2>/dev/null)" >> $r
+echo "thp_back=$(head -n1 $thp/enabled) $(head -n1 $thp/defrag)" >> $r
 echo done=1 >> $r
 systemctl poweroff --no-block
 """
-
-
-def _host_value(path: str) -> str:
-    text = Path(path).read_text().strip()
-    return text[text.index("[") + 1:text.index("]")] if "[" in text else text
+TUNE_UNIT = REPO / "systemd" / "hosttune-tune.service"
 
 
 @pytest.mark.integration
 @needs_tuned
 def test_real_tuned_switches_to_the_hosttune_profile_in_nspawn(tmp_path: Path) -> None:
     """Boot systemd in a container (this host's /usr, where Debian's tuned is installed; a tmpfs root; a writable
-    copy of /etc/tuned), start tuned.service, select throughput-performance, then write and switch to the hosttune
-    profile through `hosttune.tune.tuned` as `tune apply` does, `tuned-adm verify`, and switch back.
+    copy of /etc/tuned; this interpreter's prefix at /opt/py and the source at /opt/src), start tuned.service,
+    select throughput-performance, then run the real `hosttune tune apply --only thp --only thp_defrag` with a
+    profile's `tune:` section: it switches tuned to the hosttune profile, tuned verifies our options, the packaged
+    hosttune-tune.service (ExecStart pointed at /opt/py) passes `systemd-analyze verify` in there and, started,
+    re-applies the saved values with `tune apply --boot`; `hosttune tune revert` switches tuned back.
 
-    nspawn mounts /proc/sys and /sys read-only, so tuned cannot change a kernel knob in there: the profile asks for
-    the values the knobs already have, and the test demands that tuned verifies every one of our options as
-    passed. `tuned-adm verify` as a whole still fails in there when an included throughput-performance setting
-    (vm.dirty_ratio, sysctls) differs from the host's and cannot be written: that is reported, not asserted."""
+    nspawn mounts /sys and /proc/sys read-only, so no kernel knob can change in there: the two transparent_hugepage
+    files are regular files bound over the sysfs paths inside the container (`mount --bind` in there: nspawn mounts
+    /sys over its own --bind targets), each holding `always`; hosttune, tuned and the unit all read and write them
+    through the real paths. `tuned-adm verify` as a whole still fails in there when an included
+    throughput-performance setting (vm.dirty_ratio, sysctls, readahead) differs from the host's and cannot be
+    written: that is reported, not asserted.
+    differs from the host's and cannot be written: that is reported, not asserted."""
     nspawn = shutil.which("systemd-nspawn")
     if nspawn is None or os.geteuid() != 0:
         pytest.skip("needs systemd-nspawn and root")
     if not os.path.islink("/bin") or not os.path.exists("/usr/lib/systemd/systemd") \
             or not os.path.exists("/usr/sbin/tuned") or not os.path.exists("/usr/bin/dbus-daemon"):
         pytest.skip("needs a merged-/usr host with systemd, dbus and tuned installed to lend the container")
-    thp = "/sys/kernel/mm/transparent_hugepage"
-    settings = {"thp": _host_value(f"{thp}/enabled"), "thp_defrag": _host_value(f"{thp}/defrag"),
-                "swappiness": _host_value("/proc/sys/vm/swappiness")}
-    out, etc_tuned = tmp_path / "out", tmp_path / "etc-tuned"
-    out.mkdir()
+    if sys.prefix != sys.base_prefix:
+        pytest.skip("needs a non-venv interpreter to lend the container")
+    want = {"thp": "never", "thp_defrag": "madvise"}
+    out, etc_tuned, units = tmp_path / "out", tmp_path / "etc-tuned", tmp_path / "units"
+    fake = out / "thp"
+    for d in (out, fake, units):
+        d.mkdir()
     shutil.copytree("/etc/tuned", str(etc_tuned))
-    (out / "test.sh").write_text(NSPAWN_TEST.replace("SETTINGS)", f"{settings!r})"))
-    units = tmp_path / "units"
-    units.mkdir()
-    result, log = boot_in_nspawn(tmp_path, out, units, [f"--bind={etc_tuned}:/etc/tuned", f"--bind-ro={REPO}:/opt/src"],
-                                 after="basic.target dbus.service", timeout=100)
-    verify = (out / "verify.log").read_text() if (out / "verify.log").exists() else ""
-    ctx = f"{result}\n{log[-3000:]}\n{verify[-3000:]}"
+    for name in ("enabled", "defrag"):
+        (fake / name).write_text("always\n")
+    (out / "profile.yaml").write_text("tune:\n" + "".join(f"  {k}: {v}\n" for k, v in want.items()))
+    py, prefix = Path(sys.executable).resolve(), Path(sys.base_prefix).resolve()
+    (out / "test.sh").write_text(NSPAWN_TEST.replace("/opt/py/PY", f"/opt/py/{py.relative_to(prefix)}"))
+    unit = re.sub(r"^ExecStart=/usr/bin/hosttune tune apply --boot$",
+                  f"ExecStart=/opt/py/{py.relative_to(prefix)} -m hosttune tune apply --boot\n"
+                  "Environment=PYTHONPATH=/opt/src LD_LIBRARY_PATH=/opt/py/lib", TUNE_UNIT.read_text(),
+                  flags=re.MULTILINE)
+    assert "/opt/py/" in unit
+    (units / TUNE_UNIT.name).write_text(unit)
+    result, log = boot_in_nspawn(
+        tmp_path, out, units,
+        [f"--bind={etc_tuned}:/etc/tuned", f"--bind-ro={REPO}:/opt/src", f"--bind-ro={prefix}:/opt/py"],
+        after="basic.target dbus.service", timeout=100, units_writable=True)
+
+    def text(name: str) -> str:
+        return (out / name).read_text() if (out / name).exists() else ""
+
+    verify = text("verify.log")
+    ctx = (f"{result}\napply: {text('apply.out')}\nrevert: {text('revert.out')}\nunit: {text('unit.log')}\n"
+           f"analyze: {text('analyze.out')}\n{log[-3000:]}\n{verify[-3000:]}")
     assert result.get("done") == "1" and result["start_rc"] == "0" and result["tp_rc"] == "0", ctx
-    assert result["before"] == "throughput-performance" and result["running"] == "True", ctx
+    assert result["bind_rc"] == "0", ctx
+    assert result["before"] == "throughput-performance", ctx
+    # the real CLI: both changed from the files' `always`, tuned switched to our profile, the unit enabled
+    assert result["apply_rc"] == "0", ctx
+    assert "changed thp: always -> never" in text("apply.out"), ctx
+    assert "changed thp_defrag: always -> madvise" in text("apply.out"), ctx
     assert result["path"] == "/etc/tuned/hosttune/tuned.conf" and result["after"] == "hosttune", ctx
-    assert "hosttune" in result["adm_active"], ctx
-    for tid in settings:
+    assert "hosttune" in result["adm_active"] and result["thp_applied"] == "never madvise", ctx
+    conf = detect_tuned.parse_conf(text("hosttune-tuned.conf"))
+    assert conf["main"]["include"] == "throughput-performance", ctx
+    assert conf["vm"] == {"transparent_hugepages": "never", "transparent_hugepage.defrag": "madvise"}, ctx
+    state = json.loads(text("tune-state.json"))
+    assert state["tuned"] == {"previous": "throughput-performance"} and state["applied"] == want, state
+    assert result["enabled"] == "enabled" and state.get("unit_enabled") is True, ctx
+    # tuned itself verified our two options against the files
+    for tid, value in want.items():
         option = tuned.OPTIONS[tid][1]
-        assert f"verify: passed: '{option}' = '{settings[tid]}'" in verify, (option, ctx)
-    assert "failed: 'transparent" not in verify and "failed: 'vm.swappiness'" not in verify, ctx
-    assert result["back"] == "throughput-performance", ctx
+        assert f"verify: passed: '{option}' = '{value}'" in verify, (option, ctx)
+    assert "failed: 'transparent" not in verify, ctx
+    # the packaged unit: clean systemd-analyze verify, and started it re-applies the saved values
+    assert result["analyze_rc"] == "0" and text("analyze.out") == "", ctx
+    assert result["unit_rc"] == "0" and result["unit_Result"] == "success", ctx
+    assert result["unit_ExecMainStatus"] == "0" and result["unit_ActiveState"] == "active", ctx
+    assert result["thp_boot"] == "never madvise", ctx
+    # revert: tuned back on throughput-performance, our profile and state gone, the unit disabled, values restored
+    assert result["revert_rc"] == "0", ctx
+    assert result["back"] == "throughput-performance" and "throughput-performance" in result["adm_back"], ctx
+    assert result["profile_left"] == "" and result["state_left"] == "", ctx
+    assert result["enabled_after"] == "disabled", ctx
+    assert not (units / "multi-user.target.wants" / TUNE_UNIT.name).exists(), ctx
+    assert result["thp_back"] == "always always", ctx
     failed = sorted({ln.split("verify: failed: ")[1].split(" = ")[0].split(": ")[-1]
                      for ln in verify.splitlines() if "verify: failed: " in ln})
     print(f"\ntuned-adm verify in nspawn: rc {result['verify_rc']}; options failed (read-only /sys, /proc/sys): "

@@ -527,6 +527,15 @@ def revert(root: Path = Path("/")) -> List[Change]:
         return changes
     txn = _Txn(tree)
     try:
+        # tuned first: leaving the hosttune profile, tuned rolls its options back to what it found when it applied
+        # it (hosttune's values), which would undo the restores below if they came first
+        tuned_state = state.get("tuned") or {}
+        if tuned_state:
+            from hosttune.tune import tuned
+
+            if tuned_state.get("previous"):
+                tuned.switch(tree.root, tuned_state["previous"])
+            tuned.remove_profile(tree.root)
         for tid, targets in state.get("before", {}).items():
             t = BY_ID.get(tid)
             if t is None or not isinstance(targets, dict):
@@ -548,13 +557,6 @@ def revert(root: Path = Path("/")) -> List[Change]:
                     txn.call(lambda: _systemctl_do("disable", "--now", "nvidia-persistenced.service"),
                              lambda: None)
                     changes.append(Change(tid, "enabled", str(old), "saved before the first apply", ()))
-        tuned_state = state.get("tuned") or {}
-        if tuned_state:
-            from hosttune.tune import tuned
-
-            if tuned_state.get("previous"):
-                tuned.switch(tree.root, tuned_state["previous"])
-            tuned.remove_profile(tree.root)
         for rel in dict.fromkeys(t.persist for t in TUNABLES if t.persist):
             if _read_ours(tree, rel) is not None:
                 txn.write_file(rel, None)
