@@ -16,7 +16,6 @@ from hosttune import doctor
 from hosttune.commands.doctor import render_table
 from hosttune.detect import collect
 from hosttune.doctor import Check, Context, Finding, run_checks
-from hosttune.doctor import context as doctor_context
 from hosttune.doctor.checks import cpu as doctor_cpu
 from hosttune.errors import UserError
 from hosttune.facts import (
@@ -879,8 +878,10 @@ def test_doctor_runs_lspci_from_the_root_directory(monkeypatch: pytest.MonkeyPat
         seen.update(kw, argv=argv)
         return subprocess.CompletedProcess(argv, 0, "", "")
 
-    monkeypatch.setattr(doctor_context.shutil, "which", lambda name, path=None: "/usr/bin/lspci")
-    monkeypatch.setattr(doctor_context.subprocess, "run", fake_run)
+    from hosttune.detect import _io
+
+    monkeypatch.setattr(_io.HostIO, "which", lambda self, name, extra_dirs=(): "/usr/bin/lspci")
+    monkeypatch.setattr(_io.subprocess, "run", fake_run)
     assert doctor.Live().lspci_vvv() == ""
     assert seen["cwd"] == "/" and seen["argv"] == ["/usr/bin/lspci", "-vvv"] and "shell" not in seen
 

@@ -6,20 +6,18 @@ evaluates before a check runs.
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from hosttune import nvml as nvmlmod
+from hosttune.detect._io import HostIO
 from hosttune.doctor.model import Need
 from hosttune.facts import Facts, Gpu
 from hosttune.policy import cpu as cpu_policy
 
 if TYPE_CHECKING:
     from hosttune.profile import Active, Profile
-
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 
 class Live:
     """What doctor reads from the running host beyond Facts: disk space, `lspci -vvv`, a fresh NVML sample.
@@ -33,16 +31,15 @@ class Live:
         return usage.total // (1024 * 1024), usage.free // (1024 * 1024)
 
     def lspci_vvv(self) -> Optional[str]:
-        # as root, only the system's directories: a PATH entry another user can write must not supply "lspci"
-        exe = shutil.which("lspci", path=SYSTEM_PATH if os.geteuid() == 0 else None)
+        # Through the detector's process gateway: as root, "lspci" only from directories root alone can write,
+        # started in "/" with the caller's code-loading variables dropped.
+        io = HostIO(Path("/"))
+        exe = io.which("lspci")
         if exe is None:
             return None
-        try:
-            # from "/": as root, nothing the caller's directory holds may take part in what runs
-            proc = subprocess.run([exe, "-vvv"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd="/",
-                                  text=True, timeout=10, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise RuntimeError(f"lspci -vvv: {exc}") from None
+        proc = io.run([exe, "-vvv"], timeout=10, note=False)
+        if proc is None:
+            raise RuntimeError(f"lspci -vvv: {io.last_error}")
         return proc.stdout
 
     def gpu_samples(self) -> Dict[int, Dict[str, Any]]:

@@ -6,13 +6,14 @@ the state file (`STATE_FILE` under the root) and are never overwritten by a late
 the host as it was before hosttune touched it.
 """
 
+import errno
 import json
 import os
 import subprocess
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from hosttune.detect._io import child_env, trusted_which
+from hosttune.detect._io import HostIO
 from hosttune.errors import UserError
 from hosttune.profile.settings import Tune
 from hosttune.tune.model import MARKER, STATE_FILE, STATE_SCHEMA, Change, Status
@@ -202,15 +203,17 @@ def _systemctl_do(*args: str) -> None:
 
 
 def _tool(name: str, args: List[str], timeout: float) -> "subprocess.CompletedProcess[str]":
-    """Run a system program as the detector does: found only in PATH directories root alone can write, started in
-    "/" with the caller's code-loading variables dropped (a PATH kept by `sudo -E` must not name a user's
-    `systemctl` or `mount`)."""
-    path, _skipped = trusted_which(name)
-    if path is None:
-        raise OSError(f"{name}: not found in a PATH directory only root can write")
-    env, _dropped = child_env(os.environ)
-    return subprocess.run([path, *args], capture_output=True, text=True, timeout=timeout, check=False, env=env,
-                          cwd="/", stdin=subprocess.DEVNULL)
+    """Run a system program the way the detector runs one (`HostIO.which`/`run`): as root found only in directories
+    root alone can write, started in "/" with the caller's code-loading variables dropped (a PATH kept by
+    `sudo -E` must not name a user's `systemctl` or `mount`)."""
+    io = HostIO(Path("/"))
+    exe = io.which(name)
+    if exe is None:
+        raise OSError(errno.ENOENT, f"{name}: not found in a PATH directory only root can write")
+    done = io.run([exe, *args], timeout=timeout, note=False)
+    if done is None:
+        raise OSError(f"{name}: {io.last_error}")
+    return done
 
 
 def _systemctl(args: List[str], check: bool = True) -> "subprocess.CompletedProcess[str]":
