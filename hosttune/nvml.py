@@ -14,8 +14,10 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 # NVML error codes (nvml.h); used by name so that a missing pynvml constant cannot break us.
 ERR_UNINITIALIZED = 1
 ERR_NOT_SUPPORTED = 3
+ERR_INVALID_ARGUMENT = 2
 ERR_NO_PERMISSION = 4
 ERR_DRIVER_NOT_LOADED = 9
+ERR_TIMEOUT = 10
 ERR_LIBRARY_NOT_FOUND = 12
 ERR_FUNCTION_NOT_FOUND = 13
 ERR_GPU_IS_LOST = 15
@@ -45,6 +47,17 @@ CLOCK_REASONS = {
 }
 # nvmlTemperatureThresholds_t (nvml.h): SHUTDOWN = 0, SLOWDOWN = 1 (where the GPU starts cutting clocks).
 TEMPERATURE_THRESHOLD_SLOWDOWN = 1
+# nvmlPerfPolicyType_t (nvml.h) -> our reason label: nvmlDeviceGetViolationStatus gives the nanoseconds the GPU spent
+# held below its clocks by each policy since the driver loaded (dcgm's DCGM_FI_DEV_*_VIOLATION fields). The two
+# TOTAL_* policies are "by any limiter", below application clocks and below base clocks.
+PERF_POLICIES = {0: "power", 1: "thermal", 2: "sync_boost", 3: "board_limit", 4: "low_utilization",
+                 5: "reliability", 10: "total_app_clocks", 11: "total_base_clocks"}
+# nvmlNvLinkErrorCounter_t (nvml.h) -> our type label (dcgm: DCGM_FI_DEV_NVLINK_{REPLAY,RECOVERY,CRC_FLIT,CRC_DATA}_
+# ERROR_COUNT_TOTAL). NVML_NVLINK_ERROR_DL_ECC_DATA (4) exists only on some parts; NOT_SUPPORTED leaves it out.
+NVLINK_ERROR_COUNTERS = {0: "replay", 1: "recovery", 2: "crc_flit", 3: "crc_data", 4: "ecc_data"}
+NVLINK_MAX_LINKS = 18  # nvml.h 12.x; nvidia-ml-py 13 says 36 (pynvml.NVML_NVLINK_MAX_LINKS wins when present)
+FI_DEV_MEMORY_TEMP = 82  # nvml.h NVML_FI_DEV_MEMORY_TEMP: HBM/GDDR temperature, C (dcgm's DCGM_FI_DEV_MEMORY_TEMP)
+EVENT_TYPE_XID_CRITICAL = 0x8  # nvml.h nvmlEventTypeXidCriticalError; eventData holds the XID
 
 
 def reason_names(mask: Optional[int]) -> List[str]:
@@ -149,9 +162,13 @@ class Nvml:
         return self._handles[index]
 
     # ---- per device -----------------------------------------------------------------------------------------
-    def _call(self, index: int, key: str, fn: Callable[..., Any], *args: Any) -> Any:
-        """Call one NVML query. None when the device cannot answer it (and then it is not asked again)."""
+    def _call(self, index: int, key: str, fn: Optional[Callable[..., Any]], *args: Any) -> Any:
+        """Call one NVML query. None when the device cannot answer it (and then it is not asked again); `fn` None is
+        a function this nvidia-ml-py lacks."""
         if (index, key) in self._unsupported:
+            return None
+        if fn is None:
+            self._unsupported.add((index, key))
             return None
         try:
             return fn(*args)
@@ -197,8 +214,27 @@ class Nvml:
             out["temp_slowdown_c"] = int(slowdown)
         return out
 
-    def sample(self, index: int) -> Dict[str, Any]:
-        """What changes: temperature, memory use, utilisation, power, clocks, clock-event reasons, errors, link.
+    def nvlink_count(self, index: int) -> int:
+        """How many NVLinks the GPU has: nvmlDeviceGetNvLinkState answers for link 0..N-1 (active or not) and
+        NOT_SUPPORTED / INVALID_ARGUMENT past them (and for link 0 on a GPU without NVLink)."""
+        nv, h = self.nv, self.handle(index)
+        fn = getattr(nv, "nvmlDeviceGetNvLinkState", None)
+        if fn is None:
+            return 0
+        count = 0
+        for link in range(int(getattr(nv, "NVML_NVLINK_MAX_LINKS", NVLINK_MAX_LINKS))):
+            try:
+                fn(h, link)
+            except nv.NVMLError as exc:
+                if _code(exc) == ERR_GPU_IS_LOST:
+                    raise GpuLost(f"GPU {index}: {exc}") from None
+                break
+            count = link + 1
+        return count
+
+    def sample(self, index: int, health: bool = False, nvlinks: int = 0) -> Dict[str, Any]:
+        """What changes: temperature, memory use, utilisation, power, clocks, clock-event reasons, errors, link;
+        with `health` also `health(index, nvlinks)` (the monitor's dcgm-level fields).
 
         Fields the GPU cannot report are left out. Raises GpuLost when the GPU is gone.
         """
@@ -240,4 +276,124 @@ class Nvml:
             out["remapped_rows_failure"] = bool(failure)
         put("pcie_gen", nv.nvmlDeviceGetCurrPcieLinkGeneration, conv=int)
         put("pcie_width", nv.nvmlDeviceGetCurrPcieLinkWidth, conv=int)
+        if health:
+            out.update(self.health(index, nvlinks))
         return out
+
+    def health(self, index: int, nvlinks: int = 0) -> Dict[str, Any]:
+        """dcgm-exporter's health fields: energy, PCIe replays, memory temperature, time held back per perf policy,
+        NVLink state and error counters (`nvlinks` links, from `static()`). Each is left out where the GPU cannot
+        report it (NOT_SUPPORTED on older parts): absent, never 0."""
+        nv, h = self.nv, self.handle(index)
+        out: Dict[str, Any] = {}
+        energy = self._call(index, "energy", getattr(nv, "nvmlDeviceGetTotalEnergyConsumption", None), h)
+        if energy is not None:
+            out["energy_j"] = int(energy) / 1000.0  # millijoules since the driver loaded
+        replay = self._call(index, "pcie_replay", getattr(nv, "nvmlDeviceGetPcieReplayCounter", None), h)
+        if replay is not None:
+            out["pcie_replay_errors"] = int(replay)
+        fields = self._call(index, "field_values", getattr(nv, "nvmlDeviceGetFieldValues", None), h,
+                            [FI_DEV_MEMORY_TEMP])
+        if fields:
+            fv = fields[0]
+            if int(fv.nvmlReturn) == 0:  # each field carries its own status; NOT_SUPPORTED on GDDR parts
+                out["memory_temperature_c"] = int(fv.value.uiVal)
+        viol: Dict[str, float] = {}
+        for policy, reason in PERF_POLICIES.items():
+            vt = self._call(index, f"violation_{reason}", getattr(nv, "nvmlDeviceGetViolationStatus", None), h,
+                            policy)
+            if vt is not None:
+                viol[reason] = int(vt.violationTime) / 1e9  # nanoseconds -> seconds
+        if viol:
+            out["throttle_seconds"] = viol
+        links: List[Dict[str, Any]] = []
+        for link in range(nvlinks):
+            state = self._call(index, f"nvlink{link}", nv.nvmlDeviceGetNvLinkState, h, link)
+            if state is None:
+                continue
+            entry: Dict[str, Any] = {"link": link, "up": bool(state)}
+            errors: Dict[str, int] = {}
+            for counter, name in NVLINK_ERROR_COUNTERS.items():
+                value = self._call(index, f"nvlink{link}_{name}", nv.nvmlDeviceGetNvLinkErrorCounter, h, link,
+                                   counter)
+                if value is not None:
+                    errors[name] = int(value)
+            if errors:
+                entry["errors"] = errors
+            links.append(entry)
+        if links:
+            out["nvlinks"] = links
+        return out
+
+    # ---- critical XID events ------------------------------------------------------------------------------------
+    def xid_events(self, indexes: List[int]) -> "XidEvents":
+        """An event set registered for critical XIDs on every GPU in `indexes` that supports them (see XidEvents)."""
+        return XidEvents(self, indexes)
+
+
+class XidEvents:
+    """Critical XIDs through NVML's event API: nvmlEventSetCreate, nvmlDeviceRegisterEvents(nvmlEventTypeXidCritical
+    Error) on each GPU whose nvmlDeviceGetSupportedEventTypes has it, and `poll()` drains nvmlEventSetWait_v2 (which
+    raises NVML_ERROR_TIMEOUT when nothing is pending). `gpus` is the list of GPU indexes registered; empty when no
+    GPU supports the events (then the caller falls back to the kernel log). The XID is the event's eventData; the
+    GPU is found by the event's device UUID."""
+
+    def __init__(self, session: Nvml, indexes: List[int]) -> None:
+        self.session = session
+        nv = session.nv
+        self.gpus: List[int] = []
+        self.by_uuid: Dict[str, int] = {}
+        self.why = ""
+        self.set: Any = None
+        try:
+            self.set = nv.nvmlEventSetCreate()
+        except (nv.NVMLError, AttributeError) as exc:
+            self.why = f"nvmlEventSetCreate: {exc}"
+            return
+        for i in indexes:
+            h = session.handle(i)
+            try:
+                supported = int(nv.nvmlDeviceGetSupportedEventTypes(h))
+                if not supported & EVENT_TYPE_XID_CRITICAL:
+                    self.why = self.why or f"GPU {i} does not report XID events"
+                    continue
+                nv.nvmlDeviceRegisterEvents(h, EVENT_TYPE_XID_CRITICAL, self.set)
+                self.by_uuid[_text(nv.nvmlDeviceGetUUID(h))] = i
+            except nv.NVMLError as exc:
+                if _code(exc) == ERR_GPU_IS_LOST:
+                    continue
+                self.why = self.why or f"GPU {i}: nvmlDeviceRegisterEvents: {exc}"
+                continue
+            self.gpus.append(i)
+
+    def poll(self, timeout_ms: int = 0, limit: int = 64) -> List[Tuple[int, int]]:
+        """(GPU index, XID) for the events pending now, at most `limit` (a storm must not stall the sampler); waits
+        up to `timeout_ms` for the first one only."""
+        out: List[Tuple[int, int]] = []
+        if self.set is None or not self.gpus:
+            return out
+        nv = self.session.nv
+        wait = getattr(nv, "nvmlEventSetWait_v2", None) or nv.nvmlEventSetWait
+        for n in range(limit):
+            try:
+                data = wait(self.set, timeout_ms if n == 0 else 0)
+            except nv.NVMLError as exc:
+                if _code(exc) in (ERR_TIMEOUT, ERR_GPU_IS_LOST):
+                    break
+                raise
+            if not int(data.eventType) & EVENT_TYPE_XID_CRITICAL:
+                continue
+            try:
+                index = self.by_uuid.get(_text(nv.nvmlDeviceGetUUID(data.device)), -1)
+            except nv.NVMLError:
+                index = -1
+            out.append((index, int(data.eventData)))
+        return out
+
+    def close(self) -> None:
+        if self.set is not None:
+            try:
+                self.session.nv.nvmlEventSetFree(self.set)
+            except Exception:  # noqa: BLE001 - freeing at shutdown must not fail the caller
+                pass
+            self.set = None

@@ -29,11 +29,15 @@ from hosttune.errors import UserError
 from hosttune.monitor.config import MonitorConfig
 from hosttune.monitor.events import PRIORITY, Alerts, Event
 from hosttune.monitor.sample import HostReader, gpu_fields, now_fields
-from hosttune.monitor.sinks import DIR_MODE, JSONL_NAME, JsonlSink, TextfileSink, render_textfile, trusted_dir
+from hosttune.monitor.sinks import (DIR_MODE, JSONL_NAME, JsonlSink, TextfileSink, render_stopped, render_textfile,
+                                    trusted_dir)
+from hosttune.monitor.xid import KmsgXids, describe
 
 ERROR_PERIOD_S = 60.0  # a repeating error is printed at most this often
 RUNTIME_DIR = "/run/hosttune"  # the unit's RuntimeDirectory=; systemd also passes it as $RUNTIME_DIRECTORY
 REAPPLY_NAME = "tune-reapply"  # watched by systemd/hosttune-tune-reapply.path
+KMSG = "/dev/kmsg"  # the XID fallback where NVML does not deliver XID events
+XID_WAIT_MS = 1  # nvmlEventSetWait_v2's timeout per sample: pending events return at once, none costs 1 ms
 
 
 class Notifier:
@@ -128,8 +132,9 @@ class Say:
 
 class Monitor:
     def __init__(self, cfg: MonitorConfig, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr,
-                 environ: Optional[Dict[str, str]] = None, root: Path = Path("/")) -> None:
-        """`root`: where the tune check reads the tunables (a captured tree in tests); nothing else uses it."""
+                 environ: Optional[Dict[str, str]] = None, root: Path = Path("/"), kmsg: str = KMSG) -> None:
+        """`root`: where the tune check reads the tunables (a captured tree in tests); nothing else uses it.
+        `kmsg`: the kernel log read for XIDs where NVML's events are not available."""
         self.cfg = cfg
         env = os.environ if environ is None else environ
         self.root = Path(root)
@@ -147,6 +152,15 @@ class Monitor:
         self.jsonl: Optional[JsonlSink] = None
         self.textfile: Optional[TextfileSink] = None
         self.stats: Dict[str, Any] = {"samples": 0, "write_errors": {"jsonl": 0, "textfile": 0}}
+        self.driver: Dict[str, str] = {}
+        self.nvlinks: Dict[int, int] = {}  # GPU index -> NVLink count (static)
+        self.kmsg_path = kmsg
+        self.xid_nvml: Optional[nvml.XidEvents] = None
+        self.xid_kmsg: Optional[KmsgXids] = None
+        self.xid_source: Dict[int, str] = {}  # GPU index -> "nvml" | "kmsg": where its XIDs are watched
+        self.xid_counts: Dict[int, int] = {}  # XIDs seen per GPU since the monitor started
+        self.last_xid: Dict[int, int] = {}
+        self.last_ts: Optional[float] = None
 
     # ---- setup ----------------------------------------------------------------------------------------------
     def open_sinks(self) -> None:
@@ -237,11 +251,64 @@ class Monitor:
         for i in range(count):
             try:
                 self.gpus.append(self.nv.static(i))
+                self.nvlinks[i] = self.nv.nvlink_count(i)
             except nvml.GpuLost:
                 self.gpus.append({"index": i, "uuid": None})
                 self.lost.add(i)
             except Exception as exc:  # noqa: BLE001 - one broken GPU must not stop the others being watched
                 self.say.problem("error", f"GPU {i}: cannot read its identity ({exc}); not sampled")
+        for key, value in (("driver_version", self.nv.driver_version()),
+                           ("cuda_driver_version", self.nv.cuda_driver_version())):
+            if value is not None:
+                self.driver[key] = value
+        self.open_xid_watch()
+
+    def open_xid_watch(self) -> None:
+        """Critical XIDs from NVML's event set; GPUs it cannot cover are watched in the kernel log where that is
+        readable. Whatever stays unwatched is said once."""
+        assert self.nv is not None
+        indexes = [st["index"] for st in self.gpus if st["index"] not in self.lost]
+        if not indexes:
+            return
+        self.xid_nvml = self.nv.xid_events(indexes)
+        for i in self.xid_nvml.gpus:
+            self.xid_source[i] = "nvml"
+        rest = [i for i in indexes if i not in self.xid_source]
+        if not rest:
+            return
+        try:
+            self.xid_kmsg = KmsgXids(self.kmsg_path)
+        except OSError as exc:
+            why = self.xid_nvml.why or "no NVML XID events"
+            self.say.problem("notice", f"XID errors not watched on GPU {', '.join(map(str, rest))}: {why}, and "
+                                       f"{self.kmsg_path} is not readable ({exc.strerror or exc})")
+            return
+        for i in rest:
+            self.xid_source[i] = "kmsg"
+
+    def poll_xids(self) -> List[Any]:
+        """New XIDs since the last sample, counted per GPU; one event each with NVIDIA's meaning of the code."""
+        found: List[Any] = []
+        if self.xid_nvml is not None:
+            try:
+                found += [(i, x) for i, x in self.xid_nvml.poll(XID_WAIT_MS) if self.xid_source.get(i) == "nvml"]
+            except Exception as exc:  # noqa: BLE001 - a broken event set must not stop the sampling
+                self.say.problem("error", f"XID events: {exc}", key="xid")
+        if self.xid_kmsg is not None:
+            by_bus = {str(st.get("pci_bus_id") or "").rsplit(".", 1)[0]: st["index"] for st in self.gpus}
+            for bus, xid in self.xid_kmsg.poll():
+                i = by_bus.get(bus)
+                if i is not None and self.xid_source.get(i) == "kmsg":
+                    found.append((i, xid))
+        events = []
+        uuids = {st["index"]: st.get("uuid") for st in self.gpus}
+        for i, xid in found:
+            self.xid_counts[i] = self.xid_counts.get(i, 0) + 1
+            self.last_xid[i] = xid
+            level, text = describe(xid)
+            name = f"GPU {i}" + (f" ({uuids[i]})" if uuids.get(i) else "")
+            events.append(Event("gpu_xid", f"gpu{i}", level, "once", f"{name}: {text}", float(xid)))
+        return events
 
     # ---- one sample -----------------------------------------------------------------------------------------
     def take(self) -> Dict[str, Any]:
@@ -258,14 +325,28 @@ class Monitor:
                 continue
             assert self.nv is not None
             try:
-                gpus.append(gpu_fields(st, self.nv.sample(i)))
+                entry = gpu_fields(st, self.nv.sample(i, health=True, nvlinks=self.nvlinks.get(i, 0)))
+                if i in self.xid_source:
+                    entry["xid_source"] = self.xid_source[i]
+                    entry["xid_errors"] = self.xid_counts.get(i, 0)
+                    if i in self.last_xid:
+                        entry["last_xid"] = self.last_xid[i]
+                gpus.append(entry)
             except nvml.GpuLost:
                 self.lost.add(i)
                 gpus.append({"index": i, "uuid": st.get("uuid"), "lost": True})
             except Exception as exc:  # noqa: BLE001 - an unexpected NVML error skips this GPU for this sample
                 self.say.problem("error", f"GPU {i}: sample failed: {exc}", key=f"gpu{i}")
+        if self.driver:
+            record["driver"] = dict(self.driver)
+        xids = self.poll_xids()
+        for ev in xids:  # counted now, shown in this sample's entries
+            g = next((g for g in gpus if f"gpu{g['index']}" == ev.subject and not g.get("lost")), None)
+            if g is not None:
+                i = g["index"]
+                g["xid_errors"], g["last_xid"] = self.xid_counts[i], self.last_xid[i]
         record["gpus"] = gpus
-        events = self.alerts.update(record)
+        events = xids + self.alerts.update(record)
         if events:
             record["events"] = [ev.to_dict() for ev in events]
             for ev in events:
@@ -275,6 +356,7 @@ class Monitor:
 
     def emit(self, record: Dict[str, Any]) -> None:
         self.stats["samples"] += 1
+        self.last_ts = record["ts"]
         if self.jsonl is not None:
             try:
                 self.jsonl.write(record)
@@ -292,9 +374,23 @@ class Monitor:
                 self.say.problem("error", f"cannot write {self.textfile.path}: {exc.strerror or exc}",
                                  key="textfile")
 
+    def stopped(self) -> None:
+        """The last textfile: `hosttune_monitor_up 0` (and when it last sampled), so that node_exporter keeps
+        serving a valid file and an alert sees "monitor down", never a scrape error or stale GPU readings."""
+        if self.textfile is None:
+            return
+        try:
+            self.textfile.write(render_stopped(self.last_ts, self.stats))
+        except OSError as exc:
+            self.say.problem("error", f"cannot write {self.textfile.path} at stop: {exc.strerror or exc}")
+
     def close(self) -> None:
         if self.jsonl is not None:
             self.jsonl.close()
+        if self.xid_nvml is not None:
+            self.xid_nvml.close()
+        if self.xid_kmsg is not None:
+            self.xid_kmsg.close()
         if self.nv is not None:
             self.nv.close()
 
@@ -376,6 +472,7 @@ def run(cfg: MonitorConfig, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr
             sig.wait(wake - time.monotonic())
     finally:
         notify.send("STOPPING=1")
+        mon.stopped()
         mon.close()
         notify.close()
     return 0

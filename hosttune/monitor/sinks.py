@@ -217,9 +217,22 @@ _GPU_METRICS: Tuple[Tuple[str, str, str, str, float], ...] = (
     ("remapped_rows_failure", "hosttune_gpu_remapped_rows_failure", "gauge", "1 when a row remapping failed.", 1),
     ("pcie_gen", "hosttune_gpu_pcie_link_generation", "gauge", "Current PCIe link generation.", 1),
     ("pcie_width", "hosttune_gpu_pcie_link_width", "gauge", "Current PCIe link width (lanes).", 1),
+    ("memory_temperature_c", "hosttune_gpu_memory_temperature_celsius", "gauge",
+     "GPU memory (HBM) temperature (NVML field NVML_FI_DEV_MEMORY_TEMP).", 1),
+    ("energy_j", "hosttune_gpu_energy_joules_total", "counter",
+     "Energy the GPU used since the driver loaded (nvmlDeviceGetTotalEnergyConsumption).", 1),
+    ("pcie_replay_errors", "hosttune_gpu_pcie_replay_errors_total", "counter",
+     "PCIe replays (link-level retries) since the driver loaded (nvmlDeviceGetPcieReplayCounter).", 1),
+    ("xid_errors", "hosttune_gpu_xid_errors_total", "counter",
+     "Critical XID errors seen since the monitor started (NVML XID events or the kernel log).", 1),
+    ("last_xid", "hosttune_gpu_last_xid", "gauge", "Code of the last XID error seen since the monitor started.", 1),
 )
 
 _CLOCK_REASON_HELP = "1 while NVML reports this clock event (throttle) reason."
+_THROTTLE_HELP = ("Time the GPU was held below its clocks by this limiter since the driver loaded "
+                  "(nvmlDeviceGetViolationStatus).")
+_NVLINK_HELP = "NVLink data-link errors since the driver loaded, by type (nvmlDeviceGetNvLinkErrorCounter)."
+_UP_HELP = "1 while the monitor runs; 0 in the file it leaves when it stops."
 
 
 def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Iterable[Dict[str, Any]] = (),
@@ -227,6 +240,7 @@ def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Ite
     """The textfile for one sample. `stats` holds the daemon's own counters; `gpu_info` the static GPU identity;
     `tune_drift` the last tune check, tunable id -> drifted (skipped tunables are not in it)."""
     ex = _Exposition()
+    ex.add("hosttune_monitor_up", "gauge", _UP_HELP, {}, 1)
     ex.add("hosttune_monitor_last_success_timestamp_seconds", "gauge",
            "Unix time of the last sample the monitor completed.", {}, sample["ts"])
     ex.add("hosttune_monitor_samples_total", "counter", "Samples taken since the monitor started.", {},
@@ -237,6 +251,11 @@ def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Ite
     ex.add("hosttune_monitor_sample_duration_seconds", "gauge", "Time the last sample took to read.", {},
            stats.get("sample_seconds"))
     ex.add("hosttune_monitor_nvml_up", "gauge", "1 when NVML is initialised.", {}, sample.get("nvml") == "ok")
+    driver = sample.get("driver") or {}
+    if driver:
+        ex.add("hosttune_driver_info", "gauge", "NVIDIA driver and the CUDA version it supports (value is always 1).",
+               {"driver_version": driver.get("driver_version", ""),
+                "cuda_driver_version": driver.get("cuda_driver_version", "")}, 1)
 
     for info in gpu_info:
         ex.add("hosttune_gpu_info", "gauge", "GPU identity (value is always 1).",
@@ -265,6 +284,16 @@ def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Ite
             for bit, reason in nvml.CLOCK_REASONS.items():
                 ex.add("hosttune_gpu_clock_event_reason", "gauge", _CLOCK_REASON_HELP, f'{labels},reason="{reason}"',
                        1 if mask & bit else 0)
+        for reason, seconds in (gpu.get("throttle_seconds") or {}).items():
+            ex.add("hosttune_gpu_throttle_seconds_total", "counter", _THROTTLE_HELP,
+                   f'{labels},reason="{_escape(reason)}"', seconds)
+        for link in gpu.get("nvlinks") or []:
+            link_labels = f'{labels},link="{link["link"]}"'
+            ex.add("hosttune_gpu_nvlink_up", "gauge", "1 while the NVLink is active (nvmlDeviceGetNvLinkState).",
+                   link_labels, link.get("up"))
+            for kind, count in (link.get("errors") or {}).items():
+                ex.add("hosttune_gpu_nvlink_errors_total", "counter", _NVLINK_HELP,
+                       f'{link_labels},type="{_escape(kind)}"', count)
 
     host = sample.get("host") or {}
     for sensor, temp in sorted((host.get("cpu_temps_c") or {}).items()):
@@ -293,6 +322,17 @@ def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Ite
                usage["total_bytes"])
         ex.add("hosttune_filesystem_used_bytes", "gauge", "Bytes used on a configured filesystem.", {"path": path},
                usage["used_bytes"])
+    return ex.text()
+
+
+def render_stopped(last_ts: Optional[float], stats: Dict[str, Any]) -> str:
+    """The textfile a stopped monitor leaves: valid, with `hosttune_monitor_up 0` and no (stale) readings."""
+    ex = _Exposition()
+    ex.add("hosttune_monitor_up", "gauge", _UP_HELP, {}, 0)
+    ex.add("hosttune_monitor_last_success_timestamp_seconds", "gauge",
+           "Unix time of the last sample the monitor completed.", {}, last_ts)
+    ex.add("hosttune_monitor_samples_total", "counter", "Samples taken since the monitor started.", {},
+           stats.get("samples", 0))
     return ex.text()
 
 

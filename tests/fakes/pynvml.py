@@ -21,13 +21,23 @@ Scenario: {"init_error": null | "DRIVER_NOT_LOADED" | ..., "driver": "550.54.15"
   95, ...} (absent = not supported, as on older parts), "utilization": [gpu, mem], "power_mw", "power_limit_mw",
   "clocks": {"sm": 1410, "mem": 1593}, "clock_event_reasons": 0, "ecc_uncorrected_volatile": 0,
   "retired_pages_pending": 0, "remapped_rows": [0, 0, 0, 0] | null, "pcie": {"gen": 4, "gen_max": 4, "width": 16,
-  "width_max": 16}, "numa_node": 0, "errors": {"nvmlDeviceGetPowerUsage": "NOT_SUPPORTED"}, "lost": false}]}
+  "width_max": 16}, "numa_node": 0, "errors": {"nvmlDeviceGetPowerUsage": "NOT_SUPPORTED"}, "lost": false,
+  dcgm-level health (each absent = NOT_SUPPORTED, as on older GPUs): "energy_mj" (nvmlDeviceGetTotalEnergyConsumption,
+  millijoules since the driver loaded), "pcie_replay" (nvmlDeviceGetPcieReplayCounter), "memory_temperature_c"
+  (field NVML_FI_DEV_MEMORY_TEMP: the field's own nvmlReturn is NOT_SUPPORTED when absent, the call succeeds),
+  "violations_ns": {"power": ns, "thermal": ns, ...} (nvmlDeviceGetViolationStatus per NVML_PERF_POLICY_*, keys as
+  in _PERF_POLICY_KEYS), "nvlinks": [{"active": 1, "errors": {"replay": 0, "recovery": 0, "crc_flit": 0,
+  "crc_data": 0}}] (one entry per link; a link past the list is NOT_SUPPORTED), "event_types" (the mask that
+  nvmlDeviceGetSupportedEventTypes reports; default _DEFAULT_EVENT_TYPES), "xids": [13, 79] (critical XIDs since
+  the driver loaded, oldest first: an event set registered for nvmlEventTypeXidCriticalError delivers those added
+  after its registration, one per nvmlEventSetWait_v2, which raises NVMLError_Timeout when none is pending)}]}
 """
 
 import json
 import os
 import string
 import sys
+import time
 from typing import Any, Dict, List, Optional
 
 NVML_SUCCESS = 0
@@ -81,6 +91,44 @@ NVML_VOLATILE_ECC = 0
 NVML_AGGREGATE_ECC = 1
 NVML_FEATURE_DISABLED = 0
 NVML_FEATURE_ENABLED = 1
+NVML_NVLINK_MAX_LINKS = 36  # NVML 13's value (18 in the 12.x headers); links past a GPU's count are NOT_SUPPORTED
+NVML_NVLINK_ERROR_DL_REPLAY = 0
+NVML_NVLINK_ERROR_DL_RECOVERY = 1
+NVML_NVLINK_ERROR_DL_CRC_FLIT = 2
+NVML_NVLINK_ERROR_DL_CRC_DATA = 3
+NVML_NVLINK_ERROR_DL_ECC_DATA = 4
+NVML_NVLINK_ERROR_COUNT = 5
+NVML_PERF_POLICY_POWER = 0
+NVML_PERF_POLICY_THERMAL = 1
+NVML_PERF_POLICY_SYNC_BOOST = 2
+NVML_PERF_POLICY_BOARD_LIMIT = 3
+NVML_PERF_POLICY_LOW_UTILIZATION = 4
+NVML_PERF_POLICY_RELIABILITY = 5
+NVML_PERF_POLICY_TOTAL_APP_CLOCKS = 10
+NVML_PERF_POLICY_TOTAL_BASE_CLOCKS = 11
+NVML_PERF_POLICY_COUNT = 12
+_PERF_POLICY_KEYS = {0: "power", 1: "thermal", 2: "sync_boost", 3: "board_limit", 4: "low_utilization",
+                     5: "reliability", 10: "total_app_clocks", 11: "total_base_clocks"}
+_NVLINK_COUNTER_KEYS = {0: "replay", 1: "recovery", 2: "crc_flit", 3: "crc_data", 4: "ecc_data"}
+NVML_VALUE_TYPE_DOUBLE = 0
+NVML_VALUE_TYPE_UNSIGNED_INT = 1
+NVML_VALUE_TYPE_UNSIGNED_LONG = 2
+NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3
+NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4
+NVML_VALUE_TYPE_SIGNED_INT = 5
+NVML_FI_DEV_MEMORY_TEMP = 82
+NVML_FI_DEV_NVLINK_LINK_COUNT = 91
+NVML_FI_DEV_PCIE_REPLAY_COUNTER = 94
+NVML_FI_MAX = 308
+nvmlEventTypeSingleBitEccError = 0x0000000000000001
+nvmlEventTypeDoubleBitEccError = 0x0000000000000002
+nvmlEventTypePState = 0x0000000000000004
+nvmlEventTypeXidCriticalError = 0x0000000000000008
+nvmlEventTypeClock = 0x0000000000000010
+nvmlEventTypeNone = 0x0000000000000000
+# what a datacenter GPU reports from nvmlDeviceGetSupportedEventTypes when the scenario does not say
+_DEFAULT_EVENT_TYPES = (nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError | nvmlEventTypePState
+                        | nvmlEventTypeXidCriticalError | nvmlEventTypeClock)
 
 nvmlClocksEventReasonGpuIdle = 0x1
 nvmlClocksEventReasonApplicationsClocksSetting = 0x2
@@ -420,3 +468,132 @@ def nvmlDeviceGetMaxPcieLinkWidth(handle: _Handle) -> int:
 
 def nvmlDeviceGetNumaNodeId(handle: _Handle) -> int:
     return int(_field(_device("nvmlDeviceGetNumaNodeId", handle), "numa_node"))
+
+
+# ---- dcgm-level health ------------------------------------------------------------------------------------------
+def nvmlDeviceGetTotalEnergyConsumption(handle: _Handle) -> int:
+    """Millijoules since the driver was last reloaded (Volta and newer; NOT_SUPPORTED before)."""
+    return int(_field(_device("nvmlDeviceGetTotalEnergyConsumption", handle), "energy_mj"))
+
+
+def nvmlDeviceGetPcieReplayCounter(handle: _Handle) -> int:
+    return int(_field(_device("nvmlDeviceGetPcieReplayCounter", handle), "pcie_replay"))
+
+
+def nvmlDeviceGetViolationStatus(device: _Handle, perfPolicyType: int) -> _Struct:  # noqa: N803
+    """c_nvmlViolationTime_t: referenceTime (CPU timestamp, microseconds), violationTime (nanoseconds spent held
+    back by that policy since the driver loaded)."""
+    dev = _device("nvmlDeviceGetViolationStatus", device)
+    if not 0 <= perfPolicyType < NVML_PERF_POLICY_COUNT:
+        _raise(NVML_ERROR_INVALID_ARGUMENT)
+    key = _PERF_POLICY_KEYS.get(perfPolicyType)
+    value = (dev.get("violations_ns") or {}).get(key) if key else None
+    if value is None:
+        _raise(NVML_ERROR_NOT_SUPPORTED)
+    return _Struct(referenceTime=int(time.time() * 1e6), violationTime=int(value))
+
+
+def _nvlink(fn: str, device: _Handle, link: int) -> Dict[str, Any]:
+    dev = _device(fn, device)
+    if not 0 <= link < NVML_NVLINK_MAX_LINKS:
+        _raise(NVML_ERROR_INVALID_ARGUMENT)
+    links = dev.get("nvlinks")
+    if not links or link >= len(links):
+        _raise(NVML_ERROR_NOT_SUPPORTED)
+    return links[link]  # type: ignore[no-any-return]
+
+
+def nvmlDeviceGetNvLinkState(device: _Handle, link: int) -> int:
+    """NVML_FEATURE_ENABLED (1) when the link is active, NVML_FEATURE_DISABLED (0) when it is down."""
+    return int(_nvlink("nvmlDeviceGetNvLinkState", device, link).get("active", 1))
+
+
+def nvmlDeviceGetNvLinkErrorCounter(device: _Handle, link: int, counter: int) -> int:
+    entry = _nvlink("nvmlDeviceGetNvLinkErrorCounter", device, link)
+    if not 0 <= counter < NVML_NVLINK_ERROR_COUNT:
+        _raise(NVML_ERROR_INVALID_ARGUMENT)
+    value = (entry.get("errors") or {}).get(_NVLINK_COUNTER_KEYS[counter])
+    if value is None:
+        _raise(NVML_ERROR_NOT_SUPPORTED)
+    return int(value)
+
+
+def nvmlDeviceGetFieldValues(handle: _Handle, fieldIds: List[Any]) -> List[_Struct]:  # noqa: N803
+    """One c_nvmlFieldValue_t per requested id (an int, or (fieldId, scopeId)). The call itself succeeds; each
+    value carries its own nvmlReturn (NOT_SUPPORTED for a field this GPU lacks, INVALID_ARGUMENT past NVML_FI_MAX)."""
+    dev = _device("nvmlDeviceGetFieldValues", handle)
+    out = []
+    for fid in fieldIds:
+        field_id, scope = (fid if isinstance(fid, tuple) else (fid, 0))
+        ret, vtype, value = NVML_ERROR_NOT_SUPPORTED, NVML_VALUE_TYPE_UNSIGNED_INT, 0
+        if not 0 < field_id < NVML_FI_MAX:
+            ret = NVML_ERROR_INVALID_ARGUMENT
+        elif field_id == NVML_FI_DEV_MEMORY_TEMP and dev.get("memory_temperature_c") is not None:
+            ret, value = NVML_SUCCESS, int(dev["memory_temperature_c"])
+        elif field_id == NVML_FI_DEV_PCIE_REPLAY_COUNTER and dev.get("pcie_replay") is not None:
+            ret, vtype, value = NVML_SUCCESS, NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, int(dev["pcie_replay"])
+        elif field_id == NVML_FI_DEV_NVLINK_LINK_COUNT and dev.get("nvlinks"):
+            ret, value = NVML_SUCCESS, len(dev["nvlinks"])
+        union = _Struct(dVal=float(value), uiVal=value, ulVal=value, ullVal=value, sllVal=value, siVal=value,
+                        usVal=value & 0xFFFF)
+        out.append(_Struct(fieldId=field_id, scopeId=scope, timestamp=int(time.time() * 1e6), latencyUsec=0,
+                           valueType=vtype, nvmlReturn=ret, value=union))
+    return out
+
+
+class _EventSet:
+    """nvmlEventSet_t: the devices registered in it, with how many of each device's XIDs were already there."""
+
+    def __init__(self) -> None:
+        self.registered: Dict[int, List[int]] = {}  # device index -> [event mask, XIDs seen]
+        self.freed = False
+
+
+def nvmlDeviceGetSupportedEventTypes(handle: _Handle) -> int:
+    return int(_device("nvmlDeviceGetSupportedEventTypes", handle).get("event_types", _DEFAULT_EVENT_TYPES))
+
+
+def nvmlEventSetCreate() -> _EventSet:
+    _require_init("nvmlEventSetCreate")
+    return _EventSet()
+
+
+def nvmlDeviceRegisterEvents(handle: _Handle, eventTypes: int, eventSet: _EventSet) -> None:  # noqa: N803
+    """NOT_SUPPORTED when the device lacks any requested type (nvml.h); events before registration are not
+    delivered."""
+    dev = _device("nvmlDeviceRegisterEvents", handle)
+    if not isinstance(eventSet, _EventSet) or eventSet.freed:
+        _raise(NVML_ERROR_INVALID_ARGUMENT)
+    if eventTypes & ~int(dev.get("event_types", _DEFAULT_EVENT_TYPES)):
+        _raise(NVML_ERROR_NOT_SUPPORTED)
+    eventSet.registered[handle.index] = [int(eventTypes), len(dev.get("xids") or [])]
+
+
+def nvmlEventSetWait_v2(eventSet: _EventSet, timeoutms: int) -> _Struct:
+    """The next pending event (c_nvmlEventData_t: device, eventType, eventData = the XID, gpuInstanceId,
+    computeInstanceId), or NVMLError_Timeout after `timeoutms` without one."""
+    sc = _require_init("nvmlEventSetWait_v2")
+    if not isinstance(eventSet, _EventSet) or eventSet.freed:
+        _raise(NVML_ERROR_INVALID_ARGUMENT)
+    devices = sc.get("devices", [])
+    for index, reg in sorted(eventSet.registered.items()):
+        xids = (devices[index].get("xids") or []) if index < len(devices) else []
+        if reg[0] & nvmlEventTypeXidCriticalError and len(xids) > reg[1]:
+            xid = int(xids[reg[1]])
+            reg[1] += 1
+            return _Struct(device=_Handle(index), eventType=nvmlEventTypeXidCriticalError, eventData=xid,
+                           gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF)
+    time.sleep(max(0, timeoutms) / 1000.0)
+    _raise(NVML_ERROR_TIMEOUT)
+    raise AssertionError  # unreachable: _raise always raises
+
+
+def nvmlEventSetWait(eventSet: _EventSet, timeoutms: int) -> _Struct:
+    return nvmlEventSetWait_v2(eventSet, timeoutms)
+
+
+def nvmlEventSetFree(eventSet: _EventSet) -> None:
+    _require_init("nvmlEventSetFree")
+    if not isinstance(eventSet, _EventSet) or eventSet.freed:
+        _raise(NVML_ERROR_INVALID_ARGUMENT)
+    eventSet.freed = True
