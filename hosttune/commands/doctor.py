@@ -2,12 +2,14 @@
 the table (and its colours) is this command's, the findings are hosttune.doctor's."""
 
 import json
+import os
 import sys
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import click
 
 from hosttune import doctor
+from hosttune.errors import UserError
 from hosttune.term import printable
 
 COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "bright_black"}
@@ -48,16 +50,60 @@ def isatty() -> bool:
 @click.option("--root", "root", metavar="DIR", help="Check a captured host tree (proc/, sys/, etc/) instead.")
 @click.option("--only", "only", metavar="GROUP", help=f"Run one group: {', '.join(doctor.GROUPS)}.")
 @click.option("--explain", "explain", metavar="ID", help="Print what check ID looks at and why, then exit.")
+@click.option("--fail-on", "fail_on", type=click.Choice(doctor.FAIL_ON), default="fail", show_default=True,
+              help="Exit 1 when a check fails (fail) or also when one warns (warn).")
+@click.option("--skip", "skip", metavar="ID", multiple=True, help="Do not run check ID (repeat).")
+@click.option("--slurm", is_flag=True,
+              help="Slurm HealthCheckProgram: print one drain reason, drain this node on a problem, resume a node "
+                   "hosttune drained once the checks pass.")
+@click.option("--npd", is_flag=True,
+              help="node-problem-detector custom plugin: one line (<= 80 chars); exit 0 OK, 1 problem, 2 unknown.")
 def cmd(as_json: bool, python: Optional[str], data: Tuple[str, ...], root: Optional[str], only: Optional[str],
-        explain: Optional[str]) -> None:
-    """Check the host for PyTorch training; exit 0 when nothing failed, 1 when a check failed."""
+        explain: Optional[str], fail_on: str, skip: Tuple[str, ...], slurm: bool, npd: bool) -> None:
+    """Check the host for PyTorch training.
+
+    Exit status: 0 nothing at or above --fail-on, 1 a check failed (or warned, with --fail-on warn), 2 bad usage.
+    With --npd: 0 OK, 1 problem, 2 unknown (a check crashed)."""
     if explain:
-        click.echo(doctor.explain(explain))
+        check = doctor.check_by_id(explain, "--explain")
+        if as_json:
+            click.echo(json.dumps({"id": check.id, "group": check.group, "title": check.title,
+                                   "explain": check.explain}, indent=2))
+        else:
+            click.echo(doctor.explain(explain))
         return
-    report = doctor.diagnose(root=root, python=python, data=data, only=only)
+    if slurm or npd:
+        fleet_mode(slurm, npd, as_json, root, python=python, data=data, only=only, fail_on=fail_on, skip=skip)
+        return
+    report = doctor.diagnose(root=root, python=python, data=data, only=only, skip=skip)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:
         click.echo(render_table(report, colour=isatty()))
     ctx = click.get_current_context()
-    ctx.exit(report.exit_code)
+    ctx.exit(report.exit_code_at(fail_on))
+
+
+def fleet_mode(slurm: bool, npd: bool, as_json: bool, root: Optional[str], **run: Any) -> None:
+    """--slurm / --npd: one line on stdout; for Slurm, drain or resume this node (what slurmd expects of its
+    HealthCheckProgram: it ignores the exit status), for node-problem-detector its exit status."""
+    from hosttune.doctor import fleet
+
+    if slurm and npd:
+        raise UserError("--slurm and --npd: choose one")
+    if as_json:
+        raise UserError(f"--json and {'--slurm' if slurm else '--npd'}: choose one (both print one line)")
+    if slurm and root is not None:
+        raise UserError("--slurm and --root: --slurm drains this node, so it checks this node")
+    fail_on = run.pop("fail_on")
+    report = doctor.diagnose(root=root, **run)
+    v = fleet.verdict(report, fail_on, limit=fleet.NPD_MAX_OUTPUT if npd else fleet.SLURM_REASON_MAX)
+    click.echo(v.line)
+    ctx = click.get_current_context()
+    if npd:
+        ctx.exit(fleet.npd_exit(v))
+    name = fleet.node_name(os.environ)
+    action, detail = fleet.slurm_sync(v, name)
+    if detail:
+        click.echo(f"hosttune doctor --slurm: {printable(detail)}", err=True)
+    ctx.exit(0 if v.healthy else 1)

@@ -12,14 +12,15 @@ Layout: model (Finding, Need, Check, Report), context (Context, Live, shared que
 runner, explain, diagnose).
 """
 
-from hosttune.doctor.catalogue import BY_ID, CHECKS, diagnose, explain, run_checks
+from hosttune.doctor.catalogue import BY_ID, CHECKS, check_by_id, diagnose, explain, run_checks
 from hosttune.doctor.checks.storage import space_status
 from hosttune.doctor.checks.topology import parse_acs
 from hosttune.doctor.checks.torch import parse_alloc_conf
 from hosttune.doctor.context import Context, Live
-from hosttune.doctor.model import GROUPS, SCHEMA, STATUSES, Check, Finding, Need, Report, Result
+from hosttune.doctor.model import FAIL_ON, GROUPS, SCHEMA, STATUSES, Check, Finding, Need, Report, Result
 
 __all__ = [
-    "BY_ID", "CHECKS", "GROUPS", "SCHEMA", "STATUSES", "Check", "Context", "Finding", "Live", "Need", "Report",
-    "Result", "diagnose", "explain", "parse_acs", "parse_alloc_conf", "run_checks", "space_status",
+    "BY_ID", "CHECKS", "FAIL_ON", "GROUPS", "SCHEMA", "STATUSES", "Check", "Context", "Finding", "Live", "Need",
+    "Report", "Result", "check_by_id", "diagnose", "explain", "parse_acs", "parse_alloc_conf", "run_checks",
+    "space_status",
 ]

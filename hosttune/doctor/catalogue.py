@@ -15,6 +15,7 @@ from hosttune.doctor.model import GROUPS, Check, Finding, Report, Result
 from hosttune.errors import UserError
 
 NVIDIA_HEALTH = (GPU, NVML)  # per-GPU state only NVML reports
+SKIPPED = "not run (--skip)"
 
 CHECKS: Tuple[Check, ...] = (
     Check("os.distro", "os", "Supported distribution", os_checks.check_distro),
@@ -83,12 +84,17 @@ def _one(check: Check, ctx: Context) -> Finding:
     return check.run(ctx)
 
 
-def run_checks(ctx: Context, checks: Sequence[Check] = CHECKS, only: Optional[str] = None) -> Report:
+def run_checks(ctx: Context, checks: Sequence[Check] = CHECKS, only: Optional[str] = None,
+               skip: Sequence[str] = ()) -> Report:
     """Run the catalogue (or one group of it) over ctx: a check whose prerequisite is not met is a skip saying
-    which; a check that raises (or returns something that is not a Finding) becomes a skip naming the error."""
+    which; a check that raises (or returns something that is not a Finding) becomes a skip naming the error. A
+    check named in `skip` does not run and is reported as a skip, so the table still shows it was left out."""
     out = []
     for check in checks:
         if only and check.group != only:
+            continue
+        if check.id in skip:
+            out.append(Result(check.id, check.group, "skip", check.title, "", SKIPPED, ""))
             continue
         try:
             f = _one(check, ctx)
@@ -102,17 +108,25 @@ def run_checks(ctx: Context, checks: Sequence[Check] = CHECKS, only: Optional[st
 
 def explain(check_id: str) -> str:
     """What `hosttune doctor --explain ID` prints: the check's title and docstring."""
+    check = check_by_id(check_id, "--explain")
+    return f"{check.id} ({check.group}): {check.title}\n\n{check.explain}"
+
+
+def check_by_id(check_id: str, option: str) -> Check:
+    """The check named `check_id`; an unknown one is bad usage naming `option`, with the closest ids."""
     check = BY_ID.get(check_id)
     if check is None:
         close = difflib.get_close_matches(check_id, list(BY_ID), n=3, cutoff=0.4)
         hint = f"; did you mean {', '.join(close)}?" if close else f"; ids: {', '.join(BY_ID)}"
-        raise UserError(f"--explain: no check {check_id!r}{hint}")
-    return f"{check.id} ({check.group}): {check.title}\n\n{check.explain}"
+        raise UserError(f"{option}: no check {check_id!r}{hint}")
+    return check
 
 
 def diagnose(root: Optional[str] = None, python: Optional[str] = None, data: Sequence[str] = (),
-             only: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> Report:
+             only: Optional[str] = None, env: Optional[Mapping[str, str]] = None, skip: Sequence[str] = ()) -> Report:
     """Detect the host (or read a captured one) and run the checks: what `hosttune doctor` does."""
+    for check_id in skip:
+        check_by_id(check_id, "--skip")
     if only is not None and only not in GROUPS:
         close = difflib.get_close_matches(only, GROUPS, n=1)
         raise UserError(f"--only: no group {only!r}" + (f"; did you mean {close[0]}?" if close else "")
@@ -130,4 +144,4 @@ def diagnose(root: Optional[str] = None, python: Optional[str] = None, data: Seq
     facts = collect(Path(root or "/"), python, probe_torch=live_host or python is not None, use_nvml=live_host)
     ctx = Context(facts=facts, env=dict(os.environ if env is None else env), data=tuple(data), live=live_host,
                   python=python)
-    return run_checks(ctx, only=only)
+    return run_checks(ctx, only=only, skip=skip)

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 SCHEMA = "hosttune.doctor/1"
 STATUSES = ("pass", "warn", "fail", "skip")
 GROUPS = ("os", "cpu", "storage", "tools", "nvidia", "torch", "hosttune")
+# `--fail-on`: the lowest status that makes doctor exit 1 (and, for --slurm/--npd, reports a problem)
+FAIL_ON = ("fail", "warn")
 
 
 @dataclass(frozen=True, init=False)
@@ -93,9 +95,20 @@ class Report:
             out[r.status] += 1
         return out
 
+    def problems(self, fail_on: str = "fail") -> Tuple[Result, ...]:
+        """The results at or above `fail_on` ("fail": failures; "warn": warnings too), failures first."""
+        if fail_on not in FAIL_ON:
+            raise ValueError(f"fail_on {fail_on!r} is not one of {', '.join(FAIL_ON)}")
+        bad = ("fail",) if fail_on == "fail" else ("fail", "warn")
+        return tuple(sorted((r for r in self.results if r.status in bad), key=lambda r: r.status != "fail"))
+
+    def exit_code_at(self, fail_on: str = "fail") -> int:
+        """0 when nothing is at or above `fail_on`, else 1 (2 is bad usage, raised before a Report exists)."""
+        return 1 if self.problems(fail_on) else 0
+
     @property
     def exit_code(self) -> int:
-        return 1 if any(r.status == "fail" for r in self.results) else 0
+        return self.exit_code_at("fail")
 
     def to_dict(self) -> Dict[str, Any]:
         return {"schema": SCHEMA, "findings": [r.to_dict() for r in self.results], "summary": self.summary}
