@@ -2,6 +2,13 @@
 
 `run(cfg, task)` is the whole engine; the CLI (`__main__.py`), the presets (`build_preset_task`) and the Python API
 (`api.fit`) all end up here. Settings come from `config.Config`; DataLoader settings from the launcher's profile.
+
+    run -> setup (Runtime: device, process group, precision)
+        -> build (Trainer: TrainState = everything a checkpoint holds, the wrapped model, the data)
+        -> load_checkpoint -> train_loop -> save_checkpoint -> summarize/evaluate -> teardown
+
+The seams a parallelism scheme plugs into: `wrap_model` (DDP today), `build_optimizer`, `optimizer_step` (clipping),
+and `save_checkpoint`/`load_checkpoint` with `TrainState.shared_state`/`load_shared`.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 import numpy as np
 import torch
@@ -184,7 +191,72 @@ def run(cfg: Config, task: Task) -> Dict[str, Any]:
 
 
 def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
-    # ---- where and how: device, process group, precision ----
+    rt = setup(cfg)
+    try:
+        trainer = build(cfg, task, rt)
+        metrics = Metrics(rt.run_dir, rt.rank == 0, cfg.steps, 0)
+        resumed_from = load_checkpoint(trainer.state, cfg, rt, metrics, trainer.data.epoch_len)
+        if rt.rank == 0 and resumed_from is None:
+            metrics.write({"event": "start", "world_size": rt.world, "device": str(rt.device),
+                           "amp": str(rt.amp_dtype).replace("torch.", "") if rt.amp_dtype else "off",
+                           "deterministic": rt.deterministic, "channels_last": trainer.channels_last,
+                           "loader": trainer.data.settings.__dict__, "config": cfg.to_dict(), **task.notes})
+        result = train_loop(cfg, task, rt, trainer, metrics, stop)
+        if resumed_from is None or trainer.state.step > resumed_from:  # the final (or the SIGTERM) checkpoint
+            save_checkpoint(trainer.state, cfg, rt)  # (a finished run resumed again has nothing new to save)
+        summary = summarize(cfg, task, rt, trainer, result)
+        metrics.write(summary)
+        metrics.close()
+        if rt.rank == 0:
+            print(summary_line(summary), file=sys.stderr, flush=True)
+        return summary
+    finally:
+        teardown(rt)
+
+
+# ---- setup: where and how this rank runs ----
+
+@dataclass
+class Runtime:
+    """Where and how this rank runs; fixed for the whole run."""
+
+    world: int
+    rank: int
+    local_rank: int
+    device: torch.device
+    amp_dtype: Optional[torch.dtype]  # the autocast dtype; None = fp32
+    deterministic: bool
+    run_dir: Path = Path(".")
+    owns_group: bool = False  # the engine created the process group, so it (and only it) destroys it
+
+    @property
+    def cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def ckpt_dir(self) -> Path:
+        return self.run_dir / "checkpoints"
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            dist.barrier(device_ids=[self.local_rank]) if self.cuda else dist.barrier()
+
+    def agree(self, ok: bool) -> bool:
+        """True only when every rank says ok; a barrier too. Checkpoint saves and loads use it so that a failure on
+        one rank stops all of them in step, instead of leaving the others waiting forever."""
+        if self.world == 1:
+            return ok
+        flag = torch.tensor([int(ok)], device=self.device, dtype=torch.int32)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        return bool(flag.item())
+
+    def autocast(self) -> Any:
+        return torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32,
+                              enabled=self.amp_dtype is not None)
+
+
+def setup(cfg: Config) -> Runtime:
+    """Device, process group, precision and determinism switches, run directory."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -199,203 +271,276 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     if use_cuda:
         torch.cuda.set_device(device)  # before init_process_group, so NCCL binds this rank to its GPU
+    rt = Runtime(world, rank, local_rank, device, amp_dtype, deterministic)
     if world > 1 and not dist.is_initialized():
         init_process_group("nccl" if use_cuda else "gloo", rank, world)
-    torch.backends.cudnn.benchmark = not deterministic  # autotuned kernels are fastest but may differ run to run
-    torch.backends.cudnn.deterministic = deterministic
-    torch.use_deterministic_algorithms(deterministic)
-    if use_cuda:
-        # TF32 matmuls on Ampere+: ~8x the fp32 rate for the parts autocast leaves in fp32.
-        torch.backends.cuda.matmul.allow_tf32 = not deterministic
-        torch.backends.cudnn.allow_tf32 = not deterministic
+        rt.owns_group = True
+    try:
+        torch.backends.cudnn.benchmark = not deterministic  # autotuned kernels are fastest but may differ run to run
+        torch.backends.cudnn.deterministic = deterministic
+        torch.use_deterministic_algorithms(deterministic)
+        if use_cuda:
+            # TF32 matmuls on Ampere+: ~8x the fp32 rate for the parts autocast leaves in fp32.
+            torch.backends.cuda.matmul.allow_tf32 = not deterministic
+            torch.backends.cudnn.allow_tf32 = not deterministic
+        rt.run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg, rank, world)
+        if rank == 0:
+            rt.run_dir.mkdir(parents=True, exist_ok=True)
+        rt.barrier()
+    except BaseException:
+        teardown(rt)
+        raise
+    return rt
 
-    def barrier() -> None:
-        if world > 1:
-            dist.barrier(device_ids=[local_rank]) if use_cuda else dist.barrier()
 
-    def agree(ok: bool) -> bool:
-        """True only when every rank says ok; a barrier too. Checkpoint saves and loads use it so that a failure on
-        one rank stops all of them in step, instead of leaving the others waiting forever."""
-        if world == 1:
-            return ok
-        flag = torch.tensor([int(ok)], device=device, dtype=torch.int32)
-        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
-        return bool(flag.item())
+def teardown(rt: Runtime) -> None:
+    """Destroy the process group if the engine created it; a group the caller made is the caller's."""
+    if rt.owns_group and dist.is_initialized():
+        dist.destroy_process_group()
+        rt.owns_group = False
 
-    run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg, rank, world)
-    if rank == 0:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    barrier()
-    ckpt_dir = run_dir / "checkpoints"
 
-    # ---- model, optimizer, schedule ----
-    model = task.model.to(device)
+# ---- build: model, optimizer, data, and the train state that a checkpoint holds ----
+
+@dataclass
+class TrainState:
+    """Everything a checkpoint holds, in one place.
+
+    shared (rank 0 writes `state.pt`, every rank reads it): the unwrapped model, optimizer, LR scheduler,
+    GradScaler, the step, and the data position (epoch, samples of it consumed by each rank);
+    per rank (`rng-rank<R>.pt`): every RNG stream (python, numpy, torch, CUDA) and the loader's generator.
+    A sharding scheme replaces `shared_state`/`load_shared` (e.g. with torch.distributed.checkpoint); the rest of
+    the engine only sees this object.
+    """
+
+    model: nn.Module  # unwrapped: no DDP/compile prefixes in the state dict
+    optimizer: torch.optim.Optimizer
+    scheduler: Any  # torch.optim.lr_scheduler.LRScheduler
+    scaler: Any  # torch.amp.GradScaler (disabled unless fp16)
+    loader_gen: torch.Generator  # seeds the DataLoader's workers
+    step: int = 0
+    epoch: int = 0
+    samples: int = 0  # samples of `epoch` this rank has consumed: the data position, independent of batch size
+
+    def shared_state(self, cfg: Config, world: int) -> Dict[str, Any]:
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict(), "step": self.step,
+                "epoch": self.epoch, "pos": self.samples // cfg.micro_batch_size, "samples": self.samples,
+                "world_size": world, "config": cfg.to_dict()}
+
+    def rank_state(self, cuda: bool) -> Dict[str, Any]:
+        return {"rng": ckpt.rng_state(cuda), "loader": self.loader_gen.get_state()}
+
+    def load_shared(self, state: Dict[str, Any]) -> None:
+        """Raises RuntimeError/ValueError/KeyError/... when the state does not fit (the caller words it)."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.scaler.load_state_dict(state["scaler"])
+        self.step, self.epoch = state["step"], state["epoch"]
+
+    def load_rank(self, rng: Dict[str, Any], cuda: bool) -> bool:
+        """Put this rank's saved RNG streams back (what makes a resume bit-exact); False when malformed."""
+        try:
+            ckpt.set_rng_state(rng["rng"], cuda)
+            self.loader_gen.set_state(rng["loader"])
+        except (KeyError, TypeError, ValueError, IndexError, RuntimeError):
+            return False
+        return True
+
+
+@dataclass
+class Trainer:
+    """What `build` returns: the train state plus what the loop calls."""
+
+    state: TrainState
+    model: nn.Module  # what the loop calls: wrapped for data parallelism, maybe compiled
+    sync_model: Optional[nn.Module]  # the DDP wrapper (its no_sync() skips the all-reduce), None on one rank
+    data: "TrainData"
+    channels_last: bool
+    flops_per_step: int = 0  # for MFU; 0 = not counted
+    peak_tflops: Optional[float] = None
+
+
+def build(cfg: Config, task: Task, rt: Runtime) -> Trainer:
+    model = task.model.to(rt.device)
     image_model = any(isinstance(m, nn.Conv2d) for m in model.modules())
     channels_last = cfg.channels_last and image_model  # NHWC: what cuDNN/oneDNN conv kernels prefer
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
     if hasattr(model, "activation_checkpointing"):
         model.activation_checkpointing = cfg.activation_checkpointing
-    raw_model = model
-    # Weight decay on matrices only: decaying biases and norm gains just fights the normalisation.
-    decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
-                                  **({"fused": True} if use_cuda else {}))  # fused: one kernel for all params
+    optimizer = build_optimizer(model, cfg, rt)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_at(s, cfg) / cfg.lr)
     scaler_cls = getattr(torch.amp, "GradScaler", None)  # torch >= 2.3; torch.cuda.amp's before
-    scaler = (scaler_cls("cuda", enabled=amp_dtype == torch.float16) if scaler_cls is not None
-              else torch.cuda.amp.GradScaler(enabled=amp_dtype == torch.float16))
-    if world > 1:
+    scaler = (scaler_cls("cuda", enabled=rt.amp_dtype == torch.float16) if scaler_cls is not None
+              else torch.cuda.amp.GradScaler(enabled=rt.amp_dtype == torch.float16))
+    wrapped, sync_model = wrap_model(model, cfg, rt)
+    data = TrainData(task, cfg, rt, channels_last)
+    state = TrainState(model, optimizer, scheduler, scaler, data.loader_gen)
+    seed_all(cfg.seed + rt.rank)  # per-rank streams: different dropout masks on each rank
+    return Trainer(state, wrapped, sync_model, data, channels_last)
+
+
+def build_optimizer(model: nn.Module, cfg: Config, rt: Runtime) -> torch.optim.Optimizer:
+    """AdamW with weight decay on matrices only: decaying biases and norm gains just fights the normalisation.
+    The seam for optimizer-state sharding (ZeroRedundancyOptimizer)."""
+    decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}],
+                             lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
+                             **({"fused": True} if rt.cuda else {}))  # fused: one kernel for all params
+
+
+def wrap_model(model: nn.Module, cfg: Config, rt: Runtime) -> Tuple[nn.Module, Optional[nn.Module]]:
+    """(what the loop calls, the wrapper whose no_sync() defers gradient sync). The seam for FSDP."""
+    sync_model = None
+    if rt.world > 1:
         # bucket_cap default; gradient_as_bucket_view saves one gradient-sized copy per step.
-        model = DDP(model, device_ids=[local_rank] if use_cuda else None, gradient_as_bucket_view=True)
-    ddp_model = model
+        model = sync_model = DDP(model, device_ids=[rt.local_rank] if rt.cuda else None,
+                                 gradient_as_bucket_view=True)
     if cfg.compile:
         model = torch.compile(model)  # compile the DDP wrapper: DDPOptimizer splits graphs at bucket boundaries
+    return model, sync_model
 
-    def autocast() -> Any:
-        return torch.autocast(device.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None)
 
-    # ---- data ----
-    loader_cfg = loader_settings(cfg, use_cuda)
-    sampler = ResumableSampler(task.train_set, world, rank, cfg.seed, shuffle=True)
-    epoch_len = len(sampler.inner)  # this rank's samples per epoch
-    if epoch_len < cfg.micro_batch_size:
-        raise EngineError(f"the training set has {len(task.train_set)} samples: too few for "
-                          f"micro_batch_size={cfg.micro_batch_size} on {world} rank(s)")
-    # A private generator for the loader's worker seeds, so creating an iterator (each epoch, and again after
-    # a resume) never draws from the global RNG that dropout uses: resume stays exact.
-    loader_gen = torch.Generator().manual_seed(cfg.seed + rank)
-    loader = DataLoader(task.train_set, batch_size=cfg.micro_batch_size, sampler=sampler, drop_last=True,
-                        generator=loader_gen, **loader_cfg.kwargs())
+class TrainData:
+    """This rank's training batches and its position in them (epoch, samples consumed), resumable exactly."""
 
-    def to_device(x: torch.Tensor) -> torch.Tensor:
+    def __init__(self, task: Task, cfg: Config, rt: Runtime, channels_last: bool):
+        self.cfg, self.device, self.channels_last = cfg, rt.device, channels_last
+        self.settings = loader_settings(cfg, rt.cuda)
+        self.sampler = ResumableSampler(task.train_set, rt.world, rt.rank, cfg.seed, shuffle=True)
+        self.epoch_len = len(self.sampler.inner)  # this rank's samples per epoch
+        if self.epoch_len < cfg.micro_batch_size:
+            raise EngineError(f"the training set has {len(task.train_set)} samples: too few for "
+                              f"micro_batch_size={cfg.micro_batch_size} on {rt.world} rank(s)")
+        # A private generator for the loader's worker seeds, so creating an iterator (each epoch, and again after
+        # a resume) never draws from the global RNG that dropout uses: resume stays exact.
+        self.loader_gen = torch.Generator().manual_seed(cfg.seed + rt.rank)
+        self.loader = DataLoader(task.train_set, batch_size=cfg.micro_batch_size, sampler=self.sampler,
+                                 drop_last=True, generator=self.loader_gen, **self.settings.kwargs())
+        self._it: Optional[Iterator[Any]] = None
+
+    def to_device(self, x: torch.Tensor) -> torch.Tensor:
         # non_blocking only helps (and is only safe) from pinned memory to a GPU.
-        x = x.to(device, non_blocking=loader_cfg.pin_memory)
-        return x.contiguous(memory_format=torch.channels_last) if channels_last and x.dim() == 4 else x
+        x = x.to(self.device, non_blocking=self.settings.pin_memory)
+        return x.contiguous(memory_format=torch.channels_last) if self.channels_last and x.dim() == 4 else x
 
-    # ---- state: fresh, or resumed from the last checkpoint ----
-    seed_all(cfg.seed + rank)  # per-rank streams: different dropout masks on each rank
-    # offset = samples of `epoch` this rank has consumed. Counted in samples, not batches, so a resume with another
-    # micro_batch_size continues at the very next sample.
-    step, epoch, offset = 0, 0, 0
+    def next(self, state: TrainState) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The next micro-batch on the device; advances state.epoch/state.samples."""
+        mbs = self.cfg.micro_batch_size
+        if self._it is None:
+            self.sampler.set_epoch(state.epoch, skip=state.samples)
+            self._it = iter(self.loader)
+        if state.samples + mbs > self.epoch_len:  # epoch boundary: a new shuffle, the same on every rank
+            state.epoch, state.samples = state.epoch + 1, 0
+            self.sampler.set_epoch(state.epoch)
+            self._it = iter(self.loader)
+        x, y = next(self._it)
+        state.samples += mbs
+        return self.to_device(x), y.to(self.device, non_blocking=self.settings.pin_memory)
+
+
+# ---- checkpoints: the seam for sharded state ----
+
+def save_checkpoint(state: TrainState, cfg: Config, rt: Runtime) -> None:
+    try:
+        ckpt.save(rt.ckpt_dir, state.step, rt.rank, lambda: state.shared_state(cfg, rt.world),
+                  state.rank_state(rt.cuda), cfg.keep_checkpoints, rt.agree)
+    except ckpt.CheckpointError as exc:
+        raise EngineError(str(exc)) from None
+
+
+def load_checkpoint(state: TrainState, cfg: Config, rt: Runtime, metrics: Metrics, epoch_len: int) -> Optional[int]:
+    """Restore `state` from the newest usable checkpoint when resuming; returns the step resumed from, or None."""
     elastic_restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0
-    metrics = Metrics(run_dir, rank == 0, cfg.steps, 0)
-    resumed_from = None
-    if cfg.resume or elastic_restart:
-        last, state, skipped = ckpt.load_latest(ckpt_dir, rank, device, agree)
-        if last is None and skipped:
-            reasons = "; ".join(f"{p.name}: {why}" for p, why in skipped[:3])
-            more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
-            raise EngineError(f"no usable checkpoint in {ckpt_dir}: {reasons}{more}; move them aside to start from "
-                              f"step 0")
-        for bad, why in skipped:  # fall back, and move the bad ones aside so they never shadow newer saves
-            metrics.say(f"hosttune.engine: warning: skipping checkpoint {bad.name}: {why}; it is renamed to "
-                        f"{bad.name.lstrip('.')}.unusable")
-        barrier()  # every rank has finished reading before rank 0 renames anything
-        if rank == 0:
-            for bad, _ in skipped:
-                ckpt.set_aside(bad)
-        if last is None or state is None:
-            metrics.say(f"hosttune.engine: no checkpoint in {ckpt_dir}; starting from step 0")
-        else:
-            restore(state, last, cfg, raw_model, optimizer, scheduler, scaler)
-            step, epoch = state["step"], state["epoch"]
-            offset = min(resume_offset(state, last, cfg, world, rank, use_cuda, loader_gen, metrics.say), epoch_len)
-            resumed_from = step
-            metrics.progress(step)
-            metrics.write({"event": "resume", "step": step, "epoch": epoch, "pos": offset // cfg.micro_batch_size,
-                           "samples": offset, "checkpoint": str(last),
-                           "skipped": [str(p) for p, _ in skipped],
-                           "elastic_restart": int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))})
-            metrics.say(f"hosttune.engine: resumed from {last} (step {step}, epoch {epoch}, sample {offset})")
-    if rank == 0 and resumed_from is None:
-        metrics.write({"event": "start", "world_size": world, "device": str(device),
-                       "amp": str(amp_dtype).replace("torch.", "") if amp_dtype else "off",
-                       "deterministic": deterministic, "channels_last": channels_last,
-                       "loader": loader_cfg.__dict__, "config": cfg.to_dict(), **task.notes})
+    if not (cfg.resume or elastic_restart):
+        return None
+    ckpt_dir = rt.ckpt_dir
+    last, saved, skipped = ckpt.load_latest(ckpt_dir, rt.rank, rt.device, rt.agree)
+    if last is None and skipped:
+        reasons = "; ".join(f"{p.name}: {why}" for p, why in skipped[:3])
+        more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        raise EngineError(f"no usable checkpoint in {ckpt_dir}: {reasons}{more}; move them aside to start from "
+                          f"step 0")
+    for bad, why in skipped:  # fall back, and move the bad ones aside so they never shadow newer saves
+        metrics.say(f"hosttune.engine: warning: skipping checkpoint {bad.name}: {why}; it is renamed to "
+                    f"{bad.name.lstrip('.')}.unusable")
+    rt.barrier()  # every rank has finished reading before rank 0 renames anything
+    if rt.rank == 0:
+        for bad, _ in skipped:
+            ckpt.set_aside(bad)
+    if last is None or saved is None:
+        metrics.say(f"hosttune.engine: no checkpoint in {ckpt_dir}; starting from step 0")
+        return None
+    restore(saved, last, cfg, state)
+    state.samples = min(resume_offset(saved, last, cfg, rt, state, metrics.say), epoch_len)
+    metrics.progress(state.step)
+    metrics.write({"event": "resume", "step": state.step, "epoch": state.epoch,
+                   "pos": state.samples // cfg.micro_batch_size, "samples": state.samples, "checkpoint": str(last),
+                   "skipped": [str(p) for p, _ in skipped],
+                   "elastic_restart": int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))})
+    metrics.say(f"hosttune.engine: resumed from {last} (step {state.step}, epoch {state.epoch}, "
+                f"sample {state.samples})")
+    return state.step
 
-    def save_checkpoint() -> None:
-        def shared() -> Dict[str, Any]:
-            return {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "step": step,
-                    "epoch": epoch, "pos": offset // cfg.micro_batch_size, "samples": offset, "world_size": world,
-                    "config": cfg.to_dict()}
-        rng = {"rng": ckpt.rng_state(use_cuda), "loader": loader_gen.get_state()}
-        try:
-            ckpt.save(ckpt_dir, step, rank, shared, rng, cfg.keep_checkpoints, agree)
-        except ckpt.CheckpointError as exc:
-            raise EngineError(str(exc)) from None
 
+# ---- the loop ----
+
+@dataclass
+class LoopResult:
+    start_step: int
+    train_s: float
+    last_loss: float
+    samples_per_step: int
+
+
+def train_loop(cfg: Config, task: Task, rt: Runtime, tr: Trainer, metrics: Metrics,
+               stop: Dict[str, bool]) -> LoopResult:
+    st, data, world = tr.state, tr.data, rt.world
     # ---- FLOPs for MFU: counted once, only when the device's peak is known ----
-    peak = peak_tflops(cfg.peak_tflops, device)
-    flops_per_step = 0
-    if peak:
+    tr.peak_tflops = peak_tflops(cfg.peak_tflops, rt.device)
+    if tr.peak_tflops:
         x0, y0 = next(iter(DataLoader(task.train_set, batch_size=cfg.micro_batch_size)))
-        flops_per_step = cfg.grad_accum * count_step_flops(raw_model, (to_device(x0), y0.to(device)),
-                                                           task.loss_fn, autocast)
-
-    schedule = cfg.profile_schedule()
-    prof = None
-    if schedule:
-        wait, warmup, active = schedule
-        trace = run_dir / f"trace-rank{rank}.json"
-        prof = torch.profiler.profile(
-            activities=[torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA]
-                                                               if use_cuda else []),
-            schedule=torch.profiler.schedule(wait=wait, warmup=warmup, active=active, repeat=1),
-            on_trace_ready=lambda p: p.export_chrome_trace(str(trace)), record_shapes=True)
-        prof.start()
-        prof_end = step + sum(schedule)
-
-    # ---- the loop ----
-    sampler.set_epoch(epoch, skip=offset)
-    batch_iter = iter(loader)
-    model.train()
+        tr.flops_per_step = cfg.grad_accum * count_step_flops(st.model, (data.to_device(x0), y0.to(rt.device)),
+                                                              task.loss_fn, rt.autocast)
+    prof, prof_end = start_profiler(cfg, rt, st.step)
+    tr.model.train()
     t_start = t_log = time.perf_counter()
-    wait_s, steps_since_log, start_step = 0.0, 0, step
-    loss_sum = torch.zeros((), device=device)  # stays on the device: reading it would sync every step
-    grad_norm = torch.zeros((), device=device)
+    wait_s, steps_since_log, start_step = 0.0, 0, st.step
+    loss_sum = torch.zeros((), device=rt.device)  # stays on the device: reading it would sync every step
+    grad_norm = torch.zeros((), device=rt.device)
     last_loss = float("nan")
-    sample_per_step = cfg.micro_batch_size * cfg.grad_accum * world
-    while step < cfg.steps:
+    samples_per_step = cfg.micro_batch_size * cfg.grad_accum * world
+    while st.step < cfg.steps:
         for micro in range(cfg.grad_accum):
             t_wait = time.perf_counter()
-            if offset + cfg.micro_batch_size > epoch_len:  # epoch boundary: a new shuffle, the same on every rank
-                epoch, offset = epoch + 1, 0
-                sampler.set_epoch(epoch)
-                batch_iter = iter(loader)
-            x, y = next(batch_iter)
-            offset += cfg.micro_batch_size
-            x, y = to_device(x), y.to(device, non_blocking=loader_cfg.pin_memory)
+            x, y = data.next(st)
             wait_s += time.perf_counter() - t_wait
             # Gradients are all-reduced only on the last micro-step; the others just accumulate locally.
-            sync_ctx = ddp_model.no_sync() if world > 1 and micro < cfg.grad_accum - 1 else contextlib.nullcontext()
+            sync_ctx = (tr.sync_model.no_sync() if tr.sync_model is not None and micro < cfg.grad_accum - 1
+                        else contextlib.nullcontext())
             with sync_ctx:
-                with autocast():
-                    loss = task.loss_fn(model(x), y) / cfg.grad_accum
-                scaler.scale(loss).backward()
+                with rt.autocast():
+                    loss = task.loss_fn(tr.model(x), y) / cfg.grad_accum
+                st.scaler.scale(loss).backward()
             loss_sum += loss.detach()
-        scaler.unscale_(optimizer)  # clip true gradients, not fp16-scaled ones
-        grad_norm = torch.nn.utils.clip_grad_norm_(raw_model.parameters(), cfg.grad_clip or math.inf)
-        scaler.step(optimizer)  # skips the update if fp16 gradients overflowed
-        scaler.update()
-        optimizer.zero_grad(set_to_none=True)  # frees gradient memory; the next backward writes, not adds
-        scheduler.step()
-        step += 1
+        grad_norm = optimizer_step(st, cfg)
+        st.step += 1
         steps_since_log += 1
         if prof is not None:
             prof.step()
-            if step >= prof_end:
+            if st.step >= prof_end:
                 prof.stop()
                 prof = None
         if world == 1 and stop["requested"]:
             break
-        if step % cfg.log_interval == 0 or step == cfg.steps:
+        if st.step % cfg.log_interval == 0 or st.step == cfg.steps:
             # The only host sync of the step: the interval's loss (averaged over ranks) and grad norm.
-            stats = torch.stack([loss_sum, grad_norm.float(), torch.tensor(float(stop["requested"]), device=device)])
+            stats = torch.stack([loss_sum, grad_norm.float(),
+                                 torch.tensor(float(stop["requested"]), device=rt.device)])
             if world > 1:
                 dist.all_reduce(stats)
                 stats[:2] /= world
@@ -403,14 +548,15 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
             mean_loss /= steps_since_log
             now = time.perf_counter()
             dt = now - t_log
-            rec = {"step": step, "epoch": epoch, "loss": round(mean_loss, 5), "lr": scheduler.get_last_lr()[0],
-                   "samples_per_s": round(steps_since_log * sample_per_step / dt, 2),
+            rec = {"step": st.step, "epoch": st.epoch, "loss": round(mean_loss, 5),
+                   "lr": st.scheduler.get_last_lr()[0],
+                   "samples_per_s": round(steps_since_log * samples_per_step / dt, 2),
                    "step_time_s": round(dt / steps_since_log, 5), "data_wait_frac": round(wait_s / dt, 4),
-                   "grad_norm": round(gnorm, 5), "peak_mem_mb": round(peak_memory_mb(device), 1)}
+                   "grad_norm": round(gnorm, 5), "peak_mem_mb": round(peak_memory_mb(rt.device), 1)}
             if task.tokens_per_sample:
                 rec["tokens_per_s"] = round(rec["samples_per_s"] * task.tokens_per_sample, 1)
-            if flops_per_step and peak:
-                rec["mfu"] = round(flops_per_step / rec["step_time_s"] / (peak * 1e12), 5)
+            if tr.flops_per_step and tr.peak_tflops:
+                rec["mfu"] = round(tr.flops_per_step / rec["step_time_s"] / (tr.peak_tflops * 1e12), 5)
             metrics.write(rec)
             metrics.progress(steps_since_log, mean_loss)
             last_loss = mean_loss
@@ -418,30 +564,52 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
             t_log, wait_s, steps_since_log = now, 0.0, 0
             if stopping:
                 break
-        if cfg.ckpt_interval and step % cfg.ckpt_interval == 0 and step < cfg.steps:
-            save_checkpoint()
+        if cfg.ckpt_interval and st.step % cfg.ckpt_interval == 0 and st.step < cfg.steps:
+            save_checkpoint(st, cfg, rt)
     if prof is not None:
         prof.stop()
-    train_s = time.perf_counter() - t_start
-    if resumed_from is None or step > resumed_from:  # the final (or the SIGTERM) checkpoint
-        save_checkpoint()  # (a finished run resumed again has nothing new: its checkpoint stays as it is)
-    stopped_early = step < cfg.steps
+    return LoopResult(start_step, time.perf_counter() - t_start, last_loss, samples_per_step)
 
-    # ---- evaluation and summary ----
+
+def optimizer_step(st: TrainState, cfg: Config) -> torch.Tensor:
+    """Unscale, clip, step (skipped by the scaler on fp16 overflow), zero, advance the schedule; the grad norm."""
+    st.scaler.unscale_(st.optimizer)  # clip true gradients, not fp16-scaled ones
+    grad_norm = torch.nn.utils.clip_grad_norm_(st.model.parameters(), cfg.grad_clip or math.inf)
+    st.scaler.step(st.optimizer)  # skips the update if fp16 gradients overflowed
+    st.scaler.update()
+    st.optimizer.zero_grad(set_to_none=True)  # frees gradient memory; the next backward writes, not adds
+    st.scheduler.step()
+    return grad_norm
+
+
+def start_profiler(cfg: Config, rt: Runtime, step: int) -> Tuple[Any, int]:
+    schedule = cfg.profile_schedule()
+    if not schedule:
+        return None, 0
+    wait, warmup, active = schedule
+    trace = rt.run_dir / f"trace-rank{rt.rank}.json"
+    prof = torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA]
+                                                           if rt.cuda else []),
+        schedule=torch.profiler.schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+        on_trace_ready=lambda p: p.export_chrome_trace(str(trace)), record_shapes=True)
+    prof.start()
+    return prof, step + sum(schedule)
+
+
+# ---- evaluation and summary ----
+
+def summarize(cfg: Config, task: Task, rt: Runtime, tr: Trainer, res: LoopResult) -> Dict[str, Any]:
+    step = tr.state.step
+    stopped_early = step < cfg.steps
     summary: Dict[str, Any] = {"event": "summary", "model": cfg.preset or cfg.model, "step": step,
-                               "steps_this_run": step - start_step, "world_size": world,
-                               "train_s": round(train_s, 2), "final_train_loss": round(last_loss, 5),
-                               "stopped_early": stopped_early, "run_dir": str(run_dir), **task.notes}
-    if step > start_step:
-        summary["samples_per_s"] = round((step - start_step) * sample_per_step / train_s, 2)
+                               "steps_this_run": step - res.start_step, "world_size": rt.world,
+                               "train_s": round(res.train_s, 2), "final_train_loss": round(res.last_loss, 5),
+                               "stopped_early": stopped_early, "run_dir": str(rt.run_dir), **task.notes}
+    if step > res.start_step:
+        summary["samples_per_s"] = round((step - res.start_step) * res.samples_per_step / res.train_s, 2)
     if task.val_set is not None and not stopped_early:
-        summary.update(evaluate(model, task, cfg, world, rank, device, autocast, to_device))
-    metrics.write(summary)
-    metrics.close()
-    if rank == 0:
-        print(summary_line(summary), file=sys.stderr, flush=True)
-    if world > 1:
-        dist.destroy_process_group()
+        summary.update(evaluate(tr.model, task, cfg, rt, tr.data.to_device))
     return summary
 
 
@@ -449,8 +617,7 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
 ARCH_KEYS = {"gpt-tiny": ("n_layer", "n_head", "n_embd", "block_size"), "resnet-tiny": ("width", "num_classes")}
 
 
-def restore(state: Dict[str, Any], where: Path, cfg: Config, model: nn.Module, optimizer: torch.optim.Optimizer,
-            scheduler: Any, scaler: Any) -> None:
+def restore(state: Dict[str, Any], where: Path, cfg: Config, train_state: TrainState) -> None:
     """Load a checkpoint's shared state, or stop with one line when it belongs to another model: loading it would
     be a traceback at best and, with the same shapes (n_head), a silently different model at worst."""
     saved_cfg = state.get("config", {})
@@ -462,21 +629,19 @@ def restore(state: Dict[str, Any], where: Path, cfg: Config, model: nn.Module, o
         raise EngineError(f"checkpoint {where} was written for {theirs}, this run has {ours}: resume with the same "
                           f"settings, or use another --run-dir")
     try:
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        scaler.load_state_dict(state["scaler"])
+        train_state.load_shared(state)
     except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as exc:
         first = " ".join(str(exc).split())
         raise EngineError(f"checkpoint {where} does not fit this model: {brief(first, 200)[1:-1]}") from None
 
 
-def resume_offset(state: Dict[str, Any], where: Path, cfg: Config, world: int, rank: int, cuda: bool,
-                  loader_gen: torch.Generator, say: Callable[[str], None]) -> int:
+def resume_offset(state: Dict[str, Any], where: Path, cfg: Config, rt: Runtime, train_state: TrainState,
+                  say: Callable[[str], None]) -> int:
     """Where in its epoch this rank continues (samples consumed), with its RNG streams put back; warns about
     whatever makes the resume not bit-exact. Counting samples, not batches, keeps a changed micro_batch_size from
     skipping or repeating data."""
     saved_cfg = state.get("config", {})
+    world, rank = rt.world, rt.rank
     saved_world = state.get("world_size", world)
     saved_mbs = saved_cfg.get("micro_batch_size")
     if not isinstance(saved_mbs, int) or isinstance(saved_mbs, bool) or saved_mbs < 1:
@@ -486,7 +651,7 @@ def resume_offset(state: Dict[str, Any], where: Path, cfg: Config, world: int, r
         say(f"hosttune.engine: warning: checkpoint was written by {saved_world} rank(s), this run has {world}: "
             f"data order and RNG streams restart")
         offset = offset * saved_world // world
-    elif state["rng"] is None or not restore_rng(state["rng"], cuda, loader_gen):
+    elif state["rng"] is None or not train_state.load_rank(state["rng"], rt.cuda):
         seed_all(cfg.seed + rank)  # a half-applied state must not linger
         problem = state["rng_problem"] or "unreadable (malformed RNG state)"
         # Every rank has its own file, so the rank that lacks it says so (`say` is rank 0 only).
@@ -502,37 +667,26 @@ def resume_offset(state: Dict[str, Any], where: Path, cfg: Config, world: int, r
     return offset
 
 
-def restore_rng(rng: Dict[str, Any], cuda: bool, loader_gen: torch.Generator) -> bool:
-    """Put this rank's saved RNG streams back (what makes a resume bit-exact); False when the state is malformed."""
-    try:
-        ckpt.set_rng_state(rng["rng"], cuda)
-        loader_gen.set_state(rng["loader"])
-    except (KeyError, TypeError, ValueError, IndexError, RuntimeError):
-        return False
-    return True
-
-
 @torch.no_grad()
-def evaluate(model: nn.Module, task: Task, cfg: Config, world: int, rank: int, device: torch.device,
-             autocast: Callable, to_device: Callable) -> Dict[str, Any]:
+def evaluate(model: nn.Module, task: Task, cfg: Config, rt: Runtime, to_device: Callable) -> Dict[str, Any]:
     """Mean loss (and accuracy) over each rank's shard of the validation set, summed over ranks."""
     assert task.val_set is not None
-    sampler = ResumableSampler(task.val_set, world, rank, cfg.seed, shuffle=False)
+    sampler = ResumableSampler(task.val_set, rt.world, rt.rank, cfg.seed, shuffle=False)
     loader = DataLoader(task.val_set, batch_size=cfg.micro_batch_size, sampler=sampler)
-    totals = torch.zeros(3, device=device, dtype=torch.float64)  # loss*n, correct, n
+    totals = torch.zeros(3, device=rt.device, dtype=torch.float64)  # loss*n, correct, n
     model.eval()
     for i, (x, y) in enumerate(loader):
         if i == cfg.eval_batches:
             break
-        x, y = to_device(x), y.to(device)
-        with autocast():
+        x, y = to_device(x), y.to(rt.device)
+        with rt.autocast():
             out = model(x)
         totals[0] += task.loss_fn(out, y).double() * y.shape[0]
         if task.accuracy:
             totals[1] += (out.argmax(-1) == y).sum()
         totals[2] += y.shape[0]
     model.train()
-    if world > 1:
+    if rt.world > 1:
         dist.all_reduce(totals)
     loss_x_n, correct, n = totals.tolist()
     result = {"val_loss": round(loss_x_n / max(n, 1), 5), "val_samples": int(n)}
