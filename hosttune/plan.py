@@ -21,6 +21,7 @@ from hosttune.facts import Facts, Gpu
 from hosttune.policy import cpu as cpu_policy
 from hosttune.policy import cuda_visible, names
 from hosttune.profile import Profile
+from hosttune.term import printable
 from hosttune.yamlio import brief
 
 Core = Tuple[int, ...]  # the allowed PUs of one physical core (SMT siblings together)
@@ -48,6 +49,15 @@ class RankPlan:
     threads: Optional[int] = None  # OMP_NUM_THREADS chosen (None: left unset)
     cuda_device: Optional[int] = None  # the torch device ordinal of `gpu` (cuda:N) under CUDA_DEVICE_ORDER=PCI_BUS_ID
     common: Mapping[str, str] = field(default_factory=dict)  # the part of env identical for every rank
+    # The user wins (see `settle`): variable -> the profile's value NOT applied because the caller had already set
+    # the variable (env holds the caller's value); and variable -> the caller's value that --override replaced.
+    kept: Mapping[str, str] = field(default_factory=dict)
+    overridden: Mapping[str, str] = field(default_factory=dict)
+    bound_by: Optional[str] = None  # who binds this rank instead of hosttune (e.g. "torchrun --numa-binding=node")
+
+    def kept_lines(self) -> List[str]:
+        """One line per variable the caller's own setting kept, as `exec` prints them once on stderr."""
+        return [kept_line(k, self.env.get(k, ""), v) for k, v in sorted(self.kept.items())]
 
     def to_dict(self) -> Dict[str, Any]:
         """The one JSON shape of a plan (`env --json`, `exec --dry-run --json`, the launcher's handoff). `common`
@@ -63,6 +73,10 @@ class RankPlan:
             "cuda_device": self.cuda_device,
             "env": dict(self.env),
             "reasons": list(self.reasons),
+            "kept": [{"name": k, "value": self.env.get(k), "profile": v} for k, v in sorted(self.kept.items())],
+            "overridden": [{"name": k, "yours": v, "value": self.env.get(k)}
+                           for k, v in sorted(self.overridden.items())],
+            "bound_by": self.bound_by,
         }
 
     @classmethod
@@ -80,6 +94,9 @@ class RankPlan:
                 reasons=tuple(str(r) for r in data.get("reasons") or ()),
                 threads=None if data.get("threads") is None else int(data["threads"]),
                 cuda_device=None if data.get("cuda_device") is None else int(data["cuda_device"]),
+                kept={str(k["name"]): str(k["profile"]) for k in data.get("kept") or ()},
+                overridden={str(k["name"]): str(k["yours"]) for k in data.get("overridden") or ()},
+                bound_by=None if data.get("bound_by") is None else str(data["bound_by"]),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a plan: {exc}") from None
@@ -164,12 +181,146 @@ def _visible_gpus(facts: Facts, environ: Mapping[str, str]) -> Tuple[List[Option
     return list(vis.gpus), reasons
 
 
-def _common(facts: Facts, profile: Profile, environ: Mapping[str, str]) -> Tuple[Dict[str, str], List[str]]:
+# ---------------------------------------------------------------------------------------------------------------
+# The user wins: a variable the caller already set keeps the caller's value, and the plan says so
+
+ALLOC_CONF = "PYTORCH_ALLOC_CONF"
+CUDA_ALLOC_CONF = "PYTORCH_CUDA_ALLOC_CONF"
+ALLOC_CONF_NAMES = (ALLOC_CONF, CUDA_ALLOC_CONF)
+
+# Variables the plan sets that stay hosttune's even when the caller set them: LD_PRELOAD is merged instead (the
+# profile's library first, the caller's entries after), CUDA_DEVICE_ORDER=PCI_BUS_ID is what makes the plan's cuda:N
+# the GPU it bound the rank near, and HOSTTUNE_* are hosttune's own switches.
+NOT_THE_USERS = frozenset({"LD_PRELOAD", "CUDA_DEVICE_ORDER"})
+
+# Preloaded libraries that replace malloc: one of these in the caller's LD_PRELOAD is the caller's allocator choice.
+MALLOC_LIBS = ("libjemalloc", "libtcmalloc", "libmimalloc", "libtbbmalloc_proxy", "libhoard", "libsnmallocshim")
+
+
+def users_choice(name: str) -> bool:
+    """True when a value the caller already set for `name` wins over the profile's (unless --override)."""
+    return name not in NOT_THE_USERS and not name.startswith("HOSTTUNE_")
+
+
+def _show(value: str, limit: int = 80) -> str:
+    text = printable(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def kept_line(name: str, yours: str, profile_value: str) -> str:
+    """The reason line for a variable the caller's own value kept (dry run, `env`, and once on stderr at run)."""
+    return (f"{name}={_show(yours)} kept: set by you (profile: {_show(profile_value) or repr('')}; "
+            f"--override to use the profile)")
+
+
+def settle(
+    planned: Mapping[str, str], environ: Mapping[str, str], override: bool = False
+) -> Tuple[Dict[str, str], Dict[str, str], Dict[str, str], List[str]]:
+    """The one place the rule lives: (env, kept, overridden, reasons) for what the profile `planned`.
+
+    A variable the caller already set (present in `environ`, the caller's own environment: never what a launcher
+    added for its workers) keeps the caller's value, and `kept` maps it to the profile's value that was not used;
+    with `override` the profile's value is used and `overridden` maps it to the caller's. `env` is then the value
+    every variable really gets, so applying it over the caller's environment changes only what the plan decided."""
+    env = dict(planned)
+    kept: Dict[str, str] = {}
+    overridden: Dict[str, str] = {}
+    reasons: List[str] = []
+    for key in sorted(planned):
+        value = planned[key]
+        yours = environ.get(key)
+        if yours is None or yours == value or not users_choice(key):
+            continue
+        if override:
+            overridden[key] = yours
+            reasons.append(f"{key}={_show(value)} replaces yours ({_show(yours)}): --override")
+        else:
+            env[key] = yours
+            kept[key] = value
+            reasons.append(kept_line(key, yours, value))
+    return env, kept, overridden, reasons
+
+
+def _version(text: Optional[str]) -> Optional[Tuple[int, int, bool]]:
+    """(major, minor, is a release) of a torch version string ("2.10.0+cu128", "2.10.0a0+git1234"); None if not one."""
+    m = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?(\S*)", text or "")
+    if not m:
+        return None
+    tail = m.group(4).split("+")[0]
+    return int(m.group(1)), int(m.group(2)), not re.search(r"(a|b|rc|dev)", tail)
+
+
+def alloc_conf_names(torch_version: Optional[str]) -> Tuple[str, ...]:
+    """The variable name(s) that carry the allocator setting to the job's torch.
+
+    - torch 2.10 and later: PYTORCH_ALLOC_CONF. c10/core/AllocatorConfig.cpp reads PYTORCH_ALLOC_CONF first and
+      only when it is unset falls back to PYTORCH_CUDA_ALLOC_CONF (then PYTORCH_HIP_ALLOC_CONF), warning that the
+      old name is deprecated; the two are never merged. The CUDA caching allocator takes its options from that
+      shared config since pytorch#165135 ("Reuse AcceleratorAllocatorConfig in CUDAAllocatorConfig", 2.10). The
+      installed 2.13 lists the three names in that order in libc10.so (`strings libc10.so | grep ALLOC_CONF`).
+    - before 2.10: PYTORCH_CUDA_ALLOC_CONF, the only name the CUDA allocator reads. torch 2.9 already had the
+      device-generic PYTORCH_ALLOC_CONF (and its deprecation warning for the old name), but its CUDA allocator
+      still read expandable_segments etc. from PYTORCH_CUDA_ALLOC_CONF only: pytorch#183387 ("PYTORCH_ALLOC_CONF
+      silently ignored for CUDA in 2.9.1", fixed by 2.11 per its reporter); older torch knows no other name.
+    - unknown (no probe, not a version) or a 2.10 pre-release: both names with the same value. Every torch then
+      reads our value under the name it prefers and nothing else, so this is safe whatever torch runs.
+
+    The caller's own setting under either name is a different rule (`_alloc_conf_env`): theirs wins."""
+    v = _version(torch_version)
+    if v is None or (v[:2] == (2, 10) and not v[2]):
+        return ALLOC_CONF_NAMES
+    return (ALLOC_CONF,) if v[:2] >= (2, 10) else (CUDA_ALLOC_CONF,)
+
+
+def _alloc_conf_env(value: str, torch_version: Optional[str], environ: Mapping[str, str],
+                    override: bool) -> Tuple[Dict[str, str], List[str]]:
+    """The allocator setting under the right name(s). A caller who set either name keeps theirs under the name they
+    used, and the profile sets neither name (torch prefers PYTORCH_ALLOC_CONF: ours beside theirs would silently
+    win, or be silently ignored); with --override ours goes under the name torch reads and every name they set."""
+    yours = [n for n in ALLOC_CONF_NAMES if n in environ]
+    reasons: List[str] = []
+    names = alloc_conf_names(torch_version)
+    shown = f"torch {torch_version}" if torch_version else "torch version unknown: both names, same value"
+    if yours and not override:
+        env = {n: value for n in yours}  # settle() keeps the caller's value and reports the profile's
+        if names == (CUDA_ALLOC_CONF,) and yours == [ALLOC_CONF]:
+            reasons.append(f"allocator config: torch {torch_version} takes CUDA allocator options from "
+                           f"{CUDA_ALLOC_CONF} only, so your {ALLOC_CONF} may have no effect there")
+        return env, reasons
+    env = {n: value for n in [*names, *[n for n in yours if n not in names]]}
+    reasons.append(f"allocator config: {', '.join(env)}={_show(value)} ({shown})")
+    return env, reasons
+
+
+def _same_library(a: str, b: str, root: str) -> bool:
+    if a == b:
+        return True
+    if root not in ("", "/") or not (a.startswith("/") and b.startswith("/")):
+        return False
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _users_malloc(preload: List[str]) -> Optional[str]:
+    return next((p for p in preload if os.path.basename(p).startswith(MALLOC_LIBS)), None)
+
+
+def _common(facts: Facts, profile: Profile, environ: Mapping[str, str],
+            override: bool = False) -> Tuple[Dict[str, str], List[str]]:
+    """What every rank gets, as the profile wants it: `settle` then lets the caller's own settings win."""
     env: Dict[str, str] = {}
     reasons: List[str] = []
-    name, path, why = _choose_allocator(facts, profile)
-    reasons.extend(why)
-    preload = _preload_list(environ.get("LD_PRELOAD", ""))
+    preload: List[str] = []
+    for p in _preload_list(environ.get("LD_PRELOAD", "")):
+        if not any(_same_library(p, q, facts.root) for q in preload):
+            preload.append(p)
+    theirs = _users_malloc(preload)
+    if theirs is not None and not override and profile.allocator != "system":
+        name, path = "yours", None
+        reasons.append(f"allocator: {theirs} from your LD_PRELOAD kept, the profile's {profile.allocator} not "
+                       f"added (--override to put the profile's first)")
+    else:
+        name, path, why = _choose_allocator(facts, profile)
+        reasons.extend(why)
     ours: List[str] = []
     if path:
         ours.append(path)
@@ -181,11 +332,12 @@ def _common(facts: Facts, profile: Profile, environ: Mapping[str, str]) -> Tuple
         else:
             ours.append(real)
             reasons.append(f"openmp: Intel OpenMP preloaded from {real}")
-    new = [p for p in ours if p not in preload] + preload
+    new = ours + [p for p in preload if not any(_same_library(p, o, facts.root) for o in ours)]
     if ours:  # always stated, so a rank's env is the same whether or not its parent already carried it
         env["LD_PRELOAD"] = ":".join(new)
-        if new != preload and preload:
-            reasons.append("LD_PRELOAD: ours prepended to the existing entries")
+        if len(new) > len(ours):
+            reasons.append(f"LD_PRELOAD: the profile's {', '.join(ours)} first, yours after "
+                           f"({_show(':'.join(new[len(ours):]))})")
     if name == "jemalloc" and profile.malloc_conf:
         env["MALLOC_CONF"] = profile.malloc_conf
     if name == "tcmalloc":
@@ -200,7 +352,10 @@ def _common(facts: Facts, profile: Profile, environ: Mapping[str, str]) -> Tuple
         # cuda:i and NVML index i are the same GPU only in PCI bus order (pitfalls.md).
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         if profile.cuda_alloc_conf and gpus:
-            env["PYTORCH_CUDA_ALLOC_CONF"] = profile.cuda_alloc_conf
+            version = facts.torch.version if facts.torch is not None else None
+            conf, why = _alloc_conf_env(profile.cuda_alloc_conf, version, environ, override)
+            env.update(conf)
+            reasons.extend(why)
     dl = profile.dataloader
     cuda_torch = facts.torch is None or facts.torch.cuda is not None
     if dl.pin_memory == "auto":
@@ -237,9 +392,12 @@ def _dl_followers(env: Dict[str, str], workers: int, profile: Profile) -> None:
         env[names.PERSISTENT_WORKERS] = "0"
 
 
-def common_env(facts: Facts, profile: Profile, environ: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """What every rank gets (allocator, CUDA order, switches, literal env): set once, e.g. for torchrun."""
-    return _common(facts, profile, os.environ if environ is None else environ)[0]
+def common_env(facts: Facts, profile: Profile, environ: Optional[Mapping[str, str]] = None,
+               override: bool = False) -> Dict[str, str]:
+    """What every rank gets (allocator, CUDA order, switches, literal env), the caller's own settings kept (see
+    `settle`): set once, e.g. for torchrun."""
+    environ = os.environ if environ is None else environ
+    return settle(_common(facts, profile, environ, override)[0], environ, override)[0]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -452,14 +610,16 @@ class _Node:
 _LAST: List[Tuple[Facts, Profile, Tuple[Any, ...], _Node]] = []
 
 
-def _node_plan(facts: Facts, profile: Profile, n: int, environ: Mapping[str, str]) -> _Node:
-    key = (n, environ.get("LD_PRELOAD"), environ.get("CUDA_VISIBLE_DEVICES"))
+def _node_plan(facts: Facts, profile: Profile, n: int, environ: Mapping[str, str], override: bool,
+               bound_by: Optional[str]) -> _Node:
+    key = (n, override, bound_by, tuple(sorted(environ.items())))
     if _LAST and _LAST[0][0] is facts and _LAST[0][1] is profile and _LAST[0][2] == key:
         return _LAST[0][3]
-    common, reasons = _common(facts, profile, environ)
+    common, reasons = _common(facts, profile, environ, override)
     topo = _topology(facts)
     slots = _layout(facts, profile, n, environ, topo)
-    threads, tnotes = _threads(profile, slots, topo, profile.binding)
+    # bound by someone else: threads still match the rank's share of the cores (never the whole node per rank)
+    threads, tnotes = _threads(profile, slots, topo, "cores" if bound_by else profile.binding)
     node = _Node(common, tuple(reasons), topo, slots, threads, tuple(tnotes))
     _LAST[:] = [(facts, profile, key, node)]
     return node
@@ -471,16 +631,24 @@ def resolve(
     local_rank: int,
     local_world_size: int,
     environ: Optional[Mapping[str, str]] = None,
+    *,
+    override: bool = False,
+    bound_by: Optional[str] = None,
 ) -> RankPlan:
-    """The plan for one local rank; every rank of the node gets a disjoint slice of the same layout."""
+    """The plan for one local rank; every rank of the node gets a disjoint slice of the same layout.
+
+    `environ` is the caller's own environment (not what a launcher added for its workers): a variable set there
+    wins over the profile's value and is listed in `kept` (see `settle`); `override` makes the profile win.
+    `bound_by` names who binds the rank instead (e.g. "torchrun --numa-binding=node"): no CPUs, no memory policy,
+    threads still sized to the rank's share of the cores."""
     if local_world_size < 1:
         raise UserError(f"local world size must be at least 1, not {local_world_size}")
     if not 0 <= local_rank < local_world_size:
         raise UserError(f"local rank {local_rank} is outside 0..{local_world_size - 1}")
     environ = os.environ if environ is None else environ
-    node = _node_plan(facts, profile, local_world_size, environ)
-    common, reasons = dict(node.common), list(node.reasons)
-    env = dict(common)
+    node = _node_plan(facts, profile, local_world_size, environ, override, bound_by)
+    reasons = list(node.reasons)
+    env = dict(node.common)
     topo, slots, threads, tnotes = node.topo, node.slots, node.threads, node.tnotes
     binding = profile.binding
     me = slots[local_rank]
@@ -488,8 +656,12 @@ def resolve(
     reasons.extend(tnotes)
 
     cores = me.cores
-    if binding == "none" or not cores:
+    if bound_by:
         cpus: Tuple[int, ...] = ()
+        reasons.append(f"binding: left to {bound_by}; hosttune does not bind on top (no affinity, memory policy "
+                       f"or numactl)")
+    elif binding == "none" or not cores:
+        cpus = ()
         reasons.append("binding: none - the rank is not pinned" if binding == "none" else "binding: no CPU topology")
     elif binding == "numa":
         nodes = sorted({topo.node_of[c] for c in cores})
@@ -510,7 +682,9 @@ def resolve(
     if auto_mem:  # decided here, for the host being planned: a one-node host has nothing to bind
         mem_policy = "bind" if len(topo.mem_ok) > 1 else "none"
     mems: Tuple[int, ...] = ()
-    if mem_policy != "none":
+    if bound_by:
+        mem_policy = "none"
+    elif mem_policy != "none":
         if gpu_node is not None and gpu_node in topo.mem_ok:
             mems = (gpu_node,)
         elif cpus:
@@ -533,7 +707,8 @@ def resolve(
     if cores or binding == "none" and topo.cores:
         env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(t)
         core_word = "core" if t == 1 else "cores"
-        reasons.append(f"threads: {t} ({t} physical {core_word} for this rank; SMT siblings count once)")
+        under = f", its even share of the cores {bound_by} binds it to" if bound_by else ""
+        reasons.append(f"threads: {t} ({t} physical {core_word} for this rank{under}; SMT siblings count once)")
         preloaded = _preload_list(env.get("LD_PRELOAD", environ.get("LD_PRELOAD", "")))
         intel = profile.openmp == "intel" or profile.openmp == "auto" and any("iomp5" in p for p in preloaded)
         if intel:
@@ -551,6 +726,13 @@ def resolve(
         reasons.append(f"dataloader: {workers} workers ({why})")
     for k, v in profile.env.items():  # literal env wins over anything computed
         env[k] = str(v)
+    env, kept, overridden, why = settle(env, environ, override)
+    reasons.extend(why)
+    if "OMP_NUM_THREADS" in kept:
+        t = _threads_of(env["OMP_NUM_THREADS"]) or 0  # what the program will really run with
+    if "OMP_NUM_THREADS" in kept and "MKL_NUM_THREADS" in env and "MKL_NUM_THREADS" not in environ:
+        del env["MKL_NUM_THREADS"]  # MKL reads OMP_NUM_THREADS when its own is unset: one choice, the caller's
+        reasons.append("MKL_NUM_THREADS: not set, so MKL follows your OMP_NUM_THREADS")
     if me.gpu is not None:
         reasons.insert(0, f"gpu: cuda:{me.cuda_device} = {me.gpu.pci_bus_id} ({me.gpu.name or 'GPU'}), NUMA node "
                        f"{me.gpu.numa_node if me.gpu.numa_node >= 0 else 'unknown'}")
@@ -565,12 +747,23 @@ def resolve(
         reasons=tuple(reasons),
         threads=t or None,
         cuda_device=me.cuda_device,
-        common=common,
+        common={k: env[k] for k in node.common if k in env},
+        kept=kept,
+        overridden=overridden,
+        bound_by=bound_by,
     )
 
 
+def _threads_of(value: Optional[str]) -> Optional[int]:
+    """The thread count an OMP_NUM_THREADS value gives the outer parallel region ("4", "4,2"); None if none."""
+    head = (value or "").split(",")[0].strip()
+    return int(head) if head.isdigit() and int(head) > 0 else None
+
+
 def resolve_all(
-    facts: Facts, profile: Profile, local_world_size: int, environ: Optional[Mapping[str, str]] = None
+    facts: Facts, profile: Profile, local_world_size: int, environ: Optional[Mapping[str, str]] = None, *,
+    override: bool = False, bound_by: Optional[str] = None,
 ) -> List[RankPlan]:
     """Every local rank's plan (dry runs, tests)."""
-    return [resolve(facts, profile, r, local_world_size, environ) for r in range(local_world_size)]
+    return [resolve(facts, profile, r, local_world_size, environ, override=override, bound_by=bound_by)
+            for r in range(local_world_size)]
