@@ -6,9 +6,10 @@ TORCH_PIN ?= torch==2.13.0
 # What profiles use at run time: numactl/libnuma (memory binding), jemalloc/tcmalloc (allocators they preload).
 RUNTIME_APT := numactl libnuma1 libjemalloc2 libtcmalloc-minimal4
 # What the tests also use for real: hwloc (the detector's oracle), full tcmalloc, systemd-analyze (the monitor unit),
-# and the package stage's mmdebstrap/lintian/rpm/rpmlint/systemd-nspawn.
+# and the package stage's mmdebstrap/lintian/rpm/rpmlint/systemd-nspawn; a real single-node Slurm (munge, slurmctld,
+# slurmd, srun/scontrol) for `doctor --slurm` and srun + exec.
 TEST_APT := $(RUNTIME_APT) hwloc libgoogle-perftools4 systemd procps util-linux tuned \
-	mmdebstrap lintian rpm rpmlint systemd-container
+	mmdebstrap lintian rpm rpmlint systemd-container munge slurmctld slurmd slurm-client
 
 .PHONY: setup setup-demo demo test lint typecheck pytest pytest-py39 bench
 

@@ -1,0 +1,231 @@
+"""A real single-node Slurm from Debian's packages (munge, slurmctld, slurmd in the foreground on localhost, started
+and stopped here; task/affinity, no cgroups): `srun -n 2 hosttune exec` gives each task its own core inside the one
+Slurm gave it, and `hosttune doctor --slurm` as HealthCheckProgram drains the node with the failing check as the
+reason, resumes it when fixed, and leaves an admin's drain alone.
+
+Needs root and `apt-get install munge slurmctld slurmd slurm-client` (Makefile TEST_APT); skipped otherwise.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PROBE = Path(__file__).resolve().parent / "probes" / "probe.py"
+SBIN = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
+TOOLS = ("munged", "mungekey", "slurmctld", "slurmd", "srun", "scontrol")
+INTERVAL = 2  # HealthCheckInterval, seconds
+
+pytestmark = pytest.mark.integration
+
+
+def _tool(name: str) -> str:
+    return shutil.which(name, path=os.pathsep.join(SBIN)) or ""
+
+
+missing = [t for t in TOOLS if not _tool(t)]
+if os.geteuid() != 0 or missing:
+    pytest.skip(f"needs root and {', '.join(missing) or 'root'} (apt-get install munge slurmctld slurmd slurm-client)",
+                allow_module_level=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Cluster:
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.conf = base / "slurm.conf"
+        self.node = socket.gethostname().split(".")[0]
+        self.profile = base / "profile.yaml"
+        self.env = dict(os.environ, SLURM_CONF=str(self.conf))
+        self.procs: List[subprocess.Popen[bytes]] = []
+
+    def start(self, argv: List[str], log: str) -> None:
+        with open(self.base / log, "wb") as out:
+            # its own session: the finalizer kills the whole process group (slurmd's health checks included)
+            self.procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=self.env,
+                                               start_new_session=True, cwd=self.base))
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 5
+        for p in reversed(self.procs):
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+    def scontrol(self, *args: str) -> str:
+        return subprocess.run([_tool("scontrol"), *args], capture_output=True, text=True, env=self.env,
+                              timeout=15, check=True).stdout
+
+    def show(self) -> Dict[str, str]:
+        line = self.scontrol("-o", "show", "node", self.node)
+        state = re.search(r"\bState=(\S+)", line)
+        reason = re.search(r"\bReason=(.*?)(?: \[[^\]]*\])?\s*$", line)
+        return {"state": state.group(1) if state else "", "reason": reason.group(1) if reason else ""}
+
+    def wait_for(self, what: str, ok: Callable[[Dict[str, str]], bool], seconds: float = 20) -> Dict[str, str]:
+        deadline = time.monotonic() + seconds
+        node = self.show()
+        while not ok(node):
+            if time.monotonic() > deadline:
+                logs = "\n".join(f"--- {n}\n{(self.base / n).read_text(errors='replace')[-1500:]}"
+                                 for n in ("hc.out", "slurmd.log", "slurmctld.log") if (self.base / n).exists())
+                raise AssertionError(f"node never {what}: {node}\n{logs}")
+            time.sleep(0.3)
+            node = self.show()
+        return node
+
+    def health_runs(self) -> int:
+        runs = self.base / "hc.runs"
+        return len(runs.read_text().splitlines()) if runs.exists() else 0
+
+
+def _node_line() -> str:
+    """This machine's node line as slurmd sees it (a mismatch would drain the node for "low socket*core count"),
+    RealMemory kept small so it never exceeds what is free."""
+    line = subprocess.run([_tool("slurmd"), "-C"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
+    return re.sub(r"RealMemory=\d+", "RealMemory=500", line) + " NodeAddr=127.0.0.1"
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    # a short path: munge's socket must fit in sun_path (108 bytes)
+    base = Path(tempfile.mkdtemp(prefix="ht-slurm-", dir="/tmp"))
+    base.chmod(0o755)  # munged wants its socket directory searchable by all
+    c = Cluster(base)
+    try:
+        for sub in ("state", "spool", "etc", "config", "out"):
+            (base / sub).mkdir()
+        c.profile.write_text("threads: 1\n")
+        subprocess.run([_tool("mungekey"), "-c", "-k", str(base / "munge.key"), "-b", "1024", "-f"], check=True,
+                       capture_output=True, timeout=30)
+        hc = base / "healthcheck"
+        # slurmd runs HealthCheckProgram with no arguments and a bare environment (SLURMD_NODENAME only): a
+        # wrapper names the options, and here the test's slurm.conf and a profile the test breaks and fixes.
+        hc.write_text(f"""#!/bin/sh
+echo run >> {base}/hc.runs
+export SLURM_CONF={c.conf} PATH=/usr/sbin:/usr/bin:/sbin:/bin PYTHONPATH={REPO}
+export HOSTTUNE_PROFILE={c.profile} HOSTTUNE_ETC_DIR={base}/etc XDG_CONFIG_HOME={base}/config HOME={base}
+exec {sys.executable} -m hosttune doctor --slurm --only hosttune >> {base}/hc.out 2>&1
+""")
+        hc.chmod(0o755)
+        c.conf.write_text(f"""ClusterName=hosttune-test
+SlurmctldHost={c.node}(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={base}/munge.sock
+CredType=cred/munge
+StateSaveLocation={base}/state
+SlurmdSpoolDir={base}/spool
+SlurmctldPidFile={base}/slurmctld.pid
+SlurmdPidFile={base}/slurmd.pid
+SlurmctldPort={_free_port()}
+SlurmdPort={_free_port()}
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/affinity
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+MpiDefault=none
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SlurmctldLogFile={base}/slurmctld.log
+SlurmdLogFile={base}/slurmd.log
+HealthCheckProgram={hc}
+HealthCheckInterval={INTERVAL}
+HealthCheckNodeState=ANY
+{_node_line()}
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+""")
+        c.start([_tool("munged"), "-F", "--force", f"--key-file={base}/munge.key", f"--socket={base}/munge.sock",
+                 f"--pid-file={base}/munged.pid", f"--log-file={base}/munged.log", f"--seed-file={base}/munge.seed"],
+                "munged.out")
+        deadline = time.monotonic() + 10
+        while not (base / "munge.sock").exists():
+            assert time.monotonic() < deadline, (base / "munged.out").read_text()
+            time.sleep(0.1)
+        c.start([_tool("slurmctld"), "-D", "-i", "-f", str(c.conf)], "slurmctld.out")
+        c.start([_tool("slurmd"), "-D", "-f", str(c.conf)], "slurmd.out")
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if c.show()["state"].startswith("IDLE"):
+                    break
+            except subprocess.CalledProcessError:
+                pass
+            assert time.monotonic() < deadline, "slurmd never registered"
+            time.sleep(0.3)
+        yield c
+    finally:
+        c.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_srun_tasks_get_their_own_cores_inside_slurms(cluster: Cluster) -> None:
+    ntasks = 2
+    env = dict(cluster.env, PYTHONPATH=str(REPO), PROBE_OUT=str(cluster.base / "out"))
+    srun = [_tool("srun"), "-n", str(ntasks), "--cpu-bind=cores"]
+    given = subprocess.run(srun + [sys.executable, "-c", "import os; print(os.environ['SLURM_PROCID'], "
+                                   "','.join(map(str, sorted(os.sched_getaffinity(0)))))"],
+                           capture_output=True, text=True, env=env, timeout=60, cwd=cluster.base)
+    assert given.returncode == 0, given.stderr
+    slurm_cpus = {int(r): {int(c) for c in cpus.split(",")} for r, cpus in (ln.split() for ln in
+                                                                           given.stdout.splitlines())}
+    assert len(slurm_cpus) == ntasks
+    done = subprocess.run(srun + [sys.executable, "-m", "hosttune", "exec", "--", sys.executable, str(PROBE)],
+                          capture_output=True, text=True, env=env, timeout=60, cwd=cluster.base)
+    assert done.returncode == 0, done.stderr
+    reports = [json.loads(p.read_text()) for p in sorted((cluster.base / "out").glob("rank-*.json"))]
+    assert len(reports) == ntasks, done.stderr
+    mine = {int(r["hosttune_local_rank"]): set(r["affinity"]) for r in reports}
+    assert sorted(mine) == list(range(ntasks))
+    for rank, cpus in mine.items():
+        assert cpus and cpus <= slurm_cpus[rank], (rank, cpus, slurm_cpus)
+    assert not set.intersection(*mine.values())  # no two tasks share a core
+
+
+def test_healthcheck_drains_with_the_failing_check_and_resumes(cluster: Cluster) -> None:
+    cluster.wait_for("ran the health check", lambda n: cluster.health_runs() >= 1)
+    assert "DRAIN" not in cluster.show()["state"]
+
+    cluster.profile.write_text("threads: many\n")  # hosttune.profile now fails
+    node = cluster.wait_for("drained", lambda n: "DRAIN" in n["state"])
+    assert node["reason"].startswith(f"hosttune: hosttune.profile: {cluster.profile}"), node
+
+    cluster.profile.write_text("threads: 1\n")
+    node = cluster.wait_for("resumed", lambda n: "DRAIN" not in n["state"])
+    assert node["state"].startswith("IDLE") and not node["reason"], node
+
+    # an admin's drain survives passing and failing health checks
+    cluster.scontrol("update", f"nodename={cluster.node}", "state=drain", "reason=admin: disk swap")
+    for profile in ("threads: 1\n", "threads: many\n"):
+        cluster.profile.write_text(profile)
+        runs = cluster.health_runs()
+        cluster.wait_for("checked twice more", lambda n, r=runs: cluster.health_runs() >= r + 2)
+        node = cluster.show()
+        assert "DRAIN" in node["state"] and node["reason"] == "admin: disk swap", node
+    assert "left alone" in (cluster.base / "hc.out").read_text()
