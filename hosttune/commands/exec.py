@@ -45,6 +45,8 @@ class _ExecCommand(click.Command):
 @click.option("--root", default=None, help="With --dry-run: plan for a captured host (proc/, sys/, etc/).")
 @click.option("--no-bind", is_flag=True, help="Set the environment only; no CPU or memory binding.")
 @click.option("--verify", is_flag=True, help="Read each rank's affinity, memory policy and env back from /proc.")
+@click.option("--override", is_flag=True,
+              help="The profile's values replace variables you already set (default: yours are kept, and said).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def cmd(
     profile_name: Optional[str],
@@ -53,6 +55,7 @@ def cmd(
     root: Optional[str],
     no_bind: bool,
     verify: bool,
+    override: bool,
     command: Tuple[str, ...],
 ) -> None:
     """Run COMMAND with the profile applied per rank.
@@ -73,7 +76,8 @@ def cmd(
         raise UserError("--json prints the plan: use it with --dry-run")
     if root is not None and not os.path.isdir(root):
         raise UserError(f"--root {root}: no such directory")
-    job = launch.prepare(list(command), profile=profile_name, root=Path(root) if root else None, no_bind=no_bind)
+    job = launch.prepare(list(command), profile=profile_name, root=Path(root) if root else None, no_bind=no_bind,
+                         override=override)
     if dry_run:
         from hosttune import profile as profmod
         from hosttune.term import printable
@@ -86,4 +90,9 @@ def cmd(
         else:
             click.echo(launch.render_text(job))
         return
+    from hosttune.launch.job import notices
+
+    for line in notices(job):  # once, before the job's own output: whose values it runs with, and who binds
+        sys.stderr.write(f"hosttune: {line}\n")
+    sys.stderr.flush()
     sys.exit(launch.run(job, verify=verify))

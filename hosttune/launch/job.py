@@ -33,6 +33,8 @@ class Launch:
     profile: Any
     no_bind: bool = False
     torchrun: Optional[TorchrunArgv] = None  # the user's torchrun command line, taken apart
+    override: bool = False  # --override: the profile's values replace the caller's own (plan.settle)
+    bound_by: Optional[str] = None  # the launcher binds the ranks itself (torchrun --numa-binding=MODE)
 
     def to_dict(self) -> Dict[str, Any]:
         """{kind, argv, ranks, env}: each rank is its `RankPlan.to_dict()`; with --no-bind nothing is bound."""
@@ -54,8 +56,10 @@ def prepare(
     environ: Optional[Mapping[str, str]] = None,
     facts: Any = None,
     shim_python: Optional[str] = None,
+    override: bool = False,
 ) -> Launch:
-    """Detect once, pick the job's shape, and resolve the plan of every local rank known now."""
+    """Detect once, pick the job's shape, and resolve the plan of every local rank known now. `environ` is the
+    caller's own environment: what they set there wins over the profile unless `override` (plan.settle)."""
     from hosttune import plan as planmod
     from hosttune import profile as profmod
 
@@ -70,21 +74,38 @@ def prepare(
     t = parse_torchrun(command, env_in)
     if t is not None:
         n = nproc_per_node(t, env_in, facts)
-        ranks = [planmod.resolve(facts, prof, r, n, environ=env_in) for r in range(n)]
-        common = dict(planmod.common_env(facts, prof, environ=env_in))
+        mode = t.value("numa_binding", env_in, "")
+        bound_by = f"torchrun --numa-binding={mode}" if mode else None  # torchrun binds: we must not on top
+        ranks = [planmod.resolve(facts, prof, r, n, environ=env_in, override=override, bound_by=bound_by)
+                 for r in range(n)]
+        common = dict(planmod.common_env(facts, prof, environ=env_in, override=override))
         # torchrun forces OMP_NUM_THREADS=1 (and warns) when it is unset; every shim sets its rank's own value.
         if "OMP_NUM_THREADS" not in env_in and ranks and "OMP_NUM_THREADS" in ranks[0].env:
             common["OMP_NUM_THREADS"] = ranks[0].env["OMP_NUM_THREADS"]
         touched = {k: env_in.get(k) for k in common}
         argv = rewrite_torchrun(t, env_in, shim_python or sys.executable)
         return Launch(kind="torchrun", argv=argv, ranks=ranks, env=common, touched=touched, facts=facts, profile=prof,
-                      no_bind=no_bind, torchrun=t)
+                      no_bind=no_bind or bound_by is not None, torchrun=t, override=override, bound_by=bound_by)
     slurm = slurm_rank(env_in)
     kind = "plain" if slurm is None else "srun"
     local, size = (0, 1) if slurm is None else slurm
-    plan = planmod.resolve(facts, prof, local, size, environ=env_in)
+    plan = planmod.resolve(facts, prof, local, size, environ=env_in, override=override)
     return Launch(kind=kind, argv=list(command), ranks=[plan], env=dict(plan.env), touched={}, facts=facts,
-                  profile=prof, no_bind=no_bind)
+                  profile=prof, no_bind=no_bind, override=override)
+
+
+def notices(launch: Launch) -> List[str]:
+    """What `exec` says once on stderr when the job starts: who binds when it is not hosttune, and each variable
+    the caller's own setting kept (the same line for every rank, said once)."""
+    lines: List[str] = []
+    if launch.bound_by:
+        lines.append(f"{launch.bound_by} binds the ranks; hosttune does not bind on top (it sets threads, "
+                     f"allocator and env)")
+    for plan in launch.ranks:
+        for line in plan.kept_lines():
+            if line not in lines:
+                lines.append(line)
+    return lines
 
 
 def render_text(launch: Launch) -> str:
@@ -92,6 +113,9 @@ def render_text(launch: Launch) -> str:
 
     d = launch.to_dict()
     lines = [f"# {launch.kind} job", "argv: " + shlex.join(d["argv"])]
+    if launch.bound_by:
+        lines.append(f"# {launch.bound_by} binds each rank: hosttune binds nothing on top (no affinity, memory "
+                     f"policy or numactl); threads, allocator and env as below")
     if launch.kind == "torchrun":
         lines.append("torchrun env (same for every rank):")
         lines.extend(f"  {k}={shlex.quote(v)}" for k, v in sorted(d["env"].items()))
