@@ -241,6 +241,20 @@ def settle(
     return env, kept, overridden, reasons
 
 
+def launcher_default(environ: Mapping[str, str]) -> Optional[str]:
+    """The variable in `environ` that a launcher set on its own, so it is not the caller's choice; None if none.
+
+    torchrun (torch/distributed/run.py, 2.x) sets OMP_NUM_THREADS=1 for its workers when it is unset and
+    nproc_per_node > 1; a worker shows it with TORCHELASTIC_RUN_ID and LOCAL_WORLD_SIZE > 1. Inside such a worker
+    (`eval "$(hosttune env)"`, a per-rank hook) a 1 there is taken for torchrun's default: a caller who really
+    wants one thread per rank gets the profile's count, which is never more than the rank's cores."""
+    if environ.get("OMP_NUM_THREADS") == "1" and environ.get("TORCHELASTIC_RUN_ID") is not None:
+        size = environ.get("LOCAL_WORLD_SIZE", "")
+        if size.isdigit() and int(size) > 1:
+            return "OMP_NUM_THREADS"
+    return None
+
+
 def _version(text: Optional[str]) -> Optional[Tuple[int, int, bool]]:
     """(major, minor, is a release) of a torch version string ("2.10.0+cu128", "2.10.0a0+git1234"); None if not one."""
     m = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?(\S*)", text or "")
@@ -646,8 +660,13 @@ def resolve(
     if not 0 <= local_rank < local_world_size:
         raise UserError(f"local rank {local_rank} is outside 0..{local_world_size - 1}")
     environ = os.environ if environ is None else environ
+    default = launcher_default(environ)
+    if default is not None:
+        environ = {k: v for k, v in environ.items() if k != default}
     node = _node_plan(facts, profile, local_world_size, environ, override, bound_by)
     reasons = list(node.reasons)
+    if default is not None:
+        reasons.append(f"{default}=1 was torchrun's default for its workers, not yours: the plan sets it")
     env = dict(node.common)
     topo, slots, threads, tnotes = node.topo, node.slots, node.threads, node.tnotes
     binding = profile.binding

@@ -77,8 +77,10 @@ def _write(text: str) -> None:
 @click.option("--local-rank", type=int, default=None, help="Local rank (default: $LOCAL_RANK or 0).")
 @click.option("--local-world-size", type=int, default=None, help="Ranks on this node ($LOCAL_WORLD_SIZE or 1).")
 @click.option("--json", "as_json", is_flag=True, help="Print {local_rank, local_world_size, cpus, mems, env} as JSON.")
+@click.option("--override", is_flag=True,
+              help="The profile's values replace variables you already set (default: yours are kept, and said).")
 def cmd(profile_name: Optional[str], root: Optional[str], local_rank: Optional[int],
-        local_world_size: Optional[int], as_json: bool) -> None:
+        local_world_size: Optional[int], as_json: bool, override: bool) -> None:
     """Print one rank's environment: `eval "$(hosttune env)"`."""
     from hosttune import plan, profile
     from hosttune.detect import collect
@@ -100,7 +102,7 @@ def cmd(profile_name: Optional[str], root: Optional[str], local_rank: Optional[i
                 f"({where.source}); its auto settings are decided for the captured host")
     if note:
         click.echo(printable(note), err=True)
-    rp = plan.resolve(facts, prof, rank, size)
+    rp = plan.resolve(facts, prof, rank, size, override=override)
     if as_json:
         out = rp.to_dict()
         out["profile"] = {"name": prof.name, "source": prof.source}
