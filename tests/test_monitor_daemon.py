@@ -463,7 +463,8 @@ def _unit_copy(tmp_path: Path) -> Path:
     exe = shutil.which("hosttune") or str(Path(sys.executable).parent / "hosttune")
     assert os.path.exists(exe)
     text = UNIT.read_text().replace(" /usr/bin/hosttune monitor", f" {exe} monitor")
-    assert exe in text
+    text = text.replace("=+/usr/bin/hosttune monitor", f"=+{exe} monitor")
+    assert exe in text and "/usr/bin/hosttune" not in text
     path = tmp_path / UNIT.name
     path.write_text(text)
     return path
@@ -502,6 +503,7 @@ def test_unit_security_rating_is_ok_or_better(tmp_path: Path) -> None:
 
 NSPAWN_TEST = r"""set -x
 r=/mnt/out/result
+mkdir -p /var/lib/prometheus/node-exporter  # node_exporter's textfile directory as Debian ships it (root, 0755)
 systemctl start hosttune-monitor.service; echo "start_rc=$?" >> $r
 i=0
 while [ $i -lt 40 ] && [ "$(cat /var/log/hosttune/monitor.jsonl 2>/dev/null | wc -l)" -lt 3 ]; do
@@ -510,8 +512,12 @@ done
 echo "active=$(systemctl is-active hosttune-monitor.service)" >> $r
 pid=$(systemctl show -p MainPID --value hosttune-monitor.service)
 grep -E "^(Uid|Groups|CapEff|NoNewPrivs|Seccomp):" /proc/$pid/status | tr -d '\t' | sed 's/:/=/' >> $r
-echo "textfile_mode=$(stat -c %a /run/hosttune/hosttune.prom)" >> $r
-echo "rundir_mode=$(stat -c %a /run/hosttune)" >> $r
+tf=/var/lib/prometheus/node-exporter/hosttune.prom
+echo "textfile_link=$(readlink $tf)" >> $r
+echo "textfile_mode=$(stat -L -c %a $tf)" >> $r
+echo "textfile_owner_is_main=$([ "$(stat -L -c %u $tf)" = "$(stat -c %u /proc/$pid)" ] && echo yes)" >> $r
+echo "store_mode=$(stat -c %a /var/lib/hosttune/textfile)" >> $r
+echo "up_running=$(runuser -u nobody -- grep '^hosttune_monitor_up ' $tf)" >> $r
 cp /var/log/hosttune/monitor.jsonl /mnt/out/
 systemctl reload hosttune-monitor.service; echo "reload_rc=$?" >> $r
 sleep 1
@@ -519,6 +525,8 @@ echo "active_after_reload=$(systemctl is-active hosttune-monitor.service)" >> $r
 systemctl stop hosttune-monitor.service
 echo "$(systemctl show -p Result hosttune-monitor.service)" >> $r
 echo "$(systemctl show -p ExecMainStatus hosttune-monitor.service)" >> $r
+echo "up_stopped=$(runuser -u nobody -- grep '^hosttune_monitor_up ' $tf)" >> $r
+echo "gpu_lines_stopped=$(grep -c '^hosttune_gpu_' $tf)" >> $r
 journalctl -u hosttune-monitor.service --no-pager -o json > /mnt/out/journal.json
 # SIGHUP while it starts (the unit ignores it until the daemon's handler is in place): never a clean death
 systemctl start --no-block hosttune-monitor.service
@@ -539,7 +547,8 @@ systemctl poweroff --no-block
 
 def test_unit_runs_under_real_systemd_in_nspawn(tmp_path: Path) -> None:
     """Boot systemd 252 in a container (the host's /usr, a tmpfs root) and run the shipped unit, sandbox and all:
-    Type=notify start, DynamicUser without capabilities, seccomp, the textfile world-readable in /run/hosttune,
+    Type=notify start, DynamicUser without capabilities, seccomp, the textfile world-readable through the link that
+    ExecStartPre=+ puts in node_exporter's directory (up 1, then up 0 after the stop),
     events in the journal with their priority, reload (SIGHUP) and a clean stop."""
     nspawn = shutil.which("systemd-nspawn")
     if nspawn is None or os.geteuid() != 0:
@@ -559,14 +568,21 @@ def test_unit_runs_under_real_systemd_in_nspawn(tmp_path: Path) -> None:
         lambda m: f"{m.group(1)}/opt/py/{py.relative_to(prefix)} -m hosttune monitor --interval 0.5\n"
         "Environment=PYTHONPATH=/opt/src/tests/fakes:/opt/src LD_LIBRARY_PATH=/opt/py/lib "
         "HOSTTUNE_FAKE_NVML=/mnt/out/nvml.json", UNIT.read_text(), flags=re.MULTILINE)
-    assert "/opt/py/" in unit
+    unit = unit.replace("=+/usr/bin/hosttune monitor", f"=+/opt/py/{py.relative_to(prefix)} -m hosttune monitor")
+    assert "/opt/py/" in unit and "/usr/bin/hosttune" not in unit
     (units / UNIT.name).write_text(unit)
     result, log = boot_in_nspawn(tmp_path, out, units, [f"--bind-ro={prefix}:/opt/py", f"--bind-ro={REPO}:/opt/src"])
     ctx = f"{result}\n{log[-2000:]}"
     assert result.get("done") == "1" and result["start_rc"] == "0" and result["active"] == "active", ctx
     assert result["Uid"].split()[0] != "0" and result["CapEff"] == "0000000000000000", ctx
     assert result["NoNewPrivs"] == "1" and result["Seccomp"] == "2", ctx
-    assert result["textfile_mode"] == "644" and result["rundir_mode"] == "755", ctx
+    # the textfile: linked from node_exporter's directory to the dynamic user's persistent store, readable by
+    # another user, up 1 while running and a valid file with up 0 (and no stale GPU readings) after the stop
+    assert result["textfile_link"] == "/var/lib/hosttune/textfile/hosttune.prom", ctx
+    assert result["textfile_mode"] == "644" and result["store_mode"] == "755", ctx
+    assert result["textfile_owner_is_main"] == "yes", ctx
+    assert result["up_running"] == "hosttune_monitor_up 1" and result["up_stopped"] == "hosttune_monitor_up 0", ctx
+    assert result["gpu_lines_stopped"] == "0", ctx
     assert result["reload_rc"] == "0" and result["active_after_reload"] == "active", ctx
     assert result["Result"] == "success" and result["ExecMainStatus"] == "0", ctx
     assert result["active_after_early_hup"] == "active", ctx

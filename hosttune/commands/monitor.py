@@ -16,11 +16,12 @@ from hosttune.monitor import config as mconfig
 @click.option("--textfile-dir", default=None,
               help="Directory for hosttune.prom (node_exporter textfile collector); '' disables it.")
 @click.option("--once", is_flag=True, help="Print one sample as JSON and exit.")
+@click.option("--json", "as_json", is_flag=True, help="With --once: JSON output (the only format of --once).")
 @click.option("--config", "config_path", default=None, metavar="FILE",
               help=f"Monitor config (default {mconfig.DEFAULT_CONFIG} when it exists).")
 @click.pass_context
 def cmd(ctx: click.Context, interval: Optional[float], log_dir: Optional[str], textfile_dir: Optional[str],
-        once: bool, config_path: Optional[str]) -> None:
+        once: bool, as_json: bool, config_path: Optional[str]) -> None:
     """Log GPU and host temperature, memory, power and throttling to JSONL, a Prometheus textfile and the journal.
 
     Runs until SIGTERM/SIGINT (exit 0); SIGHUP reopens the log file. Subcommand `report` summarises the log.
@@ -36,6 +37,10 @@ def cmd(ctx: click.Context, interval: Optional[float], log_dir: Optional[str], t
     ctx.obj["log_dir"] = log_dir
     if ctx.invoked_subcommand is not None:
         return
+    if as_json and not once:
+        from hosttune.errors import UserError
+
+        raise UserError("--json goes with --once (the running monitor writes JSON lines to its log)")
     cfg = mconfig.load(config_path, {"interval": interval, "log_dir": log_dir, "textfile_dir": textfile_dir})
     from hosttune.monitor import daemon
 
@@ -43,6 +48,40 @@ def cmd(ctx: click.Context, interval: Optional[float], log_dir: Optional[str], t
         click.echo(daemon.dumps(daemon.once(cfg)))
         return
     sys.exit(daemon.run(cfg))
+
+
+@cmd.command("setup-textfile")
+@click.option("--owner", envvar="USER", default=None, metavar="USER",
+              help="The monitor's user (default $USER: systemd sets it to the unit's dynamic user).")
+@click.option("--config", "config_path", default=None, metavar="FILE", help="Monitor config (textfile_dir).")
+@click.pass_context
+def setup_textfile_cmd(ctx: click.Context, owner: Optional[str], config_path: Optional[str]) -> None:
+    """Run as root by hosttune-monitor.service (ExecStartPre=+): give the monitor's user the persistent
+    /var/lib/hosttune/textfile and link hosttune.prom into node_exporter's textfile directory (textfile_dir)."""
+    import os
+    import pwd
+
+    from hosttune.errors import UserError
+    from hosttune.monitor import sinks
+
+    parent = ctx.obj or {}
+    cfg = mconfig.load(config_path or parent.get("config_path"))
+    target = sinks.resolve_textfile_dir(cfg.textfile_dir)
+    if not target:
+        click.echo("textfile_dir is off; nothing to set up")
+        return
+    if os.geteuid() != 0:
+        raise UserError("monitor setup-textfile must run as root (the unit runs it with ExecStartPre=+)")
+    try:
+        pw = pwd.getpwnam(owner or "root")
+    except KeyError:
+        raise UserError(f"--owner: no user {owner!r}") from None
+    try:
+        done = sinks.publish(target, pw.pw_uid, pw.pw_gid)
+    except OSError as exc:
+        raise UserError(f"cannot set up the textfile for {target}: {exc.strerror or exc}"
+                        f"{' (' + exc.filename + ')' if exc.filename else ''}") from None
+    click.echo(f"{done} (owner {pw.pw_name})")
 
 
 @cmd.command("report")

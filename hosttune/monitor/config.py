@@ -56,7 +56,9 @@ class Thresholds:
 class MonitorConfig:
     interval: float = 5.0
     log_dir: str = "/var/log/hosttune"
-    textfile_dir: str = "/run/hosttune"  # "" = no Prometheus textfile
+    # "auto": node_exporter's textfile directory (/var/lib/prometheus/node-exporter) when it exists, else
+    # /var/lib/hosttune/textfile (sinks.resolve_textfile_dir); "" = no Prometheus textfile
+    textfile_dir: str = "auto"
     max_bytes: int = 64 * 1024 * 1024  # rotate monitor.jsonl at this size ...
     backups: int = 8  # ... keeping monitor.jsonl.1 .. .8
     disks: List[str] = field(default_factory=lambda: ["/"])

@@ -30,7 +30,7 @@ from hosttune.monitor.config import MonitorConfig
 from hosttune.monitor.events import PRIORITY, Alerts, Event
 from hosttune.monitor.sample import HostReader, gpu_fields, now_fields
 from hosttune.monitor.sinks import (DIR_MODE, JSONL_NAME, JsonlSink, TextfileSink, render_stopped, render_textfile,
-                                    trusted_dir)
+                                    resolve_textfile_dir, trusted_dir, write_dir)
 from hosttune.monitor.xid import KmsgXids, describe
 
 ERROR_PERIOD_S = 60.0  # a repeating error is printed at most this often
@@ -173,12 +173,14 @@ class Monitor:
                 raise UserError(f"refusing {os.path.join(self.cfg.log_dir, JSONL_NAME)}: a link or a non-regular "
                                 f"file is at the log's name; the monitor never writes through one: remove it") from None
             raise UserError(f"log dir {self.cfg.log_dir} is not writable: {exc.strerror or exc}") from None
-        if self.cfg.textfile_dir:
+        target = resolve_textfile_dir(self.cfg.textfile_dir)
+        if target:
+            where = write_dir(target)  # the unit's store when `monitor setup-textfile` linked it from target
             try:
-                self.textfile = TextfileSink(self.cfg.textfile_dir)
+                self.textfile = TextfileSink(where)
             except OSError as exc:
-                raise UserError(
-                    f"textfile dir {self.cfg.textfile_dir} is not writable: {exc.strerror or exc}") from None
+                shown = where if where == target else f"{where} (linked from {target})"
+                raise UserError(f"textfile dir {shown} is not writable: {exc.strerror or exc}") from None
         if self.cfg.reapply:
             where = os.path.dirname(self.reapply_path)
             try:

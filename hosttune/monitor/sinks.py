@@ -20,6 +20,7 @@ import errno
 import json
 import math
 import os
+import stat
 import tempfile
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
@@ -336,6 +337,84 @@ def render_stopped(last_ts: Optional[float], stats: Dict[str, Any]) -> str:
     return ex.text()
 
 
+# ---- where the textfile goes ----------------------------------------------------------------------------------
+# node_exporter's textfile directory as the distributions ship it. Debian/Ubuntu prometheus-node-exporter: the
+# default of --collector.textfile.directory (root:root 0755, shared with prometheus-node-exporter-collectors).
+# Fedora/EPEL golang-github-prometheus-node-exporter: the same path, made by its spec
+# (`mkdir -vp %{buildroot}%{_sharedstatedir}/prometheus/node-exporter`, `%dir %attr(0755,prometheus,prometheus)
+# %{_sharedstatedir}/prometheus/node-exporter`; CBL-Mariner imported that spec from Fedora 36 unchanged).
+NODE_EXPORTER_DIRS = ("/var/lib/prometheus/node-exporter",)
+# Where it goes without node_exporter's directory, and where the unit's monitor writes: persistent (a file in /run
+# vanished on stop, which node_exporter reports as node_textfile_scrape_error 1), and readable by node_exporter.
+STORE_DIR = "/var/lib/hosttune/textfile"
+AUTO = "auto"
+
+
+def resolve_textfile_dir(value: str, root: str = "/") -> str:
+    """monitor.yaml `textfile_dir`: "auto" is node_exporter's distro directory when it exists under `root`, else
+    STORE_DIR; "" (off) and explicit paths are themselves."""
+    if value != AUTO:
+        return value
+    for d in NODE_EXPORTER_DIRS:
+        if os.path.isdir(os.path.join(root, d.lstrip("/"))):
+            return d
+    return STORE_DIR
+
+
+def _published_link(target: str) -> str:
+    return os.path.join(target, TEXTFILE_NAME)
+
+
+def write_dir(target: str, store: str = STORE_DIR) -> str:
+    """Where the monitor writes hosttune.prom for node_exporter to find it in `target`: `target` itself, or `store`
+    when `publish()` (root, the unit's ExecStartPre=+) linked target/hosttune.prom to the store. Only a link owned
+    by root that names exactly the store's file is taken: nothing another user plants redirects the writes."""
+    link = _published_link(target)
+    try:
+        st = os.lstat(link)
+        if stat.S_ISLNK(st.st_mode) and st.st_uid == 0 and os.readlink(link) == os.path.join(store, TEXTFILE_NAME):
+            return store
+    except OSError:
+        pass
+    return target
+
+
+def publish(target: str, uid: int, gid: int, store: str = STORE_DIR) -> str:
+    """Make `target` (node_exporter's textfile directory) show the monitor's file while the monitor runs as an
+    unprivileged user that cannot write there (the unit's DynamicUser= cannot write root's or prometheus' directory):
+    `store` (0755) and its hosttune.prom belong to uid:gid, a valid file is there from the start (`monitor_up 0`
+    until the first sample) and target/hosttune.prom is a root-owned link to it, renamed into place. Run as root
+    before every start (the dynamic uid may change between starts). Returns what it did, for the journal."""
+    fsio.makedirs_private(store, DIR_MODE)
+    os.chown(store, uid, gid, follow_symlinks=False)
+    os.chmod(store, DIR_MODE)  # node_exporter (user prometheus) lists and reads it
+    path = os.path.join(store, TEXTFILE_NAME)
+    try:
+        st: Optional[os.stat_result] = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        os.unlink(path)  # a link or other non-file at the name: never written through
+        st = None
+    if st is None:
+        fsio.atomic_write(path, render_stopped(None, {}), 0o644, durable=False)
+    os.chown(path, uid, gid, follow_symlinks=False)
+    if not target or os.path.realpath(target) == os.path.realpath(store):
+        return f"textfile {path}"
+    fsio.makedirs_private(target, DIR_MODE)
+    link = _published_link(target)
+    if os.path.islink(link) and os.readlink(link) == path and os.lstat(link).st_uid == 0:
+        return f"textfile {path}, linked from {link}"
+    tmp = os.path.join(target, f".{TEXTFILE_NAME}.{os.urandom(6).hex()}.link")  # not *.prom: node_exporter skips it
+    os.symlink(path, tmp)
+    try:
+        os.replace(tmp, link)
+    except OSError:
+        os.unlink(tmp)
+        raise
+    return f"textfile {path}, linked from {link}"
+
+
 class TextfileSink:
     def __init__(self, textfile_dir: str) -> None:
         self.dir = textfile_dir
@@ -350,5 +429,5 @@ class TextfileSink:
 
     def write(self, text: str) -> None:
         # mode 0644: node_exporter runs as another user, and the unit's UMask must not hide the file from it.
-        # Not fsynced: the textfile lives in /run and is rewritten every interval; the JSONL is the record.
+        # Not fsynced: it is rewritten every interval; the JSONL is the record.
         fsio.atomic_write(self.path, text, 0o644, durable=False)
