@@ -67,7 +67,8 @@ SETTINGS: Tuple[Setting, ...] = (
             "numa = whole nodes, none = not pinned"),
     Setting("memory_policy", "choice", "bind", MEMORY_POLICIES,
             doc="memory of a rank: auto = bind to its node on a multi-node host, bind, preferred, none"),
-    Setting("cuda_alloc_conf", "text", None, doc="PYTORCH_CUDA_ALLOC_CONF (GPU ranks only)"),
+    Setting("cuda_alloc_conf", "text", None, doc="torch's allocator config (GPU ranks only), set as "
+            "PYTORCH_ALLOC_CONF (torch >= 2.10) or PYTORCH_CUDA_ALLOC_CONF (older); both when the version is unknown"),
     Setting("deterministic", "bool", False, doc="CUBLAS_WORKSPACE_CONFIG, PYTHONHASHSEED=0, HOSTTUNE_DETERMINISTIC=1"),
     Setting("debug", "bool", False, doc="CUDA_LAUNCH_BLOCKING, NCCL_DEBUG, TORCH_DISTRIBUTED_DEBUG, C++ stack traces"),
     Setting("device", "choice", "auto", DEVICES, doc="auto = GPUs when there are any; cpu = hide GPUs"),
