@@ -32,15 +32,21 @@ class KnownLauncher:
 
     name: str  # torch.distributed.launch | accelerate launch | deepspeed | mpirun | srun
     local_ranks: Optional[int]  # ranks started on this node, when the command line (and config) tell
-    binds: bool  # the launcher binds its ranks itself: hosttune binds none of them
+    bound_by: Optional[str]  # who binds the ranks instead of hosttune ("mpirun --bind-to core"); None: hosttune
     threads: Optional[int]  # the per-rank thread count the user gave the launcher (hosttune keeps it)
     argv: Tuple[str, ...]  # the command to run (mpirun: with `--bind-to none` when hosttune binds instead)
     notes: Tuple[str, ...] = field(default=())  # one line each, for --dry-run
     rank_arg: Optional[str] = None  # the argument each rank also gets its local rank as (`--local-rank`)
 
+    @property
+    def binds(self) -> bool:
+        """The launcher binds its ranks itself: hosttune binds none of them (plan.resolve bound_by=)."""
+        return self.bound_by is not None
+
     def to_dict(self) -> Dict[str, Any]:
-        return {"name": self.name, "local_ranks": self.local_ranks, "binds": self.binds, "threads": self.threads,
-                "argv": list(self.argv), "notes": list(self.notes), "rank_arg": self.rank_arg}
+        return {"name": self.name, "local_ranks": self.local_ranks, "bound_by": self.bound_by,
+                "threads": self.threads, "argv": list(self.argv), "notes": list(self.notes),
+                "rank_arg": self.rank_arg}
 
 
 # ---- a small argparse/getopt-like scanner ---------------------------------------------------------------------
@@ -227,14 +233,13 @@ def _torch_launch(argv: Sequence[str], start: int, environ: Mapping[str, str],
         n = gpus if raw == "auto" and gpus else _count(tool, "--nproc-per-node", os.cpu_count() or 1)
     else:
         n = _count(tool, "--nproc-per-node", raw)
-    binds = bool(_last(scan, "numa_binding"))
-    if binds:
-        notes.append(f"--numa-binding={_last(scan, 'numa_binding')}: torch binds each rank; hosttune sets the rest")
+    mode = _last(scan, "numa_binding") or environ.get("PET_NUMA_BINDING")
+    bound_by = f"{tool} --numa-binding={mode}" if mode else None
     rank_arg = None
     if "use_env" not in scan.flags:
         rank_arg = "--local-rank"
         notes.append("without --use-env each rank also gets --local-rank=N as an argument (LOCAL_RANK is set too)")
-    return KnownLauncher(tool, n, binds, None, tuple(argv), tuple(notes), rank_arg)
+    return KnownLauncher(tool, n, bound_by, None, tuple(argv), tuple(notes), rank_arg)
 
 
 # ---- accelerate launch (accelerate/commands/launch.py, _validate_launch_command; accelerate 1.x) ---------------
@@ -337,10 +342,8 @@ def _accelerate(argv: Sequence[str], start: int, environ: Mapping[str, str], gpu
     if threads:
         notes.append(f"--num_cpu_threads_per_process {threads}: each rank keeps OMP_NUM_THREADS={threads}")
     affinity = "enable_cpu_affinity" in flags or bool((cfg or {}).get("enable_cpu_affinity"))
-    binds = affinity
-    if affinity:
-        notes.append("--enable_cpu_affinity: accelerate binds each rank to its GPU's NUMA node (GPU hosts); "
-                     "hosttune does not bind on top")
+    # accelerate's own binding (utils/environment.py set_numa_affinity: each rank on its GPU's NUMA node, GPU hosts)
+    bound_by = f"{tool} --enable_cpu_affinity" if affinity else None
     if config_path is not None:
         from hosttune.term import printable
 
@@ -359,15 +362,13 @@ def _accelerate(argv: Sequence[str], start: int, environ: Mapping[str, str], gpu
         mpi = (cfg or {}).get("mpirun_config") or {}
         if isinstance(mpi, dict) and mpi.get("mpirun_hostfile"):
             local = max((nprocs or 1) // machines, 1)
-            binds = True
-            notes.append("mpirun_config: accelerate starts its ranks with mpirun --bind-to socket; hosttune does "
-                         "not bind on top")
+            bound_by = f"{tool} (mpirun_config: mpirun --bind-to socket)"
         else:
             local = 1
             if nprocs and nprocs > 1:
                 notes.append("accelerate runs one process here (--cpu/no multi-process mode); for CPU ranks use "
                              "--multi_gpu --num_processes N")
-    return KnownLauncher(tool, local, binds, threads, tuple(argv), tuple(notes))
+    return KnownLauncher(tool, local, bound_by, threads, tuple(argv), tuple(notes))
 
 
 # ---- deepspeed (deepspeed/launcher/runner.py parse_args and main; deepspeed 0.1x) ------------------------------
@@ -454,18 +455,17 @@ def _deepspeed(argv: Sequence[str], start: int, environ: Mapping[str, str], gpus
         local = devices
     if local is not None:
         local = _count(tool, "local ranks", local)
-    binds = "bind_cores_to_rank" in scan.flags
+    bound_by = f"{tool} --bind_cores_to_rank" if "bind_cores_to_rank" in scan.flags else None
     threads: Optional[int] = None
-    if binds:
+    if bound_by:
         core_list = _last(scan, "bind_core_list")
         if core_list and local:
             from hosttune.cpulist import parse_cpulist
 
             threads = max(len(parse_cpulist(core_list)) // local, 1)
-        notes.append("--bind_cores_to_rank: deepspeed binds each rank with numactl and sets its OMP_NUM_THREADS; "
-                     "hosttune does not bind on top")
+        notes.append("--bind_cores_to_rank: deepspeed also sets each rank's OMP_NUM_THREADS to its cores")
     rank_arg = None if "no_local_rank" in scan.flags else "--local_rank"
-    return KnownLauncher(tool, local, binds, threads, tuple(argv), tuple(notes), rank_arg)
+    return KnownLauncher(tool, local, bound_by, threads, tuple(argv), tuple(notes), rank_arg)
 
 
 # ---- mpirun / mpiexec (Open MPI 4/5 orterun/prterun, MPICH Hydra, Intel MPI) ------------------------------------
@@ -521,7 +521,7 @@ def _mpirun(argv: Sequence[str], start: int, environ: Mapping[str, str], flavour
     for bare, dest in _MPI_VALUED2.items():
         table["-" + bare] = table["--" + bare] = (dest, 2)
     if ":" in argv[start:]:
-        return KnownLauncher("mpirun", None, False, None, tuple(argv),
+        return KnownLauncher("mpirun", None, None, None, tuple(argv),
                              ("MPMD (`:`) job: ranks plan from OMPI_COMM_WORLD_LOCAL_RANK/MPI_LOCALRANKID",))
     scan = _scan(tool, argv, start, table, unknown="flag")
     notes: List[str] = []
@@ -561,31 +561,24 @@ def _mpirun(argv: Sequence[str], start: int, environ: Mapping[str, str], flavour
         asked = f"--map-by {_last(scan, 'map_by')}"
     threads = _mpi_threads(tool, scan)
     out = list(argv)
+    bound_by: Optional[str] = None
     if asked is not None:
-        binds = True
-        notes.append(f"{asked}: MPI binds each rank; hosttune sets threads and environment only")
+        bound_by = f"{tool} {asked}"
     elif bind_to is not None:
-        binds = False
         notes.append("--bind-to none: hosttune binds each rank")
     elif flavour == "openmpi":
-        binds = False
         out[start:start] = ["--bind-to", "none"]
         notes.append("Open MPI binds ranks by default (core for np<=2, socket above): hosttune adds --bind-to none "
                      "and binds each rank itself")
     elif flavour == "intel" and environ.get("I_MPI_PIN", "1").lower() not in ("0", "off", "no", "disable"):
-        binds = True
-        notes.append("Intel MPI pins ranks by default (I_MPI_PIN): hosttune sets threads and environment only")
+        bound_by = f"{tool} (Intel MPI pins ranks by default, I_MPI_PIN)"
     elif flavour == "mpich" and environ.get("HYDRA_BINDING", "none").lower() != "none":
-        binds = True
-        notes.append(f"HYDRA_BINDING={environ['HYDRA_BINDING']}: MPI binds each rank; hosttune sets threads and "
-                     "environment only")
-    else:
-        binds = False
-        if flavour is None:
-            notes.append("MPI flavour unknown: hosttune binds each rank; if it binds too, add --bind-to none")
+        bound_by = f"{tool} (HYDRA_BINDING={environ['HYDRA_BINDING']})"
+    elif flavour is None:
+        notes.append("MPI flavour unknown: hosttune binds each rank; if it binds too, add --bind-to none")
     if threads:
         notes.append(f"OMP_NUM_THREADS={threads} exported by the command line: each rank keeps it")
-    return KnownLauncher("mpirun", local, binds, threads, tuple(out), tuple(notes))
+    return KnownLauncher("mpirun", local, bound_by, threads, tuple(out), tuple(notes))
 
 
 def _mpi_threads(tool: str, scan: _Scan) -> Optional[int]:
@@ -636,9 +629,7 @@ def _srun(argv: Sequence[str], start: int, environ: Mapping[str, str]) -> KnownL
     bind = _last(scan, "cpu_bind") or environ.get("SLURM_CPU_BIND") or ""
     kinds = [k.strip().lower() for k in bind.split(",") if k.strip()]
     binds = any(k.split(":")[0] not in ("none", "no", "verbose", "quiet", "v", "q") for k in kinds)
-    if binds:
-        notes.append(f"--cpu-bind={bind}: Slurm binds each task; hosttune sets threads and environment only")
-    return KnownLauncher(tool, local, binds, None, tuple(argv), tuple(notes))
+    return KnownLauncher(tool, local, f"{tool} --cpu-bind={bind}" if binds else None, None, tuple(argv), tuple(notes))
 
 
 __all__ = ["KnownLauncher", "identify", "mpi_flavour", "accelerate_default_config", "read_accelerate_config",
