@@ -221,6 +221,9 @@ def test_the_daemon_loop_checks_at_start_and_then_every_interval(
     state = tmp_path / "tune-state.json"  # an absolute STATE_FILE: the live root "/" joined with it is this file
     state.write_text("{}\n")
     stub_tune(monkeypatch, verify, str(state))
+    written: List[str] = []  # every textfile the loop wrote (the last one is the stopped monitor's, without readings)
+    real_write = daemon.TextfileSink.write
+    monkeypatch.setattr(daemon.TextfileSink, "write", lambda self, text: (written.append(text), real_write(self, text)))
     old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGXFSZ)}
     out, err = io.StringIO(), io.StringIO()
     try:
@@ -233,8 +236,8 @@ def test_the_daemon_loop_checks_at_start_and_then_every_interval(
             signal.signal(s, h)
     assert calls == [Path("/")]  # live: the host's own root
     assert "tunable swappiness (vm.swappiness) drifted: expected 10, actual 60" in out.getvalue()
-    text = (tmp_path / "tf" / "hosttune.prom").read_text()
-    assert 'hosttune_tune_drift{tunable="swappiness"} 1' in text
+    assert len(written) == 2 and 'hosttune_tune_drift{tunable="swappiness"} 1' in written[0]
+    assert (tmp_path / "tf" / "hosttune.prom").read_text() == written[1] and "hosttune_monitor_up 0" in written[1]
 
 
 def test_tune_checks_off_never_call_verify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_nvml: Any) -> None:
