@@ -272,6 +272,9 @@ def stage(stage_dir: Path, version: str, epoch: int, commit: str, overlay: Optio
     for unit in sorted((src / "systemd").glob("hosttune-*")):  # the monitor, the tune oneshot and its .path
         if unit.is_file() and unit.suffix in (".service", ".path", ".timer"):
             shutil.copy2(str(unit), str(stage_dir / "systemd" / unit.name))
+    # the monitor's Prometheus rules (and their promtool tests) and Grafana dashboard: /usr/share/hosttune/
+    for part in ("prometheus", "grafana"):
+        shutil.copytree(str(src / "contrib" / part), str(stage_dir / "contrib" / part))
 
     bindir = stage_dir / "bin"
     bindir.mkdir()
