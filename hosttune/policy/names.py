@@ -6,12 +6,14 @@ PROFILE_PATH = "HOSTTUNE_PROFILE_PATH"  # extra profile directories, colon-separ
 ETC_DIR = "HOSTTUNE_ETC_DIR"  # /etc/hosttune elsewhere (tests, captured hosts)
 PYTHON = "HOSTTUNE_PYTHON"  # the training interpreter
 STOP_GRACE = "HOSTTUNE_STOP_GRACE"  # seconds between a forwarded signal and SIGKILL (default 40)
+EXEC_CACHE = "HOSTTUNE_EXEC_CACHE"  # "0": `hosttune exec` neither reads nor writes its start-up cache
 
 # Set by the launcher on every process of a job
 HANDOFF = "HOSTTUNE_HANDOFF"  # the handoff file (the job's facts, profile, touched env, flags)
 LAUNCH_ID = "HOSTTUNE_LAUNCH_ID"  # carried by every process of the job; the sweep and --verify look for it
 LOCAL_RANK = "HOSTTUNE_LOCAL_RANK"  # set on the rank's own process (after the shim's exec)
 LOCAL_WORLD_SIZE = "HOSTTUNE_LOCAL_WORLD_SIZE"
+SPAWN_PROCS = "HOSTTUNE_SPAWN_PROCS"  # while torch.multiprocessing.spawn starts its processes: how many (hook.py)
 
 # Set by a plan for the engine (and any training script that reads them)
 NUM_WORKERS = "HOSTTUNE_NUM_WORKERS"
