@@ -1,5 +1,6 @@
 """`hosttune facts`: detect the host and print a summary, or the Facts JSON with --json."""
 
+import json
 import os
 from pathlib import Path
 from typing import List, Optional, Sequence
@@ -97,11 +98,16 @@ def render(f: Facts) -> str:
 @click.option("--python", "python", type=str, default=None,
               help="Interpreter whose torch to inspect (default: python3 on PATH).")
 @click.option("--json", "as_json", is_flag=True, help="Print the Facts JSON.")
-def cmd(root: Optional[str], python: Optional[str], as_json: bool) -> None:
+@click.option("--capture", "capture", metavar="DEST", default=None,
+              help="Write the proc/sys/etc files that --root reads into the new directory DEST (or DEST.tar.gz), "
+                   "for support.")
+def cmd(root: Optional[str], python: Optional[str], as_json: bool, capture: Optional[str]) -> None:
     """Detect what this host is (CPU, NUMA, GPUs, drivers, torch, storage)."""
     from hosttune.detect import collect
     from hosttune.detect._io import trusted_which
 
+    if capture is not None and root is not None:
+        raise UserError("--capture and --root: --capture records this host, not a captured one")
     if root is not None and not os.path.isdir(root):
         raise UserError(f"--root {root}: {'not a directory' if os.path.exists(root) else 'no such directory'}")
     if python is not None:
@@ -110,5 +116,18 @@ def cmd(root: Optional[str], python: Optional[str], as_json: bool) -> None:
         if found is None or not (os.path.isfile(found) and os.access(found, os.X_OK)):
             raise UserError(f"--python {python}: not an executable file")
         python = found
+    if capture is not None:
+        from hosttune import capture as capturing
+
+        manifest = capturing.capture(capture, python)
+        if as_json:
+            click.echo(json.dumps(manifest, indent=2))
+            return
+        click.echo(printable(f"captured {manifest['files']} files ({manifest['bytes'] >> 10} KiB) and "
+                             f"{manifest['placeholders']} placeholders into {capture}"
+                             + (f"; refused {len(manifest['refused'])} paths (see capture.json)"
+                                if manifest["refused"] else "")))
+        click.echo(printable(f"read it with: {manifest['read_with']}"))
+        return
     facts = collect(Path(root) if root is not None else Path("/"), python=python)
     click.echo(facts.to_json() if as_json else render(facts))

@@ -9,7 +9,7 @@ modes; no temperatures or counters); `use_nvml=False` skips NVML as well (GPUs t
 import os
 import socket
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 from hosttune.detect import allocators, cgroup, cpu, distro, gpu, kernel, limits, numa, nvidia, storage, torchenv, tuned
 from hosttune.detect._io import HostIO
@@ -24,13 +24,16 @@ def _hostname(io: HostIO) -> Optional[str]:
 
 
 def collect(root: Path = Path("/"), python: Optional[str] = None, *, probe_torch: bool = True,
-            use_nvml: bool = True, nvml_module: Any = None) -> Facts:
+            use_nvml: bool = True, nvml_module: Any = None,
+            trace: Optional[Callable[[str, str, Optional[bytes]], None]] = None) -> Facts:
     """Detect a host. Never raises for what a host lacks: each gap is a "what: why" line in `Facts.missing`.
 
     `nvml_module` replaces nvidia-ml-py (tests pass the fake); it also lets NVML run against a foreign root so the
-    GPU probe's sysfs lookups (numa_node, local_cpulist) can be tested on a synthetic tree.
+    GPU probe's sysfs lookups (numa_node, local_cpulist) can be tested on a synthetic tree. `trace` is told every
+    path read or looked at (HostIO.trace): how `facts --capture` knows what `--root` needs.
     """
     io = HostIO(Path(root))
+    io.trace = trace
     io.allow_run = probe_torch
     cg = cgroup.probe(io)
     cpu_facts = cpu.probe(io, cg, affinity=cpu.live_affinity() if io.live else None, slow_fallback=probe_torch)

@@ -23,7 +23,7 @@ import shutil
 import stat
 import subprocess
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hosttune import trust
 from hosttune.cpulist import (
@@ -124,6 +124,9 @@ class HostIO:
         self.last_error: Optional[str] = None
         # False on the launcher's fast path: no subprocess at all (collect(probe_torch=False)).
         self.allow_run = True
+        # `facts --capture` (hosttune.capture) sets a Trace: every path a probe asks about, so a capture holds
+        # exactly what `--root` reads. trace(kind, rel, data): kind is read/list/stat/elf/which; data the bytes read.
+        self.trace: Optional[Callable[[str, str, Optional[bytes]], None]] = None
 
     # ---- paths ----------------------------------------------------------------------------------------------
     def path(self, rel: str) -> Path:
@@ -205,9 +208,14 @@ class HostIO:
             text = self._cache[rel]
         else:
             try:
-                text = self._read_bytes(rel).decode("utf-8", errors="replace").rstrip(_TRAILING)
+                raw = self._read_bytes(rel)
+                text = raw.decode("utf-8", errors="replace").rstrip(_TRAILING)
+                if self.trace is not None:
+                    self.trace("read", rel, raw)
             except OSError as exc:
                 text = None
+                if self.trace is not None:
+                    self.trace("read", rel, None)
                 if what or _hostile(exc):
                     # Something that is not a plain file where one is expected (a FIFO, a device, a huge file, a
                     # link loop) is worth a line even where a probe reads it as optional.
@@ -256,6 +264,8 @@ class HostIO:
         return cpus
 
     def exists(self, rel: str) -> bool:
+        if self.trace is not None:
+            self.trace("stat", rel, None)
         if self.live:
             return os.path.lexists(self.path(rel))
         try:
@@ -266,6 +276,8 @@ class HostIO:
 
     def _stat(self, rel: str) -> Optional[os.stat_result]:
         """stat (links followed, inside the root) or None."""
+        if self.trace is not None:
+            self.trace("stat", rel, None)
         if self.live:
             try:
                 return os.stat(self.path(rel))
@@ -288,6 +300,8 @@ class HostIO:
 
     def listdir(self, rel: str) -> List[str]:
         """Sorted names in a folder ([] when absent); cached, since library dirs are listed by several probes."""
+        if self.trace is not None:
+            self.trace("list", rel, None)
         if rel not in self._dirs:
             try:
                 if self.live:
@@ -304,6 +318,8 @@ class HostIO:
 
     def realpath(self, rel: str) -> Optional[str]:
         """Resolve symbolic links inside the root; the host path ("/sys/devices/...") or None when it dangles."""
+        if self.trace is not None:
+            self.trace("stat", rel, None)
         if self.live:
             real = os.path.realpath(rel)
             return real if os.path.lexists(real) else None
@@ -316,6 +332,8 @@ class HostIO:
 
     def is_elf(self, rel: str) -> bool:
         """Whether `rel` (links resolved inside the root) is a regular file starting with the ELF magic."""
+        if self.trace is not None:
+            self.trace("elf", rel, None)
         if self.live:
             real = os.path.realpath(rel)
             return self.isfile(real) and trust.is_elf(real)
@@ -362,6 +380,8 @@ class HostIO:
             for entry in skipped:
                 self.note("PATH", f"not searched as root: {entry}")
             if found:
+                if self.trace is not None:
+                    self.trace("which", found, None)
                 return found
             if trust.is_root():
                 dirs = [d for d in dirs if trust.problem(d, kind="dir")[1] is None]
