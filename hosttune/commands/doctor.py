@@ -46,6 +46,9 @@ def isatty() -> bool:
 @click.command("doctor")
 @click.option("--json", "as_json", is_flag=True, help="Print {schema, findings, summary} as JSON.")
 @click.option("--python", "python", metavar="PATH", help="The training interpreter to probe for torch.")
+@click.option("--deep", is_flag=True,
+              help="Also measure: torch/CUDA for real, GPU matmul vs peak, copies, P2P, NCCL/gloo all-reduce, CPU "
+                   "matmul, memory bandwidth, bf16 speed, --data reads, /dev/shm, containers (about a minute).")
 @click.option("--data", "data", metavar="PATH", multiple=True, help="A dataset/checkpoint path to check (repeat).")
 @click.option("--root", "root", metavar="DIR", help="Check a captured host tree (proc/, sys/, etc/) instead.")
 @click.option("--only", "only", metavar="GROUP", help=f"Run one group: {', '.join(doctor.GROUPS)}.")
@@ -58,8 +61,9 @@ def isatty() -> bool:
                    "hosttune drained once the checks pass.")
 @click.option("--npd", is_flag=True,
               help="node-problem-detector custom plugin: one line (<= 80 chars); exit 0 OK, 1 problem, 2 unknown.")
-def cmd(as_json: bool, python: Optional[str], data: Tuple[str, ...], root: Optional[str], only: Optional[str],
-        explain: Optional[str], fail_on: str, skip: Tuple[str, ...], slurm: bool, npd: bool) -> None:
+def cmd(as_json: bool, python: Optional[str], deep: bool, data: Tuple[str, ...], root: Optional[str],
+        only: Optional[str], explain: Optional[str], fail_on: str, skip: Tuple[str, ...], slurm: bool,
+        npd: bool) -> None:
     """Check the host for PyTorch training.
 
     Exit status: 0 nothing at or above --fail-on, 1 a check failed (or warned, with --fail-on warn), 2 bad usage.
@@ -73,15 +77,24 @@ def cmd(as_json: bool, python: Optional[str], data: Tuple[str, ...], root: Optio
             click.echo(doctor.explain(explain))
         return
     if slurm or npd:
-        fleet_mode(slurm, npd, as_json, root, python=python, data=data, only=only, fail_on=fail_on, skip=skip)
+        fleet_mode(slurm, npd, as_json, root, python=python, data=data, only=only, fail_on=fail_on, skip=skip,
+                   deep=deep_options() if deep else None)
         return
-    report = doctor.diagnose(root=root, python=python, data=data, only=only, skip=skip)
+    report = doctor.diagnose(root=root, python=python, data=data, only=only, skip=skip,
+                             deep=deep_options() if deep else None)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:
         click.echo(render_table(report, colour=isatty()))
     ctx = click.get_current_context()
     ctx.exit(report.exit_code_at(fail_on))
+
+
+def deep_options() -> Any:
+    """What --deep measures with (tests shrink it); progress goes to stderr when that is a terminal."""
+    from hosttune.doctor.deep import DeepOptions
+
+    return DeepOptions()
 
 
 def fleet_mode(slurm: bool, npd: bool, as_json: bool, root: Optional[str], **run: Any) -> None:

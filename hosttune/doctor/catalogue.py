@@ -11,6 +11,7 @@ from hosttune.doctor.checks import hosttune as hosttune_checks
 from hosttune.doctor.checks import os as os_checks
 from hosttune.doctor.checks import torch as torch_checks
 from hosttune.doctor.context import DATA, GPU, NVML, Context, live, local_profiles, shell_env
+from hosttune.doctor.deep import DEEP_CHECKS, DeepOptions, DeepRun
 from hosttune.doctor.model import GROUPS, Check, Finding, Report, Result
 from hosttune.errors import UserError
 
@@ -74,7 +75,7 @@ CHECKS: Tuple[Check, ...] = (
     Check("hosttune.profile_fresh", "hosttune", "Profile made for this hardware", hosttune_checks.check_profile_fresh,
           needs=(local_profiles(),)),
 )
-BY_ID: Dict[str, Check] = {c.id: c for c in CHECKS}
+BY_ID: Dict[str, Check] = {c.id: c for c in CHECKS + DEEP_CHECKS}  # --deep's measured checks too (--explain)
 
 
 def _one(check: Check, ctx: Context) -> Finding:
@@ -123,8 +124,10 @@ def check_by_id(check_id: str, option: str) -> Check:
 
 
 def diagnose(root: Optional[str] = None, python: Optional[str] = None, data: Sequence[str] = (),
-             only: Optional[str] = None, env: Optional[Mapping[str, str]] = None, skip: Sequence[str] = ()) -> Report:
-    """Detect the host (or read a captured one) and run the checks: what `hosttune doctor` does."""
+             only: Optional[str] = None, env: Optional[Mapping[str, str]] = None, skip: Sequence[str] = (),
+             deep: Optional[DeepOptions] = None) -> Report:
+    """Detect the host (or read a captured one) and run the checks: what `hosttune doctor` does. With `deep`,
+    the measured checks (hosttune.doctor.deep) run after the others, on this machine only."""
     for check_id in skip:
         check_by_id(check_id, "--skip")
     if only is not None and only not in GROUPS:
@@ -136,6 +139,8 @@ def diagnose(root: Optional[str] = None, python: Optional[str] = None, data: Seq
             raise UserError(f"--data: {path}: no such file or directory")
     if root is not None and not os.path.isdir(root):
         raise UserError(f"--root: {root}: not a directory")
+    if deep is not None and root is not None and os.path.realpath(root) != "/":
+        raise UserError("--deep measures this machine; it cannot be combined with --root")
     if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise UserError(f"--python: {python}: not an executable file")
     from hosttune.detect import collect
@@ -144,4 +149,10 @@ def diagnose(root: Optional[str] = None, python: Optional[str] = None, data: Seq
     facts = collect(Path(root or "/"), python, probe_torch=live_host or python is not None, use_nvml=live_host)
     ctx = Context(facts=facts, env=dict(os.environ if env is None else env), data=tuple(data), live=live_host,
                   python=python)
-    return run_checks(ctx, only=only, skip=skip)
+    if deep is None:
+        return run_checks(ctx, only=only, skip=skip)
+    ctx.deep = DeepRun(ctx, deep)
+    try:
+        return run_checks(ctx, CHECKS + DEEP_CHECKS, only=only, skip=skip)
+    finally:
+        ctx.deep.close()

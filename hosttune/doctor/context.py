@@ -59,6 +59,7 @@ class Context:
     profile: Optional["Active"] = None
     python: Optional[str] = None  # --python: the training interpreter named by the user (None: python3 on PATH)
     probe: Live = field(default_factory=Live)
+    deep: Optional[Any] = None  # doctor --deep: the run's hosttune.doctor.deep.DeepRun (measures on first use)
     _samples: Optional[Any] = None
     _loaded: Optional[Tuple["Active", Optional["Profile"], str]] = None
 

@@ -117,3 +117,21 @@ def driver_install(ctx: Context) -> str:
                else "dnf module install -y nvidia-driver:open-dkms")
         return f"{repo} && {pkg} && reboot"
     return "install the NVIDIA driver from your distribution or https://www.nvidia.com/Download, then reboot"
+
+
+def container_toolkit_install(ctx: Context) -> str:
+    """Install the NVIDIA Container Toolkit from NVIDIA's repository (its install guide: apt list with a signed-by
+    keyring on Debian/Ubuntu, the .repo file on the RHEL family)."""
+    base = "https://nvidia.github.io/libnvidia-container"
+    apt = (f"curl -fsSL {base}/gpgkey | gpg --dearmor -o /usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
+           f" && curl -fsSL {base}/stable/deb/nvidia-container-toolkit.list | sed 's#deb https://#deb "
+           "[signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] https://#g' > "
+           "/etc/apt/sources.list.d/nvidia-container-toolkit.list && apt-get update && "
+           "apt-get install -y nvidia-container-toolkit")
+    dnf = (f"curl -fsSL {base}/stable/rpm/nvidia-container-toolkit.repo > "
+           "/etc/yum.repos.d/nvidia-container-toolkit.repo && dnf install -y nvidia-container-toolkit")
+    if ctx.family == "debian":
+        return apt
+    if ctx.family == "rhel":
+        return dnf
+    return f"{apt}   # Debian/Ubuntu\n{dnf}   # RHEL family"

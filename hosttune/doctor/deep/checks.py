@@ -1,0 +1,294 @@
+"""doctor --deep's checks: each reads one measurement of the run's DeepRun (`ctx.deep`, started on first use and
+shared) and turns it into a Finding through hosttune.doctor.deep.findings. Same model, table and JSON as the
+inferred checks; each run function's docstring is its `--explain`."""
+
+import os
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+from hosttune import nvml as nvmlmod
+from hosttune.detect._io import HostIO
+from hosttune.doctor.checks.storage import _mount_for
+from hosttune.doctor.context import GPU, Context, Need, effective_cpus, gpus, live
+from hosttune.doctor.deep import findings, host
+from hosttune.doctor.deep.session import DeepRun, nvml_index
+from hosttune.doctor.fixes import container_toolkit_install
+from hosttune.doctor.model import Check, Finding
+from hosttune.policy import bandwidth
+
+DEEP = Need("deep", lambda ctx: ctx.deep is not None, "measured only with --deep")
+LIVE = live("measurements run on this machine only (--root given)")
+
+
+def _run(ctx: Context) -> DeepRun:
+    assert ctx.deep is not None  # the DEEP need
+    return ctx.deep  # type: ignore[no-any-return]
+
+
+def _devices(ctx: Context, job: str = "torch") -> Tuple[Optional[dict], list]:
+    info = _run(ctx).job(job).result("info")
+    usable = [d for d in (info or {}).get("devices", []) if not d.get("error")]
+    return info, usable
+
+
+def _cuda_ready(ctx: Context) -> Optional[Finding]:
+    """A skip when torch cannot use the GPUs (torch.deep_cuda says why), else None."""
+    info, usable = _devices(ctx)
+    if info is None or not usable:
+        return Finding(status="skip", actual=f"needs torch with working CUDA (see {findings.TORCH_CHECK})")
+    return None
+
+
+def _index_map(ctx: Context, job: str) -> Dict[int, int]:
+    info = _run(ctx).job(job).result("info") or {}
+    devices = info.get("devices", [])
+    return {int(d["index"]): nvml_index(ctx.facts.gpus, devices, int(d["index"])) for d in devices}
+
+
+# ---- torch --------------------------------------------------------------------------------------------------------
+def check_torch_cuda(ctx: Context) -> Finding:
+    """torch imports in the training interpreter (the one `facts` probes, run isolated like that probe) and, on a
+    GPU host, CUDA initialises every GPU.
+
+    This runs torch for real, in a subprocess with a timeout: `import torch`, `torch.cuda.init()` (which raises
+    the reason `cuda.is_available()` hides: driver too old, no permission on /dev/nvidia*, MIG without an
+    instance, Fabric Manager not running), then a tiny kernel on each device. bf16 support is the compute
+    capability >= 8.0 (Ampere): torch.cuda.is_bf16_supported() also says True on V100/T4, where bf16 is emulated.
+    The first CUDA error is the finding's actual value."""
+    run = _run(ctx)
+    return findings.torch_finding(run.job("torch"), len(gpus(ctx)), run.python())
+
+
+# ---- GPU ----------------------------------------------------------------------------------------------------------
+def check_compute(ctx: Context) -> Finding:
+    """Each GPU runs a large matmul (8192^2) in bf16, fp16 and tf32 for a few hundred ms; achieved TFLOP/s vs the
+    model's dense peak from the one peak table (hosttune.policy.gpu_peak, also the engine's MFU).
+
+    Below 70% of peak is a warning, shown with the clock-event reasons NVML reported for that GPU while it
+    computed (power cap, thermal or hardware slowdown: the same levels as nvidia.clock_reasons, so a hardware
+    slowdown fails). Volta/Turing have no bf16/tf32 tensor cores: those rows read n/a."""
+    skip = _cuda_ready(ctx)
+    if skip:
+        return skip
+    run = _run(ctx)
+    return findings.compute_finding(run.job("gpu"), run.clock_events, _index_map(ctx, "gpu"))
+
+
+def check_copies(ctx: Context) -> Finding:
+    """Pinned and pageable host-to-device and device-to-host copies per GPU (256 MiB) vs what the GPU's PCIe link
+    allows: NVML's maximum gen x width at the coded rate per lane x 80% (TLP overhead; what bandwidthTest reaches
+    on a healthy link). Pinned copies below 75% of that warn; the link NVML saw during the copies is shown."""
+    skip = _cuda_ready(ctx)
+    if skip:
+        return skip
+    run = _run(ctx)
+    links = {g.index: (g.pcie_gen_max, g.pcie_width_max) for g in ctx.facts.gpus}
+    return findings.copies_finding(run.job("gpu"), links, run.pcie_seen, _index_map(ctx, "gpu"))
+
+
+def check_p2p(ctx: Context) -> Finding:
+    """The peer-to-peer access matrix (torch.cuda.can_device_access_peer) and a 256 MiB peer copy from each GPU
+    to the next. On NVLink models every pair should be peer-accessible and copies reach >= 40% of one
+    direction's NVLink rate; on PCIe, >= 50% of the link's realistic rate (ACS or IOMMU translation on the path
+    sends peer traffic through the root complex, or turns P2P off)."""
+    skip = _cuda_ready(ctx)
+    if skip:
+        return skip
+    _, usable = _devices(ctx)
+    if len(usable) < 2:
+        return Finding(status="skip", actual="one GPU: no peer to copy to", expected="")
+    links = [bandwidth.pcie_expected_gbps(g.pcie_gen_max, g.pcie_width_max) for g in gpus(ctx)]
+    known = [x for x in links if x]
+    return findings.p2p_finding(_run(ctx).job("gpu"), [str(d.get("name")) for d in usable],
+                                min(known) if known else None)
+
+
+def check_nccl(ctx: Context) -> Finding:
+    """NCCL all-reduce over every local GPU, started through torchrun (one rank per GPU), 256 MiB float32: the
+    nccl-tests bus bandwidth `busbw = algbw * 2(n-1)/n` (NVIDIA/nccl-tests doc/PERFORMANCE.md), comparable with
+    one GPU's link bandwidth whatever the rank count, and whether the sums were right.
+
+    Expected: on NVLink models >= 60% of one direction's NVLink rate per GPU (nccl-tests on healthy 8x A100
+    reach ~230 of 300 GB/s, 8x H100 ~350-480 of 450); on PCIe >= 40% of the link's realistic rate."""
+    skip = _cuda_ready(ctx)
+    if skip:
+        return skip
+    _, usable = _devices(ctx)
+    if len(usable) < 2:
+        return Finding(status="skip", actual="one GPU: no all-reduce across GPUs", expected="")
+    name = str(usable[0].get("name"))
+    nvlink = bandwidth.nvlink_gbps(name)
+    if nvlink:
+        want: Optional[float] = nvlink * bandwidth.NVLINK_WARN_FRACTION
+        basis = f"60% of NVLink {nvlink:.0f} GB/s per GPU ({name})"
+    else:
+        links = [bandwidth.pcie_expected_gbps(g.pcie_gen_max, g.pcie_width_max) for g in gpus(ctx)]
+        known = [x for x in links if x]
+        want = min(known) * bandwidth.PCIE_ALLREDUCE_WARN_FRACTION if known else None
+        basis = "40% of the slowest PCIe link's realistic rate" if known else "completes with correct sums"
+    return findings.allreduce_finding(_run(ctx).job("allreduce_nccl"), "nccl", want, basis)
+
+
+def check_nvlink(ctx: Context) -> Finding:
+    """Every NVLink of every GPU is up (NVML nvmlDeviceGetNvLinkState). A link down halves (or worse) what NCCL
+    gets between that GPU and the others; PCIe GPUs have none and skip."""
+    links: Dict[int, list] = {}
+    try:
+        with nvmlmod.Nvml() as session:
+            for g in ctx.facts.gpus:
+                count = session.nvlink_count(g.index)
+                if count:
+                    links[g.index] = list(session.health(g.index, count).get("nvlinks", []))
+    except (nvmlmod.NvmlUnavailable, nvmlmod.GpuLost) as exc:
+        return Finding(status="skip", actual=f"NVML: {exc}")
+    return findings.nvlink_finding(links)
+
+
+# ---- CPU ----------------------------------------------------------------------------------------------------------
+def _cores(ctx: Context, threads: Optional[int]) -> int:
+    cpu = ctx.facts.cpu
+    budget = effective_cpus(ctx) or cpu.logical or 1
+    physical = cpu.physical or cpu.logical or budget
+    cores = min(budget, physical)
+    return max(1, min(cores, threads) if threads else cores)
+
+
+def check_cpu_matmul(ctx: Context) -> Finding:
+    """An fp32 matmul (1024^2) with torch's threads: achieved GFLOP/s vs the CPU's peak = physical cores this
+    process may use x clock x FLOPs per cycle of its widest vector FMA (AVX-512 64, AVX2+FMA 32, AVX 16, SSE 8;
+    hosttune.policy.cpu_peak). Below 40% of it something takes the cores (other jobs, a quota, oversubscribed
+    threads) or the clock is lower than reported."""
+    run = _run(ctx)
+    job = run.job("torch")
+    r = job.result("cpu_matmul")
+    cpu = ctx.facts.cpu
+    ghz, _ = host.cpu_clock_ghz(HostIO(Path("/")), cpu.model)
+    threads = int(r["threads"]) if r and r.get("threads") else None
+    return findings.cpu_matmul_finding(job, _cores(ctx, threads), ghz, cpu.flags, cpu.vendor, cpu.arch)
+
+
+def check_membw(ctx: Context) -> Finding:
+    """STREAM triad (a = b + s*c, three 128 MiB float32 arrays) with torch's threads: GB/s vs a floor of 2 GB/s
+    per thread (hosttune.policy.cpu_peak: a memory channel streams 15-35 GB/s for at most ~8-12 cores). Below it,
+    memory is on another NUMA node, a channel is empty, or the host swaps."""
+    return findings.membw_finding(_run(ctx).job("torch"))
+
+
+def check_bf16(ctx: Context) -> Finding:
+    """The same matmul in fp32 and under torch.autocast('cpu', bfloat16). A CPU without avx512_bf16/amx_bf16
+    emulates bf16: autocast runs 10-30x slower than fp32 (perf-notes: x0.03-0.10 here), so amp=bf16 on such a
+    CPU is the slowest choice; warn when bf16 reaches less than 0.8x of fp32."""
+    return findings.bf16_finding(_run(ctx).job("torch"), ctx.facts.cpu.flags)
+
+
+def check_gloo(ctx: Context) -> Finding:
+    """On a host without usable GPUs: a gloo all-reduce over 2 local ranks through torchrun (16 MiB float32), the
+    path CPU DDP training takes. It must finish with correct sums; the bus bandwidth (nccl-tests formula) is
+    shown, with no rated peak to hold it to (loopback TCP)."""
+    info, usable = _devices(ctx)
+    if usable:
+        return Finding(status="skip", actual="GPU host: see nvidia.deep_allreduce", expected="")
+    if info is None:
+        return Finding(status="skip", actual=f"needs a working torch (see {findings.TORCH_CHECK})")
+    if not info.get("gloo"):
+        return Finding(status="fail", actual="torch.distributed has no gloo backend", expected="gloo available",
+                       fix="install a torch wheel built with distributed support (the pytorch.org wheels are)")
+    return findings.allreduce_finding(_run(ctx).job("allreduce_gloo"), "gloo", None,
+                                      "2 ranks finish with correct sums (loopback: no rated peak)")
+
+
+# ---- storage ------------------------------------------------------------------------------------------------------
+def check_disk_read(ctx: Context) -> Finding:
+    """Sequential read of each --data path (a file, or the largest files under a directory; up to 512 MiB or 2 s)
+    with the page cache bypassed: O_DIRECT into page-aligned buffers, or, where the file system refuses O_DIRECT
+    (tmpfs, some FUSE/network mounts), posix_fadvise(DONTNEED) first, which the finding says. MB/s vs the floor of
+    the disk kind the detector found (hosttune.policy.bandwidth: nvme 1000, ssd 300, hdd 100, network 100)."""
+    kinds = {}
+    for p in ctx.data:
+        m = _mount_for(ctx, p)
+        kinds[os.path.abspath(p)] = m.kind if m is not None else "unknown"
+    return findings.disk_finding(_run(ctx).job("disk"), kinds)
+
+
+def check_shm_speed(ctx: Context) -> Finding:
+    """Write then read a file in /dev/shm (256 MiB, or half of what is free): DataLoader workers pass every batch
+    through it. Below 1000 MB/s either way means memory pressure or a starved cgroup."""
+    return findings.shm_finding(_run(ctx).job("shm"))
+
+
+# ---- containers ---------------------------------------------------------------------------------------------------
+def check_container(ctx: Context) -> Finding:
+    """Whether hosttune runs inside a container (systemd-detect-virt -c's order: PID 1's container=,
+    /run/systemd/container, /run/.containerenv, /.dockerenv, /proc/1/cgroup). Inside one on a GPU host, the GPUs
+    must have been passed in: /dev/nvidiactl present (docker --gpus all, CDI --device nvidia.com/gpu=all, or the
+    Kubernetes device plugin)."""
+    io = HostIO(Path("/"))
+    where = host.container(io)
+    if where is None:
+        return Finding(status="pass", actual="not in a container", expected="")
+    kind, evidence = where
+    actual = f"inside a {kind} container ({evidence})"
+    if gpus(ctx) and not io.exists("/dev/nvidiactl"):
+        return Finding(status="warn", actual=f"{actual}; GPUs on the PCI bus but no /dev/nvidiactl",
+                       expected="the GPUs passed into the container",
+                       fix="start the container with the GPUs: docker run --gpus all ... (NVIDIA Container Toolkit "
+                           "on the host), podman run --device nvidia.com/gpu=all ... (CDI), or request "
+                           "nvidia.com/gpu in Kubernetes")
+    return Finding(status="pass", actual=actual, expected="")
+
+
+def check_container_toolkit(ctx: Context) -> Finding:
+    """On a GPU host with docker or podman: the NVIDIA Container Toolkit (nvidia-ctk) is installed, a CDI spec for
+    nvidia.com/gpu exists in /etc/cdi or /var/run/cdi (podman and docker >= 25 use it), and docker's daemon.json
+    names the nvidia runtime (or enables CDI). Without them `--gpus all` fails with "could not select device
+    driver"."""
+    io = HostIO(Path("/"))
+    if host.container(io) is not None:
+        return Finding(status="skip", actual="inside a container: the toolkit belongs on the host", expected="")
+    tk = host.toolkit(io)
+    engines = [n for n, p in (("docker", tk.docker), ("podman", tk.podman)) if p]
+    if not engines:
+        return Finding(status="skip", actual="no docker or podman on this host", expected="")
+    expected = "nvidia-ctk installed; CDI spec for nvidia.com/gpu; docker: nvidia runtime or CDI"
+    if not tk.nvidia_ctk:
+        return Finding(status="warn", actual=f"{' and '.join(engines)} installed, nvidia-ctk missing",
+                       expected=expected, fix=container_toolkit_install(ctx))
+    problems, fixes = [], []
+    if not tk.cdi_specs:
+        problems.append("no CDI spec for nvidia.com/gpu in /etc/cdi or /var/run/cdi")
+        fixes.append("nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml")
+    if tk.docker and not (tk.docker_nvidia_runtime or tk.docker_cdi):
+        problems.append("docker's daemon.json has no nvidia runtime")
+        fixes.append("nvidia-ctk runtime configure --runtime=docker && systemctl restart docker")
+    actual = f"nvidia-ctk {tk.nvidia_ctk}; " + (", ".join(tk.cdi_specs) or "no CDI spec")
+    if problems:
+        return Finding(status="warn", actual=f"{actual}; " + "; ".join(problems), expected=expected,
+                       fix="\n".join(fixes))
+    return Finding(status="pass", actual=actual, expected=expected)
+
+
+NEEDS = (DEEP, LIVE)
+GPU_NEEDS = NEEDS + (GPU,)
+DATA = Need("data", lambda ctx: bool(ctx.data), "no --data PATH given", "sequential read at the disk kind's rate")
+
+DEEP_CHECKS: Tuple[Check, ...] = (
+    Check("torch.deep_cuda", "torch", "torch imports, CUDA initialises (measured)", check_torch_cuda, needs=NEEDS),
+    Check("cpu.deep_matmul", "cpu", "CPU matmul vs peak (measured)", check_cpu_matmul, needs=NEEDS),
+    Check("cpu.deep_membw", "cpu", "Memory bandwidth, triad (measured)", check_membw, needs=NEEDS),
+    Check("cpu.deep_bf16", "cpu", "bf16 autocast speed on this CPU (measured)", check_bf16, needs=NEEDS),
+    Check("cpu.deep_allreduce", "cpu", "gloo all-reduce, 2 local ranks (measured)", check_gloo, needs=NEEDS),
+    Check("nvidia.deep_compute", "nvidia", "GPU matmul vs dense peak (measured)", check_compute, needs=GPU_NEEDS),
+    Check("nvidia.deep_copies", "nvidia", "Host<->GPU copies vs PCIe link (measured)", check_copies,
+          needs=GPU_NEEDS),
+    Check("nvidia.deep_p2p", "nvidia", "GPU peer access and copies (measured)", check_p2p, needs=GPU_NEEDS),
+    Check("nvidia.deep_allreduce", "nvidia", "NCCL all-reduce bus bandwidth (measured)", check_nccl,
+          needs=GPU_NEEDS),
+    Check("nvidia.deep_nvlink", "nvidia", "NVLink links up", check_nvlink,
+          needs=GPU_NEEDS + (Need("nvml", lambda ctx: ctx.facts.nvidia.nvml == "ok", "NVML not available"),)),
+    Check("storage.deep_read", "storage", "Data read throughput, page cache bypassed (measured)", check_disk_read,
+          needs=NEEDS + (DATA,)),
+    Check("storage.deep_shm", "storage", "/dev/shm throughput (measured)", check_shm_speed, needs=NEEDS),
+    Check("os.deep_container", "os", "Inside a container?", check_container, needs=NEEDS),
+    Check("nvidia.deep_container_toolkit", "nvidia", "NVIDIA Container Toolkit for docker/podman",
+          check_container_toolkit, needs=GPU_NEEDS),
+)
