@@ -327,14 +327,14 @@ def _common(facts: Facts, profile: Profile, environ: Mapping[str, str],
     for p in _preload_list(environ.get("LD_PRELOAD", "")):
         if not any(_same_library(p, q, facts.root) for q in preload):
             preload.append(p)
+    name, path, why = _choose_allocator(facts, profile)
     theirs = _users_malloc(preload)
-    if theirs is not None and not override and profile.allocator != "system":
+    if theirs is not None and path and not override and not _same_library(theirs, path, facts.root):
+        # a different malloc already preloaded is the caller's choice: ours first would silently replace it
         name, path = "yours", None
-        reasons.append(f"allocator: {theirs} from your LD_PRELOAD kept, the profile's {profile.allocator} not "
-                       f"added (--override to put the profile's first)")
-    else:
-        name, path, why = _choose_allocator(facts, profile)
-        reasons.extend(why)
+        why = [f"allocator: {theirs} from your LD_PRELOAD kept, the profile's {profile.allocator} not added "
+               f"(--override to put the profile's first)"]
+    reasons.extend(why)
     ours: List[str] = []
     if path:
         ours.append(path)

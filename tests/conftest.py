@@ -144,6 +144,7 @@ def _scrub_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
             "MALLOC_CONF",
             "CUDA_VISIBLE_DEVICES",
             "PYTORCH_CUDA_ALLOC_CONF",
+            "PYTORCH_ALLOC_CONF",
             "SLURM_LOCALID",
             "SLURM_NTASKS_PER_NODE",
             "SLURM_LOCALID",
