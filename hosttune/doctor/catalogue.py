@@ -75,7 +75,9 @@ CHECKS: Tuple[Check, ...] = (
     Check("hosttune.profile_fresh", "hosttune", "Profile made for this hardware", hosttune_checks.check_profile_fresh,
           needs=(local_profiles(),)),
 )
-BY_ID: Dict[str, Check] = {c.id: c for c in CHECKS + DEEP_CHECKS}  # --deep's measured checks too (--explain)
+BY_ID: Dict[str, Check] = {c.id: c for c in CHECKS}
+# what --explain and --skip know: the checks above and --deep's measured ones
+KNOWN: Dict[str, Check] = {c.id: c for c in CHECKS + DEEP_CHECKS}
 
 
 def _one(check: Check, ctx: Context) -> Finding:
@@ -115,10 +117,10 @@ def explain(check_id: str) -> str:
 
 def check_by_id(check_id: str, option: str) -> Check:
     """The check named `check_id`; an unknown one is bad usage naming `option`, with the closest ids."""
-    check = BY_ID.get(check_id)
+    check = KNOWN.get(check_id)
     if check is None:
-        close = difflib.get_close_matches(check_id, list(BY_ID), n=3, cutoff=0.4)
-        hint = f"; did you mean {', '.join(close)}?" if close else f"; ids: {', '.join(BY_ID)}"
+        close = difflib.get_close_matches(check_id, list(KNOWN), n=3, cutoff=0.4)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; ids: {', '.join(KNOWN)}"
         raise UserError(f"{option}: no check {check_id!r}{hint}")
     return check
 
