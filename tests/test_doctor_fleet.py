@@ -4,10 +4,12 @@ node through an `scontrol` on PATH (a stand-in that keeps the node's state in a 
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 from test_doctor import synthetic_root
@@ -263,3 +265,44 @@ def test_slurm_sync_without_scontrol() -> None:
     v = fleet.Verdict(False, "hosttune: storage.shm: 64 MiB")
     assert fleet.slurm_sync(v, "node7", NoScontrol()) == (
         "error", "scontrol not found on PATH: the node's state was not changed")
+
+
+# ---- papercuts: the stale-profile fix runs as printed; profile list marks the profile in use -------------------------
+def test_the_stale_profile_fix_is_a_command_that_works(tmp_path: Path) -> None:
+    env = dict(os.environ)
+    user = Path(env["XDG_CONFIG_HOME"]) / "hosttune" / "profile.yaml"
+    assert hosttune("profile", "generate", "--base", "memory-saver", "-o", str(user), env=env).returncode == 0
+    text = user.read_text()
+    user.write_text(re.sub(r"(?m)^fingerprint: \w+", "fingerprint: 00000000deadbeef", text))
+
+    def fresh() -> Dict[str, str]:
+        data = json.loads(hosttune("doctor", "--json", "--only", "hosttune", env=env).stdout)
+        return {f["id"]: f for f in data["findings"]}["hosttune.profile_fresh"]  # type: ignore[no-any-return]
+
+    stale = fresh()
+    assert stale["status"] == "warn", stale
+    command = shlex.split(stale["fix"].split("#")[0])
+    assert command[:4] == ["hosttune", "profile", "generate", "--force"] and command[-2:] == ["-o", str(user)]
+    assert "--base" in command and "memory-saver" in command  # regenerated from the base it was made from
+    done = hosttune(*command[1:], env=env)
+    assert done.returncode == 0, done.stderr
+    assert fresh()["status"] == "pass"
+    assert "memory-saver@" in user.read_text()
+
+
+def test_profile_list_marks_the_profile_in_use(tmp_path: Path) -> None:
+    env = dict(os.environ)
+
+    def listed(**extra: str) -> Dict[str, Any]:
+        return json.loads(hosttune("profile", "list", "--json", env=dict(env, **extra)).stdout)  # type: ignore
+
+    none = listed()
+    assert not [p for p in none["profiles"] if p["in_use"]] and none["in_use"]["ref"] is None
+    by_name = listed(HOSTTUNE_PROFILE="reproducible")
+    assert [p["name"] for p in by_name["profiles"] if p["in_use"]] == ["reproducible"]
+    debug = next(p["source"] for p in none["profiles"] if p["name"] == "debug")
+    by_path = listed(HOSTTUNE_PROFILE=debug)
+    assert [p["name"] for p in by_path["profiles"] if p["in_use"]] == ["debug"]
+    text = hosttune("profile", "list", env=dict(env, HOSTTUNE_PROFILE="reproducible")).stdout.splitlines()
+    assert [ln.split()[1] for ln in text if ln.startswith("* ")] == ["reproducible"]
+    assert text[-1] == "in use: reproducible ($HOSTTUNE_PROFILE)"

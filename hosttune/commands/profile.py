@@ -38,24 +38,39 @@ def cmd() -> None:
 @cmd.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_cmd(as_json: bool) -> None:
-    """The profiles on the search path (later directories override earlier ones)."""
+    """The profiles on the search path (later directories override earlier ones); * marks the one in use."""
     from hosttune import profile
 
+    active = profile.locate_active()
     rows: List[Dict[str, Any]] = []
     for name, path, overridden in profile.available():
         try:
             summary = profile.load(str(path)).summary
         except UserError as exc:
             summary = f"INVALID: {exc}"
-        rows.append({"name": name, "summary": summary, "source": str(path), "overrides": [str(p) for p in overridden]})
+        rows.append({"name": name, "summary": summary, "source": str(path), "overrides": [str(p) for p in overridden],
+                     "in_use": _is_active(active, name, path)})
+    in_use = {"ref": active.ref, "source": active.source, "describe": active.describe()}
     if as_json:
-        click.echo(json.dumps({"profiles": rows, "search_path": [str(p) for p in profile.search_path()]}, indent=2))
+        click.echo(json.dumps({"profiles": rows, "in_use": in_use,
+                               "search_path": [str(p) for p in profile.search_path()]}, indent=2))
         return
     width = max((len(r["name"]) for r in rows), default=4)
     for r in rows:
-        _say(f"{r['name'].ljust(width)}  {r['summary']}")
-        _say(f"{''.ljust(width)}  {r['source']}" + (" (overrides " + ", ".join(r["overrides"]) + ")"
-                                                          if r["overrides"] else ""))
+        _say(f"{'*' if r['in_use'] else ' '} {r['name'].ljust(width)}  {r['summary']}")
+        _say(f"  {''.ljust(width)}  {r['source']}" + (" (overrides " + ", ".join(r["overrides"]) + ")"
+                                                            if r["overrides"] else ""))
+    _say("")
+    _say(f"in use: {active.describe()}")
+
+
+def _is_active(active: Any, name: str, path: Path) -> bool:
+    """Whether the profile in use (a name or a file) is this listed one."""
+    if active.ref is None:
+        return False
+    if active.ref == name:
+        return True
+    return os.sep in active.ref and os.path.realpath(active.ref) == os.path.realpath(str(path))
 
 
 @cmd.command("show")

@@ -4,9 +4,25 @@
 environment: $HOSTTUNE_PROFILE, else the user's generated profile, else /etc's, else the built-in default.
 """
 
+import re
+from typing import Optional
+
 from hosttune.doctor.context import Context
+from hosttune.doctor.fixes import shell_path
 from hosttune.doctor.model import Finding
 from hosttune.policy import names
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a profile name, safe in a shell command as it is
+
+
+def regenerate(path: Optional[str], name: Optional[str] = None) -> str:
+    """The command that rewrites the host's generated profile at `path` in place: --force, since the file exists
+    (`generate` refuses to replace a file without it), and -o, so it is this file, whoever runs it; the base it was
+    made from ("throughput@host" -> throughput) kept."""
+    base = (name or "").split("@")[0] if name and "@" in name else ""
+    quoted = shell_path(path)
+    keep_base = f" --base {base}" if _NAME.match(base) and base != "throughput" else ""
+    return f"hosttune profile generate --force{keep_base}" + (f" -o {quoted}" if quoted else "")
 
 
 def check_profile(ctx: Context) -> Finding:
@@ -19,7 +35,7 @@ def check_profile(ctx: Context) -> Finding:
     active, prof, error = ctx.load_profile()
     if error:
         return Finding(status="fail", actual=f"{active.describe()}: {error}", expected="a profile that loads",
-                       fix=("hosttune profile generate   # rewrites it from the current facts" if active.host_file
+                       fix=(f"{regenerate(active.ref)}   # rewrites it from the current facts" if active.host_file
                             else f"fix or unset ${names.PROFILE}; hosttune profile list shows the names"))
     if prof is None:
         return Finding(status="warn", actual=f"no generated profile (exec makes {active.base} for the host each run)",
@@ -44,5 +60,8 @@ def check_profile_fresh(ctx: Context) -> Finding:
                        expected=f"fingerprint {want}")
     if have != want:
         return Finding(status="warn", actual=f"made for other hardware: {active.describe()} ({have})",
-                       expected=f"fingerprint {want}", fix="hosttune profile generate   # regenerate for this hardware")
+                       expected=f"fingerprint {want}",
+                       fix=(f"{regenerate(active.ref, getattr(prof, 'name', None))}   # regenerate for this hardware"
+                            if shell_path(active.ref) else "hosttune profile generate -o FILE   # and point "
+                            f"${names.PROFILE} at FILE"))
     return Finding(status="pass", actual=f"fingerprint {want}", expected=f"fingerprint {want}")
