@@ -1,0 +1,523 @@
+"""The monitor in a fleet: dcgm-level GPU health and XIDs through the fake NVML, the textfile where node_exporter
+looks (scraped by a real prometheus-node-exporter), the shipped alert rules (promtool from Debian's prometheus
+package) and the Grafana dashboard.
+
+NVML only through tests/fakes/pynvml.py; a GPU that answers NOT_SUPPORTED must leave the metric out (never 0).
+"""
+
+import io
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+from conftest import REPO, a100, cli_runner
+from prometheus_client.parser import text_string_to_metric_families
+from test_monitor_daemon import Daemon, _env, rewrite, scenario, wait_for
+
+from hosttune import nvml
+from hosttune.cli import cli
+from hosttune.monitor import daemon, sinks, xid
+from hosttune.monitor.config import MonitorConfig
+
+CONTRIB = REPO / "contrib"
+PROMTOOL_CACHE = REPO / "build" / "promtool"
+
+
+def healthy(index: int, bus: str, **over: Any) -> Dict[str, Any]:
+    """An H100-like GPU that reports every dcgm-level field."""
+    dev = a100(index, bus, energy_mj=5_000_123, pcie_replay=2, memory_temperature_c=61,
+               violations_ns={"power": 3_000_000_000, "thermal": 1_500_000_000, "sync_boost": 0, "board_limit": 0,
+                              "low_utilization": 7_000_000_000, "reliability": 0, "total_app_clocks": 4_500_000_000,
+                              "total_base_clocks": 0},
+               nvlinks=[{"active": 1, "errors": {"replay": 1, "recovery": 0, "crc_flit": 4, "crc_data": 0}},
+                        {"active": 0, "errors": {"replay": 0, "recovery": 2, "crc_flit": 0, "crc_data": 1}}])
+    dev.update(over)
+    return dev
+
+
+def families(text: str) -> Dict[str, Any]:
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+# ---- NVML: the new calls, through the fake --------------------------------------------------------------------
+def test_health_fields_and_their_units(fake_nvml: Any) -> None:
+    fake_nvml(scenario(healthy(0, "3B")))
+    with nvml.Nvml() as nv:
+        assert nv.nvlink_count(0) == 2
+        h = nv.health(0, 2)
+    assert h["energy_j"] == 5000.123  # mJ -> J
+    assert h["pcie_replay_errors"] == 2 and h["memory_temperature_c"] == 61
+    assert h["throttle_seconds"]["power"] == 3.0 and h["throttle_seconds"]["thermal"] == 1.5  # ns -> s
+    assert set(h["throttle_seconds"]) == set(nvml.PERF_POLICIES.values())
+    assert h["nvlinks"] == [
+        {"link": 0, "up": True, "errors": {"replay": 1, "recovery": 0, "crc_flit": 4, "crc_data": 0}},
+        {"link": 1, "up": False, "errors": {"replay": 0, "recovery": 2, "crc_flit": 0, "crc_data": 1}}]
+
+
+def test_older_gpu_leaves_every_new_field_out_and_is_not_asked_again(fake_nvml: Any) -> None:
+    """A Pascal/PCIe card: NOT_SUPPORTED for energy, replays, violations, NVLink; the memory-temperature field comes
+    back with its own NOT_SUPPORTED status. Absent, never 0, and each query asked once."""
+    fake_nvml(scenario(a100(0, "3B")))
+    import pynvml
+
+    with nvml.Nvml() as nv:
+        assert nv.nvlink_count(0) == 0
+        first = nv.sample(0, health=True)
+        calls = pynvml.fake_calls()
+        second = nv.sample(0, health=True)
+        again = pynvml.fake_calls()
+    for key in ("energy_j", "pcie_replay_errors", "memory_temperature_c", "throttle_seconds", "nvlinks"):
+        assert key not in first and key not in second, key
+    for fn in ("nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetPcieReplayCounter",
+               "nvmlDeviceGetViolationStatus"):
+        assert calls[fn] == again[fn], fn  # NOT_SUPPORTED is remembered
+    # the field-values call itself succeeded, so it is asked again (the GPU may start to report it)
+    assert again["nvmlDeviceGetFieldValues"] == calls["nvmlDeviceGetFieldValues"] + 1
+    text = sinks.render_textfile({"ts": 1.0, "nvml": "ok", "gpus": [dict(first, index=0, uuid="GPU-x")]}, {})
+    for name in ("energy", "pcie_replay", "memory_temperature", "throttle_seconds", "nvlink", "xid"):
+        assert f"hosttune_gpu_{name}" not in text, name
+
+
+def test_health_is_opt_in_for_detect_and_doctor(fake_nvml: Any) -> None:
+    fake_nvml(scenario(healthy(0, "3B")))
+    import pynvml
+
+    with nvml.Nvml() as nv:
+        assert "energy_j" not in nv.sample(0)
+    assert "nvmlDeviceGetTotalEnergyConsumption" not in pynvml.fake_calls()
+
+
+def test_fake_follows_nvml_errors_for_the_new_calls(fake_nvml: Any) -> None:
+    fake_nvml(scenario(healthy(0, "3B")))
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+        with pytest.raises(pynvml.NVMLError_InvalidArgument):
+            pynvml.nvmlDeviceGetViolationStatus(h, pynvml.NVML_PERF_POLICY_COUNT)
+        with pytest.raises(pynvml.NVMLError_InvalidArgument):
+            pynvml.nvmlDeviceGetNvLinkState(h, pynvml.NVML_NVLINK_MAX_LINKS)
+        with pytest.raises(pynvml.NVMLError_NotSupported):
+            pynvml.nvmlDeviceGetNvLinkState(h, 2)  # past this GPU's links
+        with pytest.raises(pynvml.NVMLError_NotSupported):  # ECC_DATA: not on this part
+            pynvml.nvmlDeviceGetNvLinkErrorCounter(h, 0, pynvml.NVML_NVLINK_ERROR_DL_ECC_DATA)
+        fv = pynvml.nvmlDeviceGetFieldValues(h, [pynvml.NVML_FI_DEV_MEMORY_TEMP, 9999])
+        assert fv[0].nvmlReturn == pynvml.NVML_SUCCESS and fv[0].value.uiVal == 61
+        assert fv[1].nvmlReturn == pynvml.NVML_ERROR_INVALID_ARGUMENT
+        es = pynvml.nvmlEventSetCreate()
+        pynvml.nvmlDeviceRegisterEvents(h, pynvml.nvmlEventTypeXidCriticalError, es)
+        with pytest.raises(pynvml.NVMLError_Timeout):
+            pynvml.nvmlEventSetWait_v2(es, 1)
+        pynvml.nvmlEventSetFree(es)
+        with pytest.raises(pynvml.NVMLError_InvalidArgument):
+            pynvml.nvmlEventSetWait_v2(es, 1)  # freed
+    finally:
+        pynvml.nvmlShutdown()
+    with pytest.raises(pynvml.NVMLError_Uninitialized):
+        pynvml.nvmlEventSetCreate()
+
+
+# ---- XIDs ------------------------------------------------------------------------------------------------------
+def test_xid_events_from_nvml_only_after_registration_and_mapped_to_the_gpu(fake_nvml: Any) -> None:
+    fake_nvml(scenario(healthy(0, "3B", xids=[13]), healthy(1, "5E")))
+    import pynvml
+
+    with nvml.Nvml() as nv:
+        watch = nv.xid_events([0, 1])
+        assert watch.gpus == [0, 1]
+        assert watch.poll(1) == []  # Xid 13 happened before the monitor: history, not an event
+        pynvml._state["scenario"]["devices"][1]["xids"] = [79]
+        pynvml._state["scenario"]["devices"][0]["xids"] = [13, 48, 48]
+        assert watch.poll(1) == [(0, 48), (0, 48), (1, 79)]
+        assert watch.poll(1, limit=5) == []
+        watch.close()
+
+
+def test_xid_events_not_supported_registers_nothing(fake_nvml: Any) -> None:
+    fake_nvml(scenario(healthy(0, "3B", event_types=0x4), healthy(1, "5E")))
+    with nvml.Nvml() as nv:
+        watch = nv.xid_events([0, 1])
+        assert watch.gpus == [1] and "GPU 0" in watch.why
+
+
+def test_every_listed_xid_has_meaning_level_and_action() -> None:
+    for code in (13, 31, 43, 45, 48, 63, 64, 74, 79, 92, 94, 95):
+        level, text = xid.describe(code)
+        assert level in ("critical", "error", "warning", "notice") and text.startswith(f"Xid {code}: ")
+        assert "; action: " in text
+    assert xid.describe(79)[0] == "critical" and "fallen off the bus" in xid.describe(79)[1]
+    assert xid.describe(43)[0] == "notice"
+    assert xid.describe(999) == ("warning", "Xid 999: GPU error (not in hosttune's XID table); action: see NVIDIA's "
+                                            "XID catalogue")
+
+
+def test_kmsg_lines_parse() -> None:
+    assert xid.parse_kmsg_line("4,1534,123456789,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, "
+                               "GPU has fallen off the bus.") == ("0000:3b:00", 79)
+    assert xid.parse_kmsg_line("NVRM: Xid (0000:AF:00): 13, Graphics Exception") == ("0000:af:00", 13)
+    assert xid.parse_kmsg_line("NVRM: Xid (PCI:00000000:3b:00): 48, DBE") == ("0000:3b:00", 48)
+    assert xid.parse_kmsg_line("NVRM: GPU at PCI:0000:3b:00: GPU-1234") is None
+
+
+def test_daemon_counts_nvml_xids_logs_their_meaning_and_exports_them(
+        tmp_path: Path, fake_nvml: Any) -> None:
+    env = _env(fake_nvml(scenario(healthy(0, "3B"), healthy(1, "5E"))))
+    d = Daemon(tmp_path, env)
+    try:
+        d.wait_lines(2)
+        rewrite(env, scenario(healthy(0, "3B"), healthy(1, "5E", xids=[48, 79])))
+        wait_for(lambda: any((g.get("xid_errors") or 0) >= 2 for r in d.lines() for g in r["gpus"]), 15, "xids", d)
+        prom = (d.tf / "hosttune.prom").read_text()
+        assert d.stop() == 0
+    finally:
+        d.kill()
+    lines = d.lines()
+    events = [ev for r in lines for ev in r.get("events", []) if ev["kind"] == "gpu_xid"]
+    assert [(e["subject"], e["value"], e["level"]) for e in events] == [("gpu1", 48.0, "critical"),
+                                                                       ("gpu1", 79.0, "critical")]
+    assert "GPU 1 (GPU-00000001-1111-2222-3333-444444444444): Xid 79: GPU has fallen off the bus" in d.out
+    assert d.out.count("Xid ") == 2
+    last = lines[-1]["gpus"]
+    assert last[0]["xid_errors"] == 0 and "last_xid" not in last[0] and last[0]["xid_source"] == "nvml"
+    assert last[1]["xid_errors"] == 2 and last[1]["last_xid"] == 79
+    fams = families(prom)
+    xids = {s.labels["gpu"]: s.value for s in fams["hosttune_gpu_xid_errors"].samples if s.name.endswith("_total")}
+    assert xids == {"0": 0, "1": 2}
+    assert [(s.labels["gpu"], s.value) for s in fams["hosttune_gpu_last_xid"].samples] == [("1", 79)]
+
+
+def test_kmsg_fallback_when_nvml_has_no_xid_events(tmp_path: Path, fake_nvml: Any) -> None:
+    """GPU 0 cannot deliver XID events: its XIDs come from the kernel log (a growing file stands in for
+    /dev/kmsg); GPU 1's come from NVML, and a kernel line about GPU 1 is not counted twice."""
+    fake_nvml(scenario(healthy(0, "3B", event_types=0), healthy(1, "5E")))
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text("6,1,1,-;NVRM: Xid (PCI:0000:3b:00): 31, old news before the monitor started\n")
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), io.StringIO(), io.StringIO(),
+                         kmsg=str(kmsg))
+    mon.open_sources()
+    try:
+        assert mon.xid_source == {0: "kmsg", 1: "nvml"}
+        with kmsg.open("a") as f:
+            f.write("4,2,2,-;NVRM: Xid (PCI:0000:3b:00): 94, pid=77, Contained ECC error\n")
+            f.write(" SUBSYSTEM=pci\n4,3,3,-;NVRM: Xid (PCI:0000:5e:00): 79, pid=1, fallen off the bus\n")
+            f.write("4,4,4,-;NVRM: Xid (PCI:0000:3b:00): 1")  # half a line: the rest comes later
+        rec = mon.take()
+        with kmsg.open("a") as f:
+            f.write("3, pid=5, Graphics Exception\n")
+        rec2 = mon.take()
+    finally:
+        mon.close()
+    assert [(e["subject"], e["value"]) for e in rec["events"]] == [("gpu0", 94.0)]
+    assert [(e["subject"], e["value"], e["level"]) for e in rec2["events"]] == [("gpu0", 13.0, "warning")]
+    assert rec2["gpus"][0]["xid_errors"] == 2 and rec2["gpus"][0]["xid_source"] == "kmsg"
+
+
+def test_no_xid_source_is_said_once_and_exports_no_xid_metric(tmp_path: Path, fake_nvml: Any) -> None:
+    fake_nvml(scenario(healthy(0, "3B", event_types=0)))
+    err = io.StringIO()
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), io.StringIO(), err,
+                         kmsg=str(tmp_path / "no-kmsg"))
+    mon.open_sources()
+    try:
+        rec = mon.take()
+        mon.take()
+    finally:
+        mon.close()
+    assert err.getvalue().count("XID errors not watched on GPU 0") == 1, err.getvalue()
+    assert "xid_errors" not in rec["gpus"][0]
+    assert "hosttune_gpu_xid" not in sinks.render_textfile(rec, {}, mon.gpus)
+
+
+# ---- the textfile ----------------------------------------------------------------------------------------------
+def test_textfile_has_every_new_metric_with_nvml_values(tmp_path: Path, fake_nvml: Any) -> None:
+    fake_nvml(scenario(healthy(0, "3B")))
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), io.StringIO(), io.StringIO(),
+                         kmsg=str(tmp_path / "none"))
+    mon.open_sources()
+    try:
+        rec = mon.take()
+    finally:
+        mon.close()
+    text = sinks.render_textfile(rec, {"samples": 1}, mon.gpus)
+    fams = families(text)
+    one = {"gpu": "0", "uuid": "GPU-00000000-1111-2222-3333-444444444444"}
+
+    def value(name: str, **labels: str) -> float:
+        want = dict(one, **labels)
+        found = [s.value for f in fams.values() for s in f.samples if s.name == name and s.labels == want]
+        assert len(found) == 1, (name, labels, found)
+        return float(found[0])
+
+    assert value("hosttune_gpu_energy_joules_total") == 5000.123
+    assert value("hosttune_gpu_pcie_replay_errors_total") == 2
+    assert value("hosttune_gpu_memory_temperature_celsius") == 61
+    assert value("hosttune_gpu_throttle_seconds_total", reason="thermal") == 1.5
+    assert value("hosttune_gpu_throttle_seconds_total", reason="low_utilization") == 7.0
+    assert value("hosttune_gpu_nvlink_up", link="0") == 1 and value("hosttune_gpu_nvlink_up", link="1") == 0
+    assert value("hosttune_gpu_nvlink_errors_total", link="1", type="recovery") == 2
+    assert value("hosttune_gpu_xid_errors_total") == 0
+    assert fams["hosttune_monitor_up"].samples[0].value == 1
+    info = fams["hosttune_driver_info"].samples[0].labels
+    assert info == {"driver_version": "550.54.15", "cuda_driver_version": "12.4"}
+    assert fams["hosttune_gpu_energy_joules"].type == "counter"
+    assert fams["hosttune_gpu_throttle_seconds"].type == "counter"
+
+
+def test_stopped_file_is_valid_and_only_says_down() -> None:
+    text = sinks.render_stopped(1700000000.5, {"samples": 7})
+    assert text.splitlines()[2] == "hosttune_monitor_up 0"
+    fams = families(text)
+    assert set(fams) == {"hosttune_monitor_up", "hosttune_monitor_last_success_timestamp_seconds",
+                         "hosttune_monitor_samples"}
+    assert "hosttune_monitor_last_success" not in sinks.render_stopped(None, {})  # never sampled: no timestamp
+
+
+def test_default_textfile_dir_is_node_exporters_when_it_exists(tmp_path: Path) -> None:
+    assert sinks.resolve_textfile_dir("auto", str(tmp_path)) == "/var/lib/hosttune/textfile"
+    (tmp_path / "var/lib/prometheus/node-exporter").mkdir(parents=True)
+    assert sinks.resolve_textfile_dir("auto", str(tmp_path)) == "/var/lib/prometheus/node-exporter"
+    assert sinks.resolve_textfile_dir("/srv/tf", str(tmp_path)) == "/srv/tf"
+    assert sinks.resolve_textfile_dir("", str(tmp_path)) == ""
+    assert MonitorConfig().textfile_dir == "auto"
+
+
+def test_auto_is_the_directory_debians_node_exporter_reads_by_default() -> None:
+    """Asked of the real binary: the default of --collector.textfile.directory (Debian passes no flag)."""
+    exe = shutil.which("prometheus-node-exporter")
+    if exe is None:
+        pytest.skip("prometheus-node-exporter not installed (make setup installs it)")
+    res = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30)
+    m = re.search(r'--collector\.textfile\.directory="([^"]+)"', res.stdout + res.stderr)
+    assert m, res.stderr[-2000:]
+    assert m.group(1) in sinks.NODE_EXPORTER_DIRS
+    default_args = Path("/etc/default/prometheus-node-exporter")
+    if default_args.exists():  # Debian's unit passes $ARGS: the shipped file leaves the directory alone
+        assert not re.search(r"^ARGS=.*textfile\.directory", default_args.read_text(), re.MULTILINE)
+    assert sinks.resolve_textfile_dir("auto") == m.group(1)  # this host has the package
+
+
+def test_publish_links_the_store_and_the_daemon_writes_there(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("publish runs as root (the unit's ExecStartPre=+)")
+    target, store = tmp_path / "node-exporter", tmp_path / "store"
+    target.mkdir()
+    said = sinks.publish(str(target), 65534, 65534, store=str(store))
+    link = target / "hosttune.prom"
+    assert os.readlink(link) == str(store / "hosttune.prom") and said.endswith(f"linked from {link}")
+    st = (store / "hosttune.prom").stat()
+    assert (st.st_uid, oct(st.st_mode & 0o777), oct(store.stat().st_mode & 0o777)) == (65534, "0o644", "0o755")
+    assert store.stat().st_uid == 65534
+    assert "hosttune_monitor_up 0" in link.read_text()  # valid before the first sample: never a dangling link
+    assert sinks.write_dir(str(target), str(store)) == str(store)
+    sinks.publish(str(target), 0, 0, store=str(store))  # again (a new dynamic uid): same link, re-owned
+    assert store.stat().st_uid == 0 and os.readlink(link) == str(store / "hosttune.prom")
+    assert [n for n in os.listdir(target)] == ["hosttune.prom"]
+    # a link that root did not make, or that points elsewhere, is not followed: the writes stay in target
+    other = tmp_path / "other"
+    other.mkdir()
+    os.symlink("/etc/hosttune.prom", other / "hosttune.prom")
+    assert sinks.write_dir(str(other), str(store)) == str(other)
+    os.lchown(link, 65534, 65534)
+    assert sinks.write_dir(str(target), str(store)) == str(target)
+
+
+def test_setup_textfile_cli(tmp_path: Path) -> None:
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text("textfile_dir: ''\n")
+    res = cli_runner().invoke(cli, ["monitor", "setup-textfile", "--config", str(cfg)])
+    assert res.exit_code == 0 and "nothing to set up" in res.output
+    cfg.write_text(f"textfile_dir: {tmp_path / 'tf'}\n")
+    res = cli_runner().invoke(cli, ["monitor", "setup-textfile", "--config", str(cfg), "--owner", "no-such-user-x"])
+    assert res.exit_code == 2 and "no user 'no-such-user-x'" in res.stderr
+
+
+def test_once_json_is_accepted_and_json_alone_is_not(fake_nvml: Any) -> None:
+    fake_nvml(scenario(healthy(0, "3B")))
+    res = cli_runner().invoke(cli, ["monitor", "--once", "--json", "--config", os.devnull])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["gpus"][0]["energy_j"] == 5000.123
+    res = cli_runner().invoke(cli, ["monitor", "--json", "--config", os.devnull])
+    assert res.exit_code == 2 and "--json goes with --once" in res.stderr
+
+
+# ---- promtool: the textfile, the rules and their unit tests ---------------------------------------------------
+@pytest.fixture(scope="module")
+def promtool() -> str:
+    """promtool from Debian's prometheus package, unpacked (never installed as a service): `make setup` puts it in
+    build/promtool; without it, root with apt fetches it here the same way."""
+    exe = shutil.which("promtool") or str(PROMTOOL_CACHE / "usr/bin/promtool")
+    if os.access(exe, os.X_OK):
+        return exe
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip("promtool not available (make setup unpacks Debian's prometheus package into build/promtool)")
+    dl = PROMTOOL_CACHE.parent / "promtool-dl"
+    dl.mkdir(parents=True, exist_ok=True)
+    res = subprocess.run(["apt-get", "download", "-qq", "prometheus"], cwd=str(dl), capture_output=True, text=True,
+                         timeout=300)
+    debs = sorted(dl.glob("prometheus_*.deb"))
+    if res.returncode != 0 or not debs:
+        pytest.skip(f"apt-get download prometheus failed: {res.stderr[-500:]}")
+    subprocess.run(["dpkg-deb", "-x", str(debs[-1]), str(PROMTOOL_CACHE)], check=True, timeout=300)
+    return exe
+
+
+def test_textfile_passes_promtool_check_metrics(tmp_path: Path, fake_nvml: Any, promtool: str) -> None:
+    fake_nvml(scenario(healthy(0, "3B", xids=[]), healthy(1, "5E", lost=False)))
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), io.StringIO(), io.StringIO(),
+                         kmsg=str(tmp_path / "none"))
+    mon.open_sources()
+    try:
+        rec = mon.take()
+    finally:
+        mon.close()
+    rec["gpus"][1]["xid_errors"], rec["gpus"][1]["last_xid"] = 1, 79
+    for text in (sinks.render_textfile(rec, {"samples": 1, "write_errors": {"jsonl": 0}}, mon.gpus),
+                 sinks.render_stopped(rec["ts"], {"samples": 1})):
+        res = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0 and res.stdout == "" and res.stderr == "", res.stdout + res.stderr
+
+
+def test_rules_pass_promtool_check_and_unit_tests(tmp_path: Path, promtool: str) -> None:
+    rules = CONTRIB / "prometheus" / "hosttune-rules.yml"
+    res = subprocess.run([promtool, "check", "rules", str(rules)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "SUCCESS: 16 rules found" in res.stdout, res.stdout + res.stderr
+    res = subprocess.run([promtool, "test", "rules", "hosttune-rules.test.yml"], cwd=str(rules.parent),
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "SUCCESS" in res.stdout, res.stdout + res.stderr
+    # the unit tests can fail: a rule whose line moved is caught
+    (tmp_path / "hosttune-rules.yml").write_text(rules.read_text().replace(">= 85", ">= 95"))
+    shutil.copy(str(rules.parent / "hosttune-rules.test.yml"), str(tmp_path))
+    res = subprocess.run([promtool, "test", "rules", "hosttune-rules.test.yml"], cwd=str(tmp_path),
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode != 0 and "HosttuneGpuTooHot" in res.stdout + res.stderr
+
+
+def _exported_names(tmp_path: Path, fake_nvml: Any) -> List[str]:
+    """Every metric family the monitor can write, from a sample with every feature on."""
+    fake_nvml(scenario(healthy(0, "3B", temperature_thresholds={"slowdown": 90})))
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), io.StringIO(), io.StringIO(),
+                         kmsg=str(tmp_path / "none"))
+    mon.open_sources()
+    try:
+        rec = mon.take()
+    finally:
+        mon.close()
+    rec["gpus"][0]["last_xid"] = 79
+    rec["gpus"].append({"index": 1, "uuid": "GPU-lost", "lost": True})
+    rec["host"]["cpu_temps_c"] = {"coretemp/Package id 0": 50.0}
+    rec["host"]["cpu_util_pct"] = 10.0  # needs two /proc/stat readings apart in time
+    text = sinks.render_textfile(rec, {"samples": 1, "write_errors": {"jsonl": 0}, "sample_seconds": 0.001},
+                                 mon.gpus, {"swappiness": False})
+    return sorted({s.name for f in text_string_to_metric_families(text) for s in f.samples})
+
+
+def test_rules_and_dashboard_use_only_metrics_we_export(tmp_path: Path, fake_nvml: Any) -> None:
+    names = set(_exported_names(tmp_path, fake_nvml))
+    rules_text = (CONTRIB / "prometheus" / "hosttune-rules.yml").read_text()
+    dash = json.loads((CONTRIB / "grafana" / "hosttune-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    exprs += [v["definition"] for v in dash["templating"]["list"] if v.get("definition")]
+    used = set(re.findall(r"\bhosttune_[a-z0-9_]+", rules_text + "\n".join(exprs)))
+    # hosttune_gpu_last_xid is named in an annotation; every name must be a real series
+    assert used and used <= names, sorted(used - names)
+    for metric in ("hosttune_gpu_xid_errors_total", "hosttune_gpu_throttle_seconds_total", "hosttune_monitor_up",
+                   "hosttune_gpu_nvlink_errors_total", "hosttune_shm_used_bytes"):
+        assert metric in rules_text or metric in "\n".join(exprs), metric
+
+
+def test_dashboard_structure() -> None:
+    """Grafana is not packaged by Debian (no schema check to run here): the structure Grafana's importer needs."""
+    dash = json.loads((CONTRIB / "grafana" / "hosttune-dashboard.json").read_text())
+    assert dash["uid"] == "hosttune-monitor" and isinstance(dash["schemaVersion"], int) and dash["title"]
+    ids = [p["id"] for p in dash["panels"]]
+    assert len(ids) == len(set(ids))
+    refs = {v["name"] for v in dash["templating"]["list"]}
+    assert refs == {"datasource", "instance", "gpu"}
+    for p in dash["panels"]:
+        g = p["gridPos"]
+        assert {"h", "w", "x", "y"} <= set(g) and 0 <= g["x"] and g["x"] + g["w"] <= 24, p["title"]
+        if p["type"] == "row":
+            continue
+        assert p["type"] in ("timeseries", "stat") and p["datasource"]["uid"] == "${datasource}", p["title"]
+        assert p["targets"] and all(t["refId"] and t["expr"] for t in p["targets"]), p["title"]
+        for t in p["targets"]:
+            for var in re.findall(r"\$(\w+)", t["expr"]):
+                assert var in refs or var == "__rate_interval", (p["title"], var)
+    # no two panels overlap
+    cells = set()
+    for p in dash["panels"]:
+        g = p["gridPos"]
+        for x in range(g["x"], g["x"] + g["w"]):
+            for y in range(g["y"], g["y"] + g["h"]):
+                assert (x, y) not in cells, p["title"]
+                cells.add((x, y))
+
+
+# ---- a real node_exporter --------------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _scrape(port: int) -> Dict[str, float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out: Dict[str, float] = {}
+    for f in text_string_to_metric_families(text):
+        for s in f.samples:
+            if s.name.startswith(("node_textfile_scrape_error", "hosttune_monitor_up", "hosttune_gpu_energy")):
+                out[s.name] = s.value
+    return out
+
+
+def test_real_node_exporter_scrapes_the_textfile_running_and_stopped(tmp_path: Path, fake_nvml: Any) -> None:
+    """Debian's prometheus-node-exporter, in the foreground on a free localhost port, reads the textfile from its
+    default directory's layout (a temp copy: the test does not write the real /var/lib path) while the real
+    `hosttune monitor` process runs and after it stopped: never a scrape error, and the monitor-down gauge."""
+    exe = shutil.which("prometheus-node-exporter")
+    if exe is None:
+        pytest.skip("prometheus-node-exporter not installed (make setup installs it)")
+    root = tmp_path / "root"
+    textfile_dir = root / sinks.NODE_EXPORTER_DIRS[0].lstrip("/")
+    textfile_dir.mkdir(parents=True)
+    assert sinks.resolve_textfile_dir("auto", str(root)) == sinks.NODE_EXPORTER_DIRS[0]
+    env = _env(fake_nvml(scenario(healthy(0, "3B"))))
+    port = _free_port()
+    ne = subprocess.Popen([exe, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
+                           "--collector.textfile", f"--collector.textfile.directory={textfile_dir}"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    d: Optional[Daemon] = None
+    try:
+        wait_for(lambda: _try(lambda: _scrape(port)), 20, "node_exporter listening")
+        d = Daemon(tmp_path, env, extra=f"textfile_dir: {textfile_dir}\n")
+        running = wait_for(lambda: (lambda m: m if m.get("hosttune_monitor_up") == 1 else None)(_scrape(port)), 20,
+                           "hosttune metrics through node_exporter", d)
+        assert running["node_textfile_scrape_error"] == 0 and running["hosttune_gpu_energy_joules_total"] == 5000.123
+        assert d.stop() == 0, d.err
+        stopped = _scrape(port)
+        assert stopped["node_textfile_scrape_error"] == 0 and stopped["hosttune_monitor_up"] == 0
+        assert "hosttune_gpu_energy_joules_total" not in stopped  # no stale readings from a stopped monitor
+        assert oct((textfile_dir / "hosttune.prom").stat().st_mode & 0o777) == "0o644"
+    finally:
+        if d is not None:
+            d.kill()
+        ne.terminate()
+        ne.wait(timeout=10)
+
+
+def _try(fn: Any) -> Any:
+    try:
+        return fn()
+    except OSError:
+        return None
