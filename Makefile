@@ -7,9 +7,12 @@ TORCH_PIN ?= torch==2.13.0
 RUNTIME_APT := numactl libnuma1 libjemalloc2 libtcmalloc-minimal4
 # What the tests also use for real: hwloc (the detector's oracle), full tcmalloc, systemd-analyze (the monitor unit),
 # and the package stage's mmdebstrap/lintian/rpm/rpmlint/systemd-nspawn; a real single-node Slurm (munge, slurmctld,
-# slurmd, srun/scontrol) for `doctor --slurm` and srun + exec.
+# slurmd, srun/scontrol) for `doctor --slurm` and srun + exec; prometheus-node-exporter scrapes the monitor's textfile.
 TEST_APT := $(RUNTIME_APT) hwloc libgoogle-perftools4 systemd procps util-linux tuned \
-	mmdebstrap lintian rpm rpmlint systemd-container munge slurmctld slurmd slurm-client
+	mmdebstrap lintian rpm rpmlint systemd-container munge slurmctld slurmd slurm-client prometheus-node-exporter
+# promtool (checks the monitor's textfile and alert rules) from Debian's prometheus package, unpacked, never
+# installed: installing it would start a Prometheus server.
+PROMTOOL := build/promtool/usr/bin/promtool
 
 .PHONY: setup setup-demo demo test lint typecheck pytest pytest-py39 bench
 
@@ -28,6 +31,9 @@ setup-demo:
 
 setup:
 	$(call apt_install,$(TEST_APT))
+	@if [ ! -x $(PROMTOOL) ] && ! command -v promtool >/dev/null && command -v apt-get >/dev/null; then \
+	  mkdir -p build/promtool-dl && cd build/promtool-dl && apt-get download -qq prometheus && \
+	  dpkg-deb -x prometheus_*.deb ../promtool; fi
 	$(PIP) install -q --disable-pip-version-check "$(TORCH_PIN)"
 	$(PIP) install -q --disable-pip-version-check -e '.[train,dev]'
 
