@@ -1,8 +1,10 @@
 """The per-rank shim: `python -m hosttune.shim COMMAND...` binds this rank to its plan, then execs COMMAND.
 
 `hosttune exec -- torchrun ...` rewrites torchrun's argv so that torchrun starts every rank (and every restart of a
-rank) through this module. It reads LOCAL_RANK and LOCAL_WORLD_SIZE from torchrun's environment on each start, so
-a restarted rank is bound again and an elastic change of the world size gets a fresh layout. Facts and profile come
+rank) through this module; it is the route for ranks that are not Python (`torchrun --no-python`). Python ranks of
+other launchers apply their plan from inside instead (launch/hook.py). It reads the rank's place from its launcher's
+variables on each start (rankvars.py: LOCAL_RANK/LOCAL_WORLD_SIZE, Open MPI, MPICH, PMI, Slurm), so a restarted
+rank is bound again and an elastic change of the world size gets a fresh layout. Facts and profile come
 from the launcher's handoff file ($HOSTTUNE_HANDOFF); without one (someone ran an argv printed by --dry-run) the
 shim detects the host itself.
 
@@ -24,26 +26,14 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hosttune import trust
 from hosttune.errors import UserError
-from hosttune.launch import handoff
+from hosttune.launch import handoff, rankvars
 from hosttune.launch.binding import bind_self
-from hosttune.launch.slurm import slurm_rank
 from hosttune.policy import names
 
 
 def _say(msg: str) -> None:
     sys.stderr.write(f"hosttune.shim: {msg}\n")
     sys.stderr.flush()
-
-
-def _int_env(environ: Mapping[str, str], *keys: str) -> Optional[int]:
-    for key in keys:
-        raw = environ.get(key)
-        if raw not in (None, ""):
-            try:
-                return int(str(raw))
-            except ValueError:
-                raise UserError(f"{key}={raw!r} is not an integer") from None
-    return None
 
 
 def checked_env(plan_env: Mapping[str, str], environ: Mapping[str, str]) -> Dict[str, str]:
@@ -132,13 +122,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     environ = dict(os.environ)
     try:
-        local_rank = _int_env(environ, "LOCAL_RANK", "SLURM_LOCALID")
-        world = _int_env(environ, "LOCAL_WORLD_SIZE")
-        if local_rank is None:
-            local_rank, world = 0, 1
-        elif world is None:
-            slurm = slurm_rank(environ)
-            world = slurm[1] if slurm else local_rank + 1
+        place = rankvars.place(environ)
+        local_rank, world = (0, 1) if place is None else (place.local_rank, place.local_world_size)
         handoff_data = handoff.read(environ)
         rank_plan, libnuma, numactl, no_bind = resolve_plan(handoff_data, local_rank, world, environ)
     except UserError as exc:

@@ -1,20 +1,31 @@
-"""The launcher -> shim handoff: what the launcher tells every rank's shim, written once into a directory only the
-launching user can write, and read back checked. Writer and reader both live here.
+"""The launcher -> rank handoff: what the launcher tells every rank (its shim, or the per-rank hook inside a Python
+rank), written once into a directory only the launching user can write, and read back checked. Writer and reader
+both live here.
 
-`hosttune exec -- torchrun ...` resolves every rank's plan once and hands it to the shims torchrun starts. torchrun
-closes inherited descriptors before it starts a worker, so the plan travels as a file whose path is in
-$HOSTTUNE_HANDOFF. Whoever can write that file decides what runs inside every rank (LD_PRELOAD, env), as root too,
-so both ends live here:
+`hosttune exec` resolves the ranks' plans once and hands them to every process of the job. torchrun closes
+inherited descriptors before it starts a worker, so the plans travel as a file whose path is in $HOSTTUNE_HANDOFF.
+Whoever can write that file decides what runs inside every rank (LD_PRELOAD, env), as root too, so both ends live
+here:
 
-- `payload` / `write`: the plans of the known world size (each `RankPlan.to_dict()`), facts (`Facts.to_dict()`),
-  profile (`Profile.to_dict()`), the variables set for torchrun and the flags. Written to a fresh `mkdtemp`
-  directory (owner = euid, mode 0700) under the first base that passes the root trust rule: $XDG_RUNTIME_DIR
-  (after `su` it is still the user's, and refused), then /run/hosttune as root, then the temp directory; the file
-  is written there atomically with mode 0600.
-- `read` / `rank_plan` (the shim): the directory must still be owned by the shim's euid with mode 0700 and sit
-  under trusted directories, the file must be a regular file (never a link) owned by the euid, not
+- `payload` / `write`: the plans of the world sizes the launcher foresaw (`{size: [RankPlan.to_dict() or None per
+  local rank]}`), facts (`Facts.to_dict()`), profile (`Profile.to_dict()`), the job's kind, the environment the
+  job's top process got (`top_env`) and the caller's own values of those variables (`touched`), and the flags.
+  Written to a fresh `mkdtemp` directory (owner = euid, mode 0700; its name carries the launcher's pid and start
+  time) under the first base that passes the root trust rule: $XDG_RUNTIME_DIR (after `su` it is still the user's,
+  and refused), then /run/hosttune as root, then the temp directory; the file is written there atomically with
+  mode 0600.
+- `read` / `rank_plan` (shim and hook): the directory must still be owned by the reader's euid with mode 0700 and
+  sit under trusted directories, the file must be a regular file (never a link) owned by the euid, not
   group/other-writable, and smaller than `LIMIT`. Anything else is `Untrusted`: the shim then refuses to start the
-  rank (exit 2) rather than run it unprofiled or with someone else's plan.
+  rank (exit 2); the hook leaves the rank as its launcher started it, with one warning line.
+- Lifetime: a supervised job (torchrun, another launcher, --verify) gets a fresh directory that its launcher
+  removes when the job ends (`write`; a launcher that was killed leaves it to the next `write`, which removes every
+  such directory of this user whose launcher process, pid + start time in its name, is gone). A plain or srun job
+  is exec'd, so nobody is left to remove anything: its handoff is content-addressed instead (`write_shared`:
+  `hosttune-plans-<euid>-<hash of the content>/`), written once and reused by every later job with the same
+  plans, so a plain job writes nothing when the plans are known (exec's start-up cache can replay it) and the
+  directories never outnumber the distinct plans. They live until the base is cleaned (/run and $XDG_RUNTIME_DIR
+  at reboot or logout).
 
 The reader imports neither plan.py nor the profile: see `rank_plan`.
 """
@@ -23,7 +34,7 @@ import json
 import os
 import stat
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional
 
 from hosttune import fsio, trust
 from hosttune.policy import names
@@ -33,6 +44,9 @@ if TYPE_CHECKING:
 
 ENV = names.HANDOFF  # path of the handoff file
 NAME = "handoff.json"
+SPAWN_NOTE = "spawn-warned-"  # + launch id: made by the job's first multiprocessing child that warns (hook.py)
+PREFIX = "hosttune-launch-"
+SHARED_PREFIX = "hosttune-plans-"
 LIMIT = 64 << 20  # facts + 1024 ranks' plans stay far below this; a bigger file is not ours
 RUN_BASE = "/run/hosttune"
 VERSION = 1
@@ -54,13 +68,20 @@ def payload(launch: "Launch", marker: str) -> Dict[str, Any]:
     so a rank's shim only reads JSON and binds (no facts/profile/YAML imports); a different world size (elastic)
     falls back to resolving from the facts and profile carried along."""
     prof = launch.profile
+    plans: Dict[str, List[Optional[Dict[str, Any]]]] = {}
+    for plan in [*launch.ranks, *getattr(launch, "more_plans", ())]:
+        # srun: only this task's own rank is known, so a size's list can have holes (None: plan it in the rank)
+        row = plans.setdefault(str(plan.local_world_size), [None] * plan.local_world_size)
+        row[plan.local_rank] = plan.to_dict()
     return {
         "version": VERSION,
         "marker": marker,
-        "plans": {str(len(launch.ranks)): [p.to_dict() for p in launch.ranks]},
+        "kind": launch.kind,
+        "plans": plans,
         "tools": {"libnuma": launch.facts.tools.libnuma, "numactl": launch.facts.tools.numactl},
         "facts": launch.facts.to_dict(),
         "profile": prof.to_dict() if hasattr(prof, "to_dict") else None,
+        "top_env": dict(launch.env),
         "touched": launch.touched,
         "no_bind": launch.no_bind,
     }
@@ -86,7 +107,7 @@ def rank_plan(data: Mapping[str, Any], local_rank: int, world: int) -> Optional[
     binding and exec need only cpus, mems, mem_policy and env, and importing plan.py (facts, profile, YAML) would
     more than double every rank's start-up imports (see shim.py)."""
     plans = (data.get("plans") or {}).get(str(world))
-    if not plans or not 0 <= local_rank < len(plans):
+    if not plans or not 0 <= local_rank < len(plans) or not isinstance(plans[local_rank], dict):
         return None
     return SimpleNamespace(**plans[local_rank])
 
@@ -116,12 +137,44 @@ def _bases(environ: Mapping[str, str]) -> Iterator[str]:
     yield "/tmp"
 
 
+def _owner_tag() -> str:
+    """`<pid>.<start time>`: names this launcher's process for good (an exec'd plain job keeps both)."""
+    from hosttune.launch.procfs import start_time
+
+    return f"{os.getpid()}.{start_time(os.getpid()) or 0}"
+
+
+def _sweep_stale(base: str) -> None:
+    """Remove this user's handoff directories under `base` whose launcher process is gone (plain jobs are exec'd
+    and cannot remove their own). A directory is only touched when it is this euid's and private."""
+    from hosttune.launch.procfs import start_time
+
+    try:
+        names_ = [n for n in os.listdir(base) if n.startswith(PREFIX)]
+    except OSError:
+        return
+    for name in names_:
+        tag = name[len(PREFIX):].split("-", 1)[0]
+        pid_s, _, start_s = tag.partition(".")
+        if not (pid_s.isdigit() and start_s.isdigit()):
+            continue  # an older launcher's directory: its own launcher removes it
+        if start_time(int(pid_s)) == int(start_s):
+            continue  # its job is still running
+        d = os.path.join(base, name)
+        try:
+            st = os.lstat(d)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == 0o700:
+            remove(os.path.join(d, NAME))
+
+
 def _private_under(base: str) -> Optional[str]:
     """A new 0700 directory under `base` that passes the trust rule (with every directory above it), or None."""
     import tempfile
 
     try:
-        d = tempfile.mkdtemp(prefix="hosttune-launch-", dir=base)
+        d = tempfile.mkdtemp(prefix=f"{PREFIX}{_owner_tag()}-", dir=base)
     except OSError:
         return None
     _, why = trust.problem(d, kind="dir")
@@ -145,6 +198,7 @@ def write(content: Mapping[str, Any], environ: Optional[Mapping[str, str]] = Non
         d = _private_under(base)
         if d is None:
             continue
+        _sweep_stale(base)
         path = os.path.join(d, NAME)
         try:
             fsio.atomic_write(path, blob, 0o600, durable=False)  # a tmpfs file read within seconds: no fsync
@@ -156,13 +210,54 @@ def write(content: Mapping[str, Any], environ: Optional[Mapping[str, str]] = Non
                   "/run/hosttune, the temp directory)")
 
 
+def write_shared(content: Mapping[str, Any], environ: Optional[Mapping[str, str]] = None) -> str:
+    """A plain/srun job's handoff: `content` (without the per-launch marker) at a path named by its hash, reused
+    when a file that passes `check` is already there. OSError when no base is usable."""
+    import hashlib
+
+    env = os.environ if environ is None else environ
+    content = {k: v for k, v in content.items() if k != "marker"}
+    facts = content.get("facts")
+    if isinstance(facts, dict) and isinstance(facts.get("memory"), dict):
+        # a snapshot no plan reads, different on every run: it would give every launch a directory of its own
+        content["facts"] = dict(facts, memory=dict(facts["memory"], available_mb=None))
+    blob = json.dumps(content, sort_keys=True).encode()
+    tag = hashlib.blake2b(blob, digest_size=12).hexdigest()
+    for base in _bases(env):
+        d = os.path.join(base, f"{SHARED_PREFIX}{os.geteuid()}-{tag}")
+        path = os.path.join(d, NAME)
+        try:
+            check(path)
+            if os.lstat(path).st_size == len(blob):
+                return path
+        except (trust.Untrusted, OSError):
+            pass
+        try:
+            trust.private_dir(d, create=True)  # Untrusted: someone else made that name first
+            _, why = trust.problem(d, kind="dir")
+            if why is not None:
+                continue
+            fsio.atomic_write(path, blob, 0o600, durable=False)
+        except (trust.Untrusted, OSError):
+            continue
+        return path
+    raise OSError("no private directory for the launcher's handoff could be made (tried $XDG_RUNTIME_DIR, "
+                  "/run/hosttune, the temp directory)")
+
+
 def remove(path: str) -> None:
-    """Remove the file and its private directory (never anything else)."""
+    """Remove the file, the job's spawn notes and their private directory (never anything else)."""
+    d = os.path.dirname(path)
     try:
-        os.unlink(path)
+        notes = [os.path.join(d, n) for n in os.listdir(d) if n.startswith(SPAWN_NOTE)]
     except OSError:
-        pass
-    if os.path.basename(os.path.dirname(path)).startswith("hosttune-launch-"):
+        notes = []
+    for name in (path, *notes):
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+    if os.path.basename(os.path.dirname(path)).startswith(PREFIX):
         try:
             os.rmdir(os.path.dirname(path))
         except OSError:

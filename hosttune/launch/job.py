@@ -2,17 +2,26 @@
 plan, and the environment the top process gets; `prepare` builds it (detection happens once, here) and
 `render_text` / `Launch.to_dict` are what --dry-run prints.
 
-Three shapes of job:
+Four shapes of job:
 - torchrun (`torchrun ...`, `python -m torch.distributed.run ...`): the argv is rewritten (torchrun.py) so that
   every rank starts through hosttune/shim.py; the plans of the known world size reach the shims through the
   handoff (handoff.py).
-- an srun task (SLURM_LOCALID set, no torchrun): this process is one rank of the node's tasks.
-- anything else: one rank that owns the whole allowed set.
+- launcher: another launcher that starts Python ranks (launchers.identify: torch.distributed.launch, accelerate,
+  deepspeed, mpirun/mpiexec, srun). It runs as given, supervised like torchrun; every rank applies its own plan at
+  interpreter start through the per-rank hook (hook.py), for the local rank count the command line tells
+  (`KnownLauncher.local_ranks`) or, when it does not, for the count the rank's own variables tell.
+- an srun task (SLURM_LOCALID set, no launcher): this process is one rank of the node's tasks.
+- anything else (plain): one rank that owns the whole allowed set. Its Python children still find their own
+  plans through the hook: ranks an unknown launcher or the program itself starts with LOCAL_RANK & co.
+  (Lightning), and multiprocessing children without rank variables (an even share of threads, one warning).
+
+Every kind but torchrun puts the hook on the job's PYTHONPATH (hook.job_env) with a handoff that carries the
+plans of the world sizes foreseen here (`more_plans`); torchrun's ranks start through the shim.
 """
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -35,6 +44,8 @@ class Launch:
     torchrun: Optional[TorchrunArgv] = None  # the user's torchrun command line, taken apart
     override: bool = False  # --override: the profile's values replace the caller's own (plan.settle)
     bound_by: Optional[str] = None  # the launcher binds the ranks itself (torchrun --numa-binding=MODE)
+    launcher: Any = None  # kind "launcher": launchers.KnownLauncher
+    more_plans: List[Any] = field(default_factory=list)  # plans of other world sizes, handed to the per-rank hook
 
     def to_dict(self) -> Dict[str, Any]:
         """{kind, argv, ranks, env}: each rank is its `RankPlan.to_dict()`; with --no-bind nothing is bound."""
@@ -86,12 +97,56 @@ def prepare(
         argv = rewrite_torchrun(t, env_in, shim_python or sys.executable)
         return Launch(kind="torchrun", argv=argv, ranks=ranks, env=common, touched=touched, facts=facts, profile=prof,
                       no_bind=no_bind or bound_by is not None, torchrun=t, override=override, bound_by=bound_by)
+    known = _identify(command, env_in, facts)
+    if known is not None:
+        n = known.local_ranks
+        bound_by = known.bound_by
+        ranks = [planmod.resolve(facts, prof, r, n, environ=env_in, override=override, bound_by=bound_by)
+                 for r in range(n or 0)]
+        common = dict(planmod.common_env(facts, prof, environ=env_in, override=override))
+        # torch.distributed.launch forces OMP_NUM_THREADS=1 when it is unset, as torchrun does; a rank the hook
+        # cannot reach (a binary, `python -I`) still gets rank 0's share rather than every core.
+        if "OMP_NUM_THREADS" not in env_in and ranks and "OMP_NUM_THREADS" in ranks[0].env:
+            common["OMP_NUM_THREADS"] = ranks[0].env["OMP_NUM_THREADS"]
+        more = _foreseen(facts, prof, env_in, override, bound_by, {n} if n else set())
+        return Launch(kind="launcher", argv=list(known.argv), ranks=ranks, env=common,
+                      touched={k: env_in.get(k) for k in common}, facts=facts, profile=prof,
+                      no_bind=no_bind or bound_by is not None, override=override, bound_by=bound_by,
+                      launcher=known, more_plans=more)
     slurm = slurm_rank(env_in)
     kind = "plain" if slurm is None else "srun"
     local, size = (0, 1) if slurm is None else slurm
     plan = planmod.resolve(facts, prof, local, size, environ=env_in, override=override)
-    return Launch(kind=kind, argv=list(command), ranks=[plan], env=dict(plan.env), touched={}, facts=facts,
-                  profile=prof, no_bind=no_bind, override=override)
+    more = _foreseen(facts, prof, env_in, override, None, {size})
+    return Launch(kind=kind, argv=list(command), ranks=[plan], env=dict(plan.env),
+                  touched={k: env_in.get(k) for k in plan.env}, facts=facts, profile=prof, no_bind=no_bind,
+                  override=override, more_plans=more)
+
+
+def _identify(command: Sequence[str], environ: Mapping[str, str], facts: Any) -> Any:
+    """launchers.identify with this host's GPU and NUMA counts (their default rank counts depend on them)."""
+    from hosttune.launch import launchers
+
+    nodes = getattr(getattr(facts, "numa", None), "nodes", ()) or ()
+    numa_nodes = sum(1 for node in nodes if getattr(node, "cpus", ())) or None
+    return launchers.identify(command, environ, gpus=len(facts.gpus), numa_nodes=numa_nodes)
+
+
+# World sizes planned ahead for the hook besides the one the command line tells: the common shapes (two ranks,
+# one per GPU, one per NUMA node). Every other size is planned inside the rank from the handed facts, which costs
+# that rank an import of the planner (tens of ms); planning them all here would cost every job.
+def _foreseen(facts: Any, prof: Any, environ: Mapping[str, str], override: bool, bound_by: Optional[str],
+              known: "set[int]") -> List[Any]:
+    from hosttune import plan as planmod
+    from hosttune.launch.torchrun import MAX_NPROC_PER_NODE
+
+    nodes = getattr(getattr(facts, "numa", None), "nodes", ()) or ()
+    sizes = {2, len(facts.gpus), sum(1 for node in nodes if getattr(node, "cpus", ()))}
+    out: List[Any] = []
+    for n in sorted(s for s in sizes - known if 2 <= s <= MAX_NPROC_PER_NODE):
+        out.extend(planmod.resolve(facts, prof, r, n, environ=environ, override=override, bound_by=bound_by)
+                   for r in range(n))
+    return out
 
 
 def notices(launch: Launch) -> List[str]:
@@ -112,12 +167,16 @@ def render_text(launch: Launch) -> str:
     import shlex
 
     d = launch.to_dict()
-    lines = [f"# {launch.kind} job", "argv: " + shlex.join(d["argv"])]
+    what = f" ({launch.launcher.name}, {launch.launcher.local_ranks or 'unknown'} local ranks)" \
+        if launch.launcher is not None else ""
+    lines = [f"# {launch.kind} job{what}", "argv: " + shlex.join(d["argv"])]
+    if launch.launcher is not None:
+        lines.extend(f"# {note}" for note in launch.launcher.notes)
     if launch.bound_by:
         lines.append(f"# {launch.bound_by} binds each rank: hosttune binds nothing on top (no affinity, memory "
                      f"policy or numactl); threads, allocator and env as below")
-    if launch.kind == "torchrun":
-        lines.append("torchrun env (same for every rank):")
+    if launch.kind in ("torchrun", "launcher"):
+        lines.append(f"{launch.launcher.name if launch.launcher else 'torchrun'} env (same for every rank):")
         lines.extend(f"  {k}={shlex.quote(v)}" for k, v in sorted(d["env"].items()))
     for r in d["ranks"]:
         cpus = _cpulist(r["cpus"]) or "(not bound)"
@@ -125,12 +184,18 @@ def render_text(launch: Launch) -> str:
         gpu = f" gpu {r['gpu']}" if r["gpu"] else ""
         head = f"rank {r['local_rank']}/{r['local_world_size']}"
         lines.append(f"{head}: cpus {cpus} mems {mems} ({r['mem_policy']}){gpu}")
-        common = d["env"] if launch.kind == "torchrun" else {}
+        common = d["env"] if launch.kind in ("torchrun", "launcher") else {}
         for k, v in sorted(r["env"].items()):
             if common.get(k) != v:
                 lines.append(f"  {k}={shlex.quote(v)}")
         lines.extend(f"  # {reason}" for reason in r["reasons"])
     if launch.kind == "torchrun":
         lines.append("(restarted ranks and a changed world size get their plan again from the shim)")
+    elif launch.kind == "launcher":
+        lines.append("(each Python rank applies its plan at start from LOCAL_RANK/OMPI_COMM_WORLD_LOCAL_RANK/... "
+                     "through hosttune's per-rank hook)")
+    else:
+        lines.append("(Python processes this job starts with rank variables apply their own plan at start; "
+                     "multiprocessing children without them get an even share of the threads)")
     return "\n".join(lines)
 

@@ -1,12 +1,14 @@
-"""Running a job and seeing it end: exec (plain/srun) or supervision (torchrun, --verify), signal forwarding, the
-sweep of every process carrying the launch's marker, and the exit status.
+"""Running a job and seeing it end: exec (plain/srun) or supervision (torchrun, launchers, --verify), signal
+forwarding, the sweep of every process carrying the launch's marker, and the exit status.
 
-Plain and srun jobs are bound in this process and then exec'd (exit status and signals are the job's own). torchrun
-jobs and `--verify` runs are supervised instead: the child gets its own process group, SIGINT/SIGTERM/SIGHUP are
-forwarded to it, every process carrying this launch's marker is swept when it ends, and hosttune exits with the
-job's status (128+N when the job died of signal N, or when it failed after hosttune forwarded signal N). A forked
-guardian (guardian.py) stops the job if hosttune itself is killed, and catches processes that left the job's
-process group and dropped the marker (hosttune is their subreaper).
+Plain and srun jobs are bound in this process and then exec'd (exit status and signals are the job's own); their
+handoff (for the Python ranks and multiprocessing children they may start, see hook.py) is content-addressed and
+reused by later jobs (handoff.write_shared). torchrun jobs, other launchers' jobs and `--verify` runs are supervised
+instead: the child gets its own process group, SIGINT/SIGTERM/SIGHUP are forwarded to it, every process carrying
+this launch's marker is swept when it ends, and hosttune exits with the job's status (128+N when the job died of
+signal N, or when it failed after hosttune forwarded signal N). A forked guardian (guardian.py) stops the job if
+hosttune itself is killed, and catches processes that left the job's process group and dropped the marker (hosttune
+is their subreaper).
 """
 
 import os
@@ -16,7 +18,7 @@ import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from hosttune.errors import UserError
-from hosttune.launch import handoff
+from hosttune.launch import handoff, hook
 from hosttune.launch.binding import bind_self
 from hosttune.launch.job import Launch
 from hosttune.launch.procfs import alive, marked_processes
@@ -59,7 +61,7 @@ def run(launch: Launch, *, verify: bool = False) -> int:
     """Run the job; returns the exit status hosttune should end with (plain jobs without --verify do not return)."""
     environ = dict(os.environ)
     marker = f"{os.getpid()}-{os.urandom(4).hex()}"
-    if launch.kind == "torchrun":
+    if launch.kind in ("torchrun", "launcher"):
         t = launch.torchrun
         _which_or_fail(launch.argv[0], environ)
         if t is not None and t.mode in ("python", "run_path") and not os.path.exists(t.script):
@@ -72,6 +74,8 @@ def run(launch: Launch, *, verify: bool = False) -> int:
             raise UserError(f"exec: {exc}") from None
         env = dict(environ)
         env.update(launch.env)
+        if launch.kind == "launcher":
+            env.update(hook.job_env(environ))  # every Python rank applies its own plan at start
         for key in ("PET_MODULE", "PET_RUN_PATH", "PET_NO_PYTHON"):
             env.pop(key, None)  # consumed while parsing; the rewritten argv says --no-python itself
         env[names.HANDOFF] = path
@@ -88,6 +92,7 @@ def run(launch: Launch, *, verify: bool = False) -> int:
     env[names.LAUNCH_ID] = marker
     env[names.LOCAL_RANK] = str(plan.local_rank)
     env[names.LOCAL_WORLD_SIZE] = str(plan.local_world_size)
+    path = _hook_handoff(launch, marker, environ, env)
     argv = list(launch.argv)
     if not launch.no_bind:
         binding = bind_self(plan, launch.facts.tools.libnuma, launch.facts.tools.numactl)
@@ -103,6 +108,21 @@ def run(launch: Launch, *, verify: bool = False) -> int:
         except OSError as exc:
             raise UserError(f"exec: {argv[0]}: {exc.strerror}") from None
     return _supervise(launch, argv, env, marker, verify)
+
+
+def _hook_handoff(launch: Launch, marker: str, environ: Mapping[str, str], env: Dict[str, str]) -> Optional[str]:
+    """A plain/srun job's handoff and hook (its Python children with rank variables find their plans); None, and
+    the job runs as before, when the hook directory is not usable or no private directory could be made."""
+    extra = hook.job_env(environ)
+    if not extra:
+        return None
+    try:
+        path = handoff.write_shared(handoff.payload(launch, marker), environ)
+    except OSError:
+        return None
+    env.update(extra)
+    env[names.HANDOFF] = path
+    return path
 
 
 def _supervise(launch: Launch, argv: List[str], env: Dict[str, str], marker: str, verify: bool,

@@ -1,0 +1,432 @@
+"""The per-rank hook: every Python process of a job applies its own plan at interpreter start, before user code can
+import torch, whatever launcher started it.
+
+How it gets there: `hosttune exec` puts HOOK_DIR (hosttune/launch/rankhook/, holding only `sitecustomize.py`) first
+on the job's PYTHONPATH, next to $HOSTTUNE_HANDOFF. Python's `site` imports `sitecustomize` from the first path
+entry that has one, so every interpreter of the job (ranks, their launchers, helpers) runs `run()` below once, at
+start. As root the directory is added only when it passes `trust.check_path` like any PYTHONPATH entry; otherwise
+the job runs as before (top process planned, ranks not).
+
+What a process does, by what it finds (`role`):
+- rank: a launcher's local-rank variables are set (rankvars.py: LOCAL_RANK/LOCAL_WORLD_SIZE, Open MPI, MPICH/Intel
+  MPI, PMIx, PMI, Slurm). It takes its plan for that world size from the handoff (precomputed by the launcher;
+  a size the launcher did not foresee is planned here from the handed facts, which costs an import of the
+  planner), sets the plan's variables in os.environ, binds its CPUs (sched_setaffinity) and memory
+  (set_mempolicy). A variable a launcher between hosttune and the rank changed (its value is neither what hosttune
+  gave the job's top process nor the caller's own) is that launcher's choice and is kept: accelerate's
+  --num_cpu_threads_per_process, `mpirun -x OMP_NUM_THREADS=...`.
+- spawn: a multiprocessing child (spawn, forkserver) without rank variables, e.g. torch.multiprocessing.spawn.
+  It gets OMP_NUM_THREADS/MKL_NUM_THREADS = an even share of the job's threads (the plan's threads for the job
+  divided by the number of such children: the count the parent's hook recorded for torch.multiprocessing.spawn,
+  or the siblings it can see, whichever is larger), and the job gets ONE warning line with the fix.
+- top: the job's own program in a plain or srun job (the launcher already bound it before exec). If it later makes
+  itself local rank 0 and starts its other ranks with LOCAL_RANK (Lightning's `Trainer(strategy="ddp")` run as
+  `python train.py`), it rebinds itself to rank 0's plan when it starts the first of them (all its threads, and
+  torch.set_num_threads when torch is loaded). It also counts torch.multiprocessing.spawn's processes.
+- none: anything else (no handoff, or a helper Python with no rank). Nothing is changed.
+
+Every role then leaves as it found things: HOOK_DIR is removed from sys.path, this module's `sitecustomize` is
+dropped from sys.modules and the next `sitecustomize` on the path is imported (a user's own, or the distro's);
+`usercustomize` runs after it as Python would run it. The hosttune modules the hook loaded are dropped from
+sys.modules too, so the program's own `import hosttune` finds its own. PYTHONPATH keeps HOOK_DIR in os.environ,
+on purpose: a nested launcher (a shell script that starts mpirun, a rank that starts its own workers) hands it on,
+and their Python children find their plans.
+
+A failure never stops a job: whatever goes wrong (an untrusted or unreadable handoff, a plan that cannot be bound)
+is ONE line on stderr and the rank runs on as its launcher started it.
+
+Cost, per Python process of the job (see `python3 -X importtime`; measured in bench/): the hook imports only
+hosttune.launch.{hook, rankvars, handoff, binding, procfs}, hosttune.{fsio, trust, cpulist, errors, policy.names}
+and json; no plan.py, profile, facts, YAML, click or detector on the precomputed path.
+
+Where /proc shows it: affinity (Cpus_allowed_list) and memory policy (numa_maps) are the kernel's, so /proc shows
+what the hook set. The variables are set with putenv inside the running interpreter: what the rank's libraries
+read (OpenMP, MKL, torch) and what its children inherit, but /proc/PID/environ keeps the block the rank was
+started with. `hosttune exec --verify` therefore checks a hook-planned rank's affinity and memory policy, and its
+variables only where the launcher handed them already.
+"""
+
+import os
+import sys
+from typing import Any, Callable, Dict, List, Mapping, MutableMapping, Optional, Tuple
+
+from hosttune.policy import names
+
+HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rankhook")
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+_SPAWN_CODE = ("from multiprocessing.spawn import spawn_main", "from multiprocessing.forkserver import main")
+_KINDS_WITH_TOP = ("plain", "srun")  # the launcher exec's into the user's program (torchrun/ranks: a launcher)
+
+
+# ---- launcher side --------------------------------------------------------------------------------------------
+
+
+def job_env(environ: Mapping[str, str]) -> Dict[str, str]:
+    """The variables that install the hook in every Python of the job: PYTHONPATH with HOOK_DIR first. Empty when
+    HOOK_DIR cannot be used (as root: not root's alone), so the job runs as it would without the hook."""
+    from hosttune import trust
+
+    try:
+        hook_dir = trust.check_path(HOOK_DIR, "the per-rank hook directory", kind="dir") if trust.is_root() \
+            else HOOK_DIR
+    except trust.Untrusted:
+        return {}
+    old = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != hook_dir]
+    return {"PYTHONPATH": os.pathsep.join([hook_dir, *old])}
+
+
+# ---- rank side ------------------------------------------------------------------------------------------------
+
+
+def _say(msg: str) -> None:
+    try:
+        sys.stderr.write(f"hosttune: {msg}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass  # no stderr (daemon, closed descriptor): nothing to say it on
+
+
+def _launcher_pid(environ: Mapping[str, str]) -> Optional[int]:
+    head = environ.get(names.LAUNCH_ID, "").split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _cmdline() -> List[str]:
+    try:
+        with open("/proc/self/cmdline", "rb") as fh:
+            raw = fh.read(1 << 20)
+    except OSError:
+        return list(sys.argv)
+    return [a.decode("utf-8", "surrogateescape") for a in raw.split(b"\0")[:-1]]
+
+
+def is_spawn_child(argv: List[str], cmdline: Optional[Callable[[], List[str]]] = None) -> bool:
+    """A multiprocessing spawn or forkserver child: `python -c "from multiprocessing.spawn import spawn_main; ..."
+    --multiprocessing-fork` (sys.argv is ['-c', '--multiprocessing-fork']) or the forkserver's `-c` line."""
+    if "--multiprocessing-fork" in argv:
+        return True
+    if not argv or argv[0] != "-c":
+        return False
+    full = (cmdline or _cmdline)()
+    return any(code in arg for arg in full for code in _SPAWN_CODE)
+
+
+def role(environ: Mapping[str, str], data_kind: Callable[[], Optional[str]], argv: List[str]) -> str:
+    """rank | spawn | top | top-applied | none (see the module's docstring). `data_kind` reads the handoff's kind
+    (only asked when the answer depends on it)."""
+    from hosttune.launch import rankvars
+
+    launcher = _launcher_pid(environ)
+    me = os.getpid()
+    if launcher == me:
+        return "top"  # the launcher exec'd into this process after binding it: already applied
+    if rankvars.has_rank(environ):
+        return "rank"
+    if is_spawn_child(argv):
+        return "spawn"
+    if launcher is not None and os.getppid() == launcher and data_kind() in _KINDS_WITH_TOP:
+        return "top"  # the job's program behind a wrapper the launcher exec'd (`hosttune exec -- bash run.sh`)
+    return "none"
+
+
+def rank_env(plan_env: Mapping[str, str], data: Mapping[str, Any], environ: Mapping[str, str]) -> Dict[str, str]:
+    """The plan's variables this rank sets: all of them, except one a launcher between hosttune and the rank
+    changed (neither hosttune's value for the top process nor the caller's own): that launcher's choice stays."""
+    top = data.get("top_env") or {}
+    user = data.get("touched") or {}
+    out: Dict[str, str] = {}
+    for key, value in plan_env.items():
+        cur = environ.get(key)
+        if key in top and cur is not None and cur not in (top[key], user.get(key)) and cur != value:
+            continue
+        out[key] = str(value)
+    return out
+
+
+def _set_env(env: Mapping[str, str], target: MutableMapping[str, str]) -> None:
+    for key, value in env.items():
+        if target.get(key) != value:
+            target[key] = value
+
+
+def _bind(plan: Any, libnuma: Optional[str], all_threads: bool = False) -> List[str]:
+    """Bind this process (its calling thread; with `all_threads` every thread it has) to the plan. Notes back."""
+    from hosttune.cpulist import format_cpulist
+    from hosttune.launch.binding import effective_cpus, effective_mems, set_mempolicy
+
+    notes: List[str] = []
+    if plan.cpus:
+        cpus = effective_cpus(plan.cpus, os.sched_getaffinity(0))
+        if set(cpus) != set(plan.cpus):
+            notes.append(f"plan CPUs {format_cpulist(plan.cpus)} narrowed to the allowed {format_cpulist(cpus)}")
+        tids = [0]
+        if all_threads:
+            try:
+                tids = [int(t) for t in os.listdir("/proc/self/task")]
+            except OSError:
+                pass
+        for tid in tids:
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except OSError as exc:
+                if tid == 0 or tid == os.getpid():
+                    raise
+                notes.append(f"thread {tid} not rebound ({exc.strerror})")
+    policy, nodes = effective_mems(plan)
+    if policy != "none":
+        why = set_mempolicy(policy, nodes, libnuma)
+        if why is not None:
+            notes.append(f"memory not bound ({why}; numactl cannot be applied inside a running interpreter)")
+    return notes
+
+
+def _plan_for(data: Mapping[str, Any], local: int, world: int, environ: Mapping[str, str]) -> Tuple[Any, Any, bool]:
+    """(plan, libnuma path, no_bind): the handed plan for this world size, else planned here from the handed facts."""
+    from hosttune.launch import handoff
+
+    tools = data.get("tools") or {}
+    no_bind = bool(data.get("no_bind"))
+    handed = handoff.rank_plan(data, local, world)
+    if handed is not None:
+        return handed, tools.get("libnuma"), no_bind
+    from hosttune.shim import resolve_plan  # a world size the launcher did not foresee: the planner's imports
+
+    plan, libnuma, _numactl, no_bind = resolve_plan(data, local, world, environ)
+    return plan, libnuma, no_bind
+
+
+def apply_rank(data: Mapping[str, Any], local: int, world: int, environ: MutableMapping[str, str],
+               all_threads: bool = False) -> Tuple[Any, List[str]]:
+    """Apply rank `local` of `world`'s plan to this process: variables, CPUs, memory. (plan, notes)."""
+    from hosttune.shim import checked_env
+
+    plan, libnuma, no_bind = _plan_for(data, local, world, environ)
+    env = rank_env(plan.env, data, environ)
+    from hosttune.launch.handoff import users_env
+
+    env = checked_env(env, users_env(data.get("touched"), environ))
+    _set_env(env, environ)
+    environ[names.LOCAL_RANK] = str(local)
+    environ[names.LOCAL_WORLD_SIZE] = str(world)
+    notes = [] if no_bind else _bind(plan, libnuma, all_threads)
+    return plan, notes
+
+
+def spawn_share(data: Mapping[str, Any], environ: Mapping[str, str]) -> Tuple[int, int, int]:
+    """(threads for this multiprocessing child, children counted, the job's threads)."""
+    from hosttune.launch.procfs import children
+
+    job_threads = 0
+    top = data.get("top_env") or {}
+    raw = top.get("OMP_NUM_THREADS") or environ.get("OMP_NUM_THREADS") or ""
+    if raw.isdigit():
+        job_threads = int(raw)
+    if job_threads < 1:
+        job_threads = len(os.sched_getaffinity(0))
+    counted = 0
+    hint = environ.get(names.SPAWN_PROCS, "")
+    if hint.isdigit():
+        counted = int(hint)
+    siblings = 0
+    for pid in children(os.getppid()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                raw_cmd = fh.read(1 << 16)
+        except OSError:
+            continue
+        if b"--multiprocessing-fork" in raw_cmd or any(c.encode() in raw_cmd for c in _SPAWN_CODE):
+            siblings += 1
+    n = max(1, counted, siblings)
+    return max(1, job_threads // n), n, job_threads
+
+
+def _first_to_say(handoff_path: str, launch_id: str) -> bool:
+    """True for the first process of this launch to ask: a note (O_EXCL) in the handoff's private directory, which
+    a plain job's later launches share. Notes of launches whose launcher pid is gone are removed on the way."""
+    from hosttune.launch.handoff import SPAWN_NOTE
+    from hosttune.launch.procfs import alive
+
+    d = os.path.dirname(handoff_path)
+    tag = "".join(c for c in launch_id if c.isalnum() or c == "-") or "none"
+    try:
+        fd = os.open(os.path.join(d, SPAWN_NOTE + tag), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return False  # said already in this job (or the directory is gone)
+    os.close(fd)
+    try:
+        for name in os.listdir(d):
+            pid = name[len(SPAWN_NOTE):].split("-", 1)[0]
+            if name.startswith(SPAWN_NOTE) and pid.isdigit() and not alive(int(pid)):
+                os.unlink(os.path.join(d, name))
+    except OSError:
+        pass
+    return True
+
+
+def apply_spawn(data: Mapping[str, Any], handoff_path: str, environ: MutableMapping[str, str]) -> None:
+    share, n, job_threads = spawn_share(data, environ)
+    env = rank_env({k: str(share) for k in THREAD_VARS}, data, environ)
+    _set_env(env, environ)
+    if not _first_to_say(handoff_path, environ.get(names.LAUNCH_ID, "")):
+        return
+    threads = env.get("OMP_NUM_THREADS") or environ.get("OMP_NUM_THREADS", "?")
+    _say(f"{n} multiprocessing child process(es) of this job have no rank variables (torch.multiprocessing.spawn "
+         f"or a spawn/forkserver Pool), so they are not bound per rank; each gets OMP_NUM_THREADS={threads} "
+         f"(an even share of the job's {job_threads}). Fix: start the job under torchrun "
+         f"(hosttune exec -- torchrun --nproc-per-node={n} SCRIPT) and read LOCAL_RANK instead of spawning")
+
+
+# ---- the top process: Lightning-style ranks started after the fact, torch.multiprocessing.spawn counted --------
+
+
+class _TopWatch:
+    """Armed in the job's top process. An audit hook (subprocess.Popen) sees the program start a child with
+    LOCAL_RANK after having made itself LOCAL_RANK=0: it is rank 0 of LOCAL_WORLD_SIZE (or WORLD_SIZE) now, and
+    rebinds. An import watcher wraps torch.multiprocessing.spawn.start_processes to tell its children their count
+    ($HOSTTUNE_SPAWN_PROCS while they start)."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.data = data
+        self.done = False
+        self.busy = False
+        from hosttune.launch import rankvars
+
+        self.rankvars = rankvars  # held: the hook drops its modules from sys.modules when it is done
+        self.apply_rank = apply_rank
+
+    def audit(self, event: str, args: Tuple[Any, ...]) -> None:
+        if event != "subprocess.Popen" or self.done or self.busy:
+            return
+        env = args[3] if len(args) > 3 else None
+        if not env or "LOCAL_RANK" not in env or "LOCAL_RANK" not in os.environ:
+            return
+        self.busy = True
+        try:
+            self.done = True
+            place = self.rankvars.place(os.environ)
+            if place is None or place.local_world_size < 2:
+                return
+            plan, notes = self.apply_rank(self.data, place.local_rank, place.local_world_size, os.environ,
+                                          all_threads=True)
+            torch = sys.modules.get("torch")
+            threads = getattr(plan, "threads", None)
+            if torch is not None and threads and "OMP_NUM_THREADS" in plan.env:
+                try:
+                    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", threads)))
+                except Exception as exc:  # noqa: BLE001 - a torch that refuses must not stop the job
+                    notes.append(f"torch.set_num_threads failed ({exc})")
+            if notes:
+                _say(f"rank {place.local_rank}/{place.local_world_size} (rebound when it started its ranks): "
+                     + "; ".join(notes))
+        except Exception as exc:  # noqa: BLE001 - never break the job
+            _say(f"this process became local rank 0 of its own ranks but was not rebound ({exc}); it keeps the "
+                 f"whole job's CPUs")
+        finally:
+            self.busy = False
+
+
+class _SpawnCounter:
+    """A meta path finder that wraps torch.multiprocessing.spawn.start_processes when the program imports it."""
+
+    WATCHED = "torch.multiprocessing.spawn"
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != self.WATCHED:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                spec.loader = _WrappingLoader(spec.loader)
+                return spec
+            if spec is not None:
+                return spec
+        return None
+
+
+class _WrappingLoader:
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+
+    def create_module(self, spec: Any) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self.loader.exec_module(module)
+        original = getattr(module, "start_processes", None)
+        if original is None or getattr(original, "_hosttune", False):
+            return
+
+        def start_processes(fn: Any, args: Any = (), nprocs: int = 1, *a: Any, **kw: Any) -> Any:
+            old = os.environ.get(names.SPAWN_PROCS)
+            os.environ[names.SPAWN_PROCS] = str(nprocs)
+            try:
+                return original(fn, args, nprocs, *a, **kw)
+            finally:
+                if old is None:
+                    os.environ.pop(names.SPAWN_PROCS, None)
+                else:
+                    os.environ[names.SPAWN_PROCS] = old
+
+        start_processes._hosttune = True  # type: ignore[attr-defined]
+        start_processes.__wrapped__ = original  # type: ignore[attr-defined]
+        module.start_processes = start_processes
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.loader, name)
+
+
+def arm_top(data: Mapping[str, Any]) -> None:
+    watch = _TopWatch(data)
+    sys.addaudithook(watch.audit)
+    sys.meta_path.insert(0, _SpawnCounter())
+
+
+# ---- entry point ----------------------------------------------------------------------------------------------
+
+
+def run(environ: Optional[MutableMapping[str, str]] = None, argv: Optional[List[str]] = None) -> str:
+    """What sitecustomize calls: find this process's role and apply it. Returns the role (for tests). Never raises
+    for a problem with the plan: one warning line instead."""
+    env: MutableMapping[str, str] = os.environ if environ is None else environ
+    path = env.get(names.HANDOFF)
+    if not path:
+        return "none"
+    from hosttune.errors import UserError
+
+    argv = list(sys.argv if argv is None else argv)
+    cache: Dict[str, Any] = {}
+
+    def data() -> Mapping[str, Any]:
+        if "d" not in cache:
+            from hosttune.launch import handoff
+
+            cache["d"] = handoff.read(env) or {}
+        return cache["d"]  # type: ignore[no-any-return]
+
+    what = "this process"
+    try:
+        who = role(env, lambda: data().get("kind"), argv)
+        if who == "rank":
+            from hosttune.launch import rankvars
+
+            place = rankvars.place(env)
+            assert place is not None
+            what = f"rank {place.local_rank}/{place.local_world_size} ({place.source})"
+            _plan, notes = apply_rank(data(), place.local_rank, place.local_world_size, env)
+            if notes:
+                _say(f"{what}: " + "; ".join(notes))
+        elif who == "spawn":
+            what = "multiprocessing child"
+            apply_spawn(data(), path, env)
+        elif who == "top" and data().get("kind") in _KINDS_WITH_TOP:
+            arm_top(data())
+        return who
+    except (UserError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        _say(f"{what}: plan not applied ({exc}); it runs as its launcher started it")
+        return "failed"
+
+
+__all__ = ["HOOK_DIR", "job_env", "run", "role", "rank_env", "apply_rank", "spawn_share", "is_spawn_child"]
