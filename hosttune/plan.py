@@ -745,8 +745,8 @@ def resolve(
         reasons.append(f"dataloader: {workers} workers ({why})")
     for k, v in profile.env.items():  # literal env wins over anything computed
         env[k] = str(v)
-    env, kept, overridden, why = settle(env, environ, override)
-    reasons.extend(why)
+    env, kept, overridden, settled = settle(env, environ, override)
+    reasons.extend(settled)
     if "OMP_NUM_THREADS" in kept:
         t = _threads_of(env["OMP_NUM_THREADS"]) or 0  # what the program will really run with
     if "OMP_NUM_THREADS" in kept and "MKL_NUM_THREADS" in env and "MKL_NUM_THREADS" not in environ:
