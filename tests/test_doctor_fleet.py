@@ -306,3 +306,14 @@ def test_profile_list_marks_the_profile_in_use(tmp_path: Path) -> None:
     text = hosttune("profile", "list", env=dict(env, HOSTTUNE_PROFILE="reproducible")).stdout.splitlines()
     assert [ln.split()[1] for ln in text if ln.startswith("* ")] == ["reproducible"]
     assert text[-1] == "in use: reproducible ($HOSTTUNE_PROFILE)"
+
+
+def test_contrib_configs_call_the_fleet_modes() -> None:
+    npd = json.loads((REPO / "contrib" / "node-problem-detector" / "hosttune-doctor.json").read_text())
+    assert npd["plugin"] == "custom" and npd["pluginConfig"]["max_output_length"] == fleet.NPD_MAX_OUTPUT
+    (rule,) = npd["rules"]
+    assert rule["args"] == ["doctor", "--npd"] and rule["type"] == "permanent"
+    assert rule["condition"] in {c["type"] for c in npd["conditions"]}  # NPD refuses a permanent rule without one
+    wrapper = REPO / "contrib" / "slurm" / "hosttune-healthcheck"
+    assert os.access(wrapper, os.X_OK) and "exec hosttune doctor --slurm" in wrapper.read_text()
+    assert subprocess.run(["sh", "-n", str(wrapper)], timeout=10).returncode == 0
