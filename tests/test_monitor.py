@@ -464,7 +464,9 @@ def test_summary_min_mean_max_and_time_above_thresholds(tmp_path: Path) -> None:
     samples, bad = report.read_samples(str(tmp_path))
     assert bad == 1 and len(samples) == 8
     s = report.summarize(samples, Thresholds())
-    assert s["metrics"]["gpu0.temperature_c"] == {"min": 60.0, "mean": 74.5, "max": 90.0, "samples": 8}
+    # percentiles interpolate between ranks as numpy.percentile does: p50 of ... 72, 76 ... is 74
+    assert s["metrics"]["gpu0.temperature_c"] == {"min": 60.0, "mean": 74.5, "p50": 74.0, "p95": 89.3, "p99": 89.86,
+                                                  "max": 90.0, "samples": 8}
     above = {a["condition"]: a["seconds"] for a in s["above"]}
     assert above["gpu0 temperature >= 75 C (warning)"] == 40.0  # 76, 80, 88, 90: 4 samples x 10 s
     assert above["gpu0 temperature >= 85 C (critical)"] == 20.0

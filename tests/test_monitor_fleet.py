@@ -12,8 +12,6 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -521,3 +519,52 @@ def _try(fn: Any) -> Any:
         return fn()
     except OSError:
         return None
+
+
+# ---- monitor report: --until, percentiles, bytes ---------------------------------------------------------------
+def _log(tmp_path: Path, n: int = 100, t0: float = 1764547200.0) -> Path:  # 2025-12-01T00:00:00Z
+    log = tmp_path / "log"
+    log.mkdir()
+    with (log / "monitor.jsonl").open("w") as f:
+        for i in range(n):
+            f.write(json.dumps({"ts": t0 + 10 * i, "host": {"mem_used_bytes": 24_330_000_000 + i * 1_000_000,
+                                                            "mem_used_pct": 50.0},
+                                "gpus": [{"index": 0, "temperature_c": 40 + (i * 37) % 50}]}) + "\n")
+    return log
+
+
+def test_report_percentiles_match_numpy(tmp_path: Path) -> None:
+    np = pytest.importorskip("numpy")
+    log = _log(tmp_path)
+    res = cli_runner().invoke(cli, ["monitor", "report", "--log-dir", str(log), "--json", "--config", os.devnull])
+    assert res.exit_code == 0, res.output
+    m = json.loads(res.output)["metrics"]["gpu0.temperature_c"]
+    temps = [40 + (i * 37) % 50 for i in range(100)]
+    for q in (50, 95, 99):
+        assert m[f"p{q}"] == pytest.approx(float(np.percentile(temps, q)), abs=1e-3), q
+
+
+def test_report_until_cuts_the_end(tmp_path: Path) -> None:
+    log = _log(tmp_path)
+    res = cli_runner().invoke(cli, ["monitor", "report", "--log-dir", str(log), "--json", "--config", os.devnull,
+                                    "--until", "2025-12-01T00:04:50Z"])
+    out = json.loads(res.output)
+    assert out["samples"] == 30 and out["last"] == 1764547200.0 + 290
+    res = cli_runner().invoke(cli, ["monitor", "report", "--log-dir", str(log), "--json", "--config", os.devnull,
+                                    "--since", "1000d", "--until", "1000d"])  # nothing between "1000 days ago" twice
+    assert json.loads(res.output)["samples"] == 0
+    res = cli_runner().invoke(cli, ["monitor", "report", "--log-dir", str(log), "--until", "yesterday-ish"])
+    assert res.exit_code == 2 and "--until: cannot read 'yesterday-ish'" in res.stderr
+
+
+def test_report_text_prints_bytes_in_binary_units(tmp_path: Path) -> None:
+    log = _log(tmp_path, n=3)
+    res = cli_runner().invoke(cli, ["monitor", "report", "--log-dir", str(log), "--config", os.devnull])
+    assert res.exit_code == 0, res.output
+    header = next(line for line in res.output.splitlines() if line.startswith("metric"))
+    assert header.split() == ["metric", "min", "mean", "p50", "p95", "p99", "max"]
+    row = next(line for line in res.output.splitlines() if line.startswith("host.mem_used_bytes"))
+    assert "22.7 GiB" in row and "e+" not in row
+    from hosttune.monitor import report
+
+    assert report.human_bytes(512) == "512 B" and report.human_bytes(1536) == "1.5 KiB"

@@ -3,6 +3,7 @@
 import json
 import signal
 import sys
+import time
 from typing import Optional
 
 import click
@@ -87,20 +88,26 @@ def setup_textfile_cmd(ctx: click.Context, owner: Optional[str], config_path: Op
 @cmd.command("report")
 @click.option("--log-dir", default=None, help="Where monitor.jsonl is (default: the config's log_dir).")
 @click.option("--since", default=None, metavar="DURATION", help="Only the last DURATION (30m, 2h, 1d, 1h30m).")
+@click.option("--until", default=None, metavar="WHEN",
+              help="Only up to WHEN: a duration ago (30m, 2h) or a UTC time (2026-12-01T10:00:00Z, 2026-12-01 10:00).")
 @click.option("--plot", default=None, metavar="FILE", help="Draw temperature and memory over time (.svg or .png).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--config", "config_path", default=None, metavar="FILE", help="Monitor config for dirs and thresholds.")
 @click.pass_context
-def report_cmd(ctx: click.Context, log_dir: Optional[str], since: Optional[str], plot: Optional[str],
+def report_cmd(ctx: click.Context, log_dir: Optional[str], since: Optional[str], until: Optional[str],
+               plot: Optional[str],
                as_json: bool, config_path: Optional[str]) -> None:
-    """Min/mean/max per metric, time above each threshold, and the events, from the monitor's JSONL log."""
+    """Min/mean/p50/p95/p99/max per metric, time above each threshold, and the events, from the monitor's JSONL
+    log (bytes in KiB/MiB/GiB)."""
     from hosttune.monitor import report
 
     parent = ctx.obj or {}
     cfg = mconfig.load(config_path or parent.get("config_path"))
     where = log_dir or parent.get("log_dir") or cfg.log_dir
     since_s = report.parse_duration(since) if since else None
-    samples, bad = report.read_samples(where, since_s)
+    now = time.time()
+    until_ts = report.parse_when(until, now) if until else None
+    samples, bad = report.read_samples(where, since_s, now=now, until=until_ts)
     summary = report.summarize(samples, cfg.thresholds)
     if plot:
         report.write_plot(plot, samples, cfg.thresholds, f"hosttune monitor: {where}")

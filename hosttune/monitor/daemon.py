@@ -29,8 +29,17 @@ from hosttune.errors import UserError
 from hosttune.monitor.config import MonitorConfig
 from hosttune.monitor.events import PRIORITY, Alerts, Event
 from hosttune.monitor.sample import HostReader, gpu_fields, now_fields
-from hosttune.monitor.sinks import (DIR_MODE, JSONL_NAME, JsonlSink, TextfileSink, render_stopped, render_textfile,
-                                    resolve_textfile_dir, trusted_dir, write_dir)
+from hosttune.monitor.sinks import (
+    DIR_MODE,
+    JSONL_NAME,
+    JsonlSink,
+    TextfileSink,
+    render_stopped,
+    render_textfile,
+    resolve_textfile_dir,
+    trusted_dir,
+    write_dir,
+)
 from hosttune.monitor.xid import KmsgXids, describe
 
 ERROR_PERIOD_S = 60.0  # a repeating error is printed at most this often

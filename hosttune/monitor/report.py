@@ -6,6 +6,7 @@ intervals, i.e. while the monitor was not running), and the events. The SVG is w
 distribution packages need no matplotlib; a .png is drawn with matplotlib when it happens to be importable.
 """
 
+import calendar
 import errno
 import json
 import math
@@ -13,6 +14,7 @@ import os
 import re
 import stat
 import time
+from array import array
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from hosttune.errors import UserError
@@ -43,6 +45,27 @@ def parse_duration(text: str) -> float:
     if pos == 0 or s[pos:].strip() or total <= 0:
         raise UserError(f"--since: cannot read duration {text!r} (use e.g. 30m, 2h, 1d, 1h30m)")
     return total
+
+
+_WHEN_FORMATS = ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M",
+                 "%Y-%m-%d")
+
+
+def parse_when(text: str, now: Optional[float] = None, option: str = "--until") -> float:
+    """A point in time: a duration ago ("30m", "2h": `now` minus it) or a UTC date-time as the log prints it
+    ("2026-12-01T10:00:00Z", "2026-12-01 10:00", "2026-12-01")."""
+    s = text.strip()
+    for fmt in _WHEN_FORMATS:
+        try:
+            return float(calendar.timegm(time.strptime(s, fmt)))
+        except ValueError:
+            continue
+    try:
+        ago = parse_duration(s)
+    except UserError:
+        raise UserError(f"{option}: cannot read {text!r} (use a duration ago such as 30m or 2h, or a UTC time such "
+                        f"as 2026-12-01T10:00:00Z)") from None
+    return (now if now is not None else time.time()) - ago
 
 
 MAX_LINE_BYTES = 1 << 20  # a sample is a few hundred bytes per GPU; anything longer is not one of ours
@@ -150,10 +173,10 @@ def _lines(path: str) -> Iterator[Optional[bytes]]:
             yield line
 
 
-def read_samples(log_dir: str, since_s: Optional[float] = None, now: Optional[float] = None
-                 ) -> Tuple[List[Dict[str, Any]], int]:
-    """All samples in the log files, oldest first, and the number of lines that did not parse (malformed JSON,
-    too long, nested too deep, or not shaped like a sample)."""
+def read_samples(log_dir: str, since_s: Optional[float] = None, now: Optional[float] = None,
+                 until: Optional[float] = None) -> Tuple[List[Dict[str, Any]], int]:
+    """All samples in the log files (from `since_s` before `now`, up to the time `until`), oldest first, and the
+    number of lines that did not parse (malformed JSON, too long, nested too deep, or not shaped like a sample)."""
     files = jsonl_files(log_dir)
     if not files:
         raise UserError(f"no monitor log in {log_dir} (expected monitor.jsonl; is `hosttune monitor` running?)")
@@ -168,7 +191,7 @@ def read_samples(log_dir: str, since_s: Optional[float] = None, now: Optional[fl
             if rec is None:
                 bad += 1
                 continue
-            if cutoff is None or rec["ts"] >= cutoff:
+            if (cutoff is None or rec["ts"] >= cutoff) and (until is None or rec["ts"] <= until):
                 samples.append(rec)
     samples.sort(key=lambda r: r["ts"])
     return samples, bad
@@ -205,20 +228,36 @@ def _durations(samples: Sequence[Dict[str, Any]]) -> List[float]:
     return [min(g, cap) for g in gaps] + [typical]
 
 
+PERCENTILES = (50, 95, 99)
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The q-th percentile of sorted values, interpolated between the closest ranks (numpy's default, "linear")."""
+    pos = (len(ordered) - 1) * q / 100.0
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
 def summarize(samples: Sequence[Dict[str, Any]], thresholds: Thresholds) -> Dict[str, Any]:
-    metrics: Dict[str, Dict[str, float]] = {}
+    # every reading is kept (8 bytes each in an array) for exact percentiles: a week of 5 s samples of a 1-GPU host
+    # is a few million values; --since/--until bound it
+    values: Dict[str, array[float]] = {}
     for rec in samples:
         for name, value in _numbers(rec):
-            m = metrics.get(name)
-            if m is None:
-                metrics[name] = {"min": value, "max": value, "sum": value, "n": 1}
-            else:
-                m["min"] = min(m["min"], value)
-                m["max"] = max(m["max"], value)
-                m["sum"] += value
-                m["n"] += 1
-    table = {name: {"min": m["min"], "mean": round(m["sum"] / m["n"], 3), "max": m["max"], "samples": int(m["n"])}
-             for name, m in sorted(metrics.items())}
+            seq = values.get(name)
+            if seq is None:
+                seq = values[name] = array("d")
+            seq.append(value)
+    table: Dict[str, Dict[str, Any]] = {}
+    for name, seq in sorted(values.items()):
+        ordered = sorted(seq)
+        row: Dict[str, Any] = {"min": ordered[0], "mean": round(math.fsum(ordered) / len(ordered), 3),
+                               "max": ordered[-1]}
+        for q in PERCENTILES:
+            row[f"p{q}"] = round(percentile(ordered, q), 3)
+        row["samples"] = len(ordered)
+        table[name] = row
 
     t = thresholds
     above: Dict[str, float] = {}
@@ -291,9 +330,10 @@ def render_text(summary: Dict[str, Any], log_dir: str, bad_lines: int) -> str:
                  + (f", {bad_lines} unreadable lines skipped" if bad_lines else ""))
     lines.append("")
     width = max([len(n) for n in summary["metrics"]] + [6])
-    lines.append(f"{'metric':<{width}}  {'min':>12}  {'mean':>12}  {'max':>12}")
+    cols = ["min", "mean", *(f"p{q}" for q in PERCENTILES), "max"]
+    lines.append(f"{'metric':<{width}}" + "".join(f"  {c:>10}" for c in cols))
     for name, m in summary["metrics"].items():
-        lines.append(f"{name:<{width}}  {_fmt(m['min']):>12}  {_fmt(m['mean']):>12}  {_fmt(m['max']):>12}")
+        lines.append(f"{name:<{width}}" + "".join(f"  {_fmt(m[c], name):>10}" for c in cols if c in m))
     lines.append("")
     lines.append("time above thresholds")
     if not summary["above"]:
@@ -311,7 +351,20 @@ def render_text(summary: Dict[str, Any], log_dir: str, bad_lines: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fmt(v: float) -> str:
+_BINARY = (("TiB", 1024.0 ** 4), ("GiB", 1024.0 ** 3), ("MiB", 1024.0 ** 2), ("KiB", 1024.0))
+
+
+def human_bytes(v: float) -> str:
+    """24330000000 -> "22.7 GiB" (binary units, as free(1) -h and the monitor's config sizes)."""
+    for unit, scale in _BINARY:
+        if abs(v) >= scale:
+            return f"{v / scale:.1f} {unit}"
+    return f"{v:.0f} B"
+
+
+def _fmt(v: float, name: str = "") -> str:
+    if name.endswith("_bytes") or name.endswith("_mb"):
+        return human_bytes(v * (1024 * 1024 if name.endswith("_mb") else 1))
     if abs(v) >= 1e6:
         return f"{v:.4g}"
     return f"{v:.2f}".rstrip("0").rstrip(".") if v != int(v) else str(int(v))
