@@ -306,3 +306,12 @@ def test_torchrun_ranks_keep_the_users_env_or_override_it(fake_nvml: Any, tmp_pa
     kept = "hosttune: OMP_NUM_THREADS=3 kept: set by you"
     assert stderr.count(kept) == (0 if override else 1), stderr  # once for the job, not once per rank
     assert stderr.count(f"hosttune: {CUDA}=backend:cudaMallocAsync kept") == (0 if override else 1), stderr
+
+
+def test_numa_binding_on_a_host_without_gpu_says_torchrun_will_fail() -> None:
+    r = run(["exec", "--dry-run", "--", *TORCHRUN, "--numa-binding=node", "--nproc_per_node=2", PROBE])
+    assert r.returncode == 0, r.stderr
+    if "gpu " in r.stdout:
+        pytest.skip("this host has a GPU")
+    head = [ln for ln in r.stdout.splitlines() if ln.startswith("# torchrun --numa-binding=node binds")]
+    assert len(head) == 1 and "this host has no GPU" in head[0]

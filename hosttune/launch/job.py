@@ -155,12 +155,19 @@ def notices(launch: Launch) -> List[str]:
     lines: List[str] = []
     if launch.bound_by:
         lines.append(f"{launch.bound_by} binds the ranks; hosttune does not bind on top (it sets threads, "
-                     f"allocator and env)")
+                     f"allocator and env){_no_gpu_note(launch)}")
     for plan in launch.ranks:
         for line in plan.kept_lines():
             if line not in lines:
                 lines.append(line)
     return lines
+
+
+def _no_gpu_note(launch: Launch) -> str:
+    if launch.kind == "torchrun" and not getattr(launch.facts, "gpus", ()):
+        # torch.numa.binding finds each rank's NUMA node from cuda:LOCAL_RANK: without a GPU torchrun cannot start
+        return "; but this host has no GPU, and torchrun's NUMA binding places each rank by its GPU, so it will fail"
+    return ""
 
 
 def render_text(launch: Launch) -> str:
@@ -174,7 +181,7 @@ def render_text(launch: Launch) -> str:
         lines.extend(f"# {note}" for note in launch.launcher.notes)
     if launch.bound_by:
         lines.append(f"# {launch.bound_by} binds each rank: hosttune binds nothing on top (no affinity, memory "
-                     f"policy or numactl); threads, allocator and env as below")
+                     f"policy or numactl); threads, allocator and env as below{_no_gpu_note(launch)}")
     if launch.kind in ("torchrun", "launcher"):
         lines.append(f"{launch.launcher.name if launch.launcher else 'torchrun'} env (same for every rank):")
         lines.extend(f"  {k}={shlex.quote(v)}" for k, v in sorted(d["env"].items()))
