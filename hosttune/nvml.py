@@ -306,23 +306,22 @@ class Nvml:
                 viol[reason] = int(vt.violationTime) / 1e9  # nanoseconds -> seconds
         if viol:
             out["throttle_seconds"] = viol
-        links: List[Dict[str, Any]] = []
+        # per link, indexed by link number (None: that link did not answer), compact for the JSONL: an NVSwitch
+        # GPU has 18 links
+        ups: List[Optional[int]] = []
+        errors: Dict[str, List[Optional[int]]] = {}
         for link in range(nvlinks):
             state = self._call(index, f"nvlink{link}", nv.nvmlDeviceGetNvLinkState, h, link)
-            if state is None:
-                continue
-            entry: Dict[str, Any] = {"link": link, "up": bool(state)}
-            errors: Dict[str, int] = {}
+            ups.append(None if state is None else int(bool(state)))
             for counter, name in NVLINK_ERROR_COUNTERS.items():
-                value = self._call(index, f"nvlink{link}_{name}", nv.nvmlDeviceGetNvLinkErrorCounter, h, link,
-                                   counter)
-                if value is not None:
-                    errors[name] = int(value)
-            if errors:
-                entry["errors"] = errors
-            links.append(entry)
-        if links:
-            out["nvlinks"] = links
+                value = None if state is None else self._call(
+                    index, f"nvlink{link}_{name}", nv.nvmlDeviceGetNvLinkErrorCounter, h, link, counter)
+                errors.setdefault(name, []).append(None if value is None else int(value))
+        if any(v is not None for v in ups):
+            out["nvlink_up"] = ups
+            kept = {name: vals for name, vals in errors.items() if any(v is not None for v in vals)}
+            if kept:
+                out["nvlink_errors"] = kept
         return out
 
     # ---- critical XID events ------------------------------------------------------------------------------------

@@ -56,9 +56,9 @@ def test_health_fields_and_their_units(fake_nvml: Any) -> None:
     assert h["pcie_replay_errors"] == 2 and h["memory_temperature_c"] == 61
     assert h["throttle_seconds"]["power"] == 3.0 and h["throttle_seconds"]["thermal"] == 1.5  # ns -> s
     assert set(h["throttle_seconds"]) == set(nvml.PERF_POLICIES.values())
-    assert h["nvlinks"] == [
-        {"link": 0, "up": True, "errors": {"replay": 1, "recovery": 0, "crc_flit": 4, "crc_data": 0}},
-        {"link": 1, "up": False, "errors": {"replay": 0, "recovery": 2, "crc_flit": 0, "crc_data": 1}}]
+    assert h["nvlink_up"] == [1, 0]  # by link number
+    # ECC_DATA is NOT_SUPPORTED on this part: left out
+    assert h["nvlink_errors"] == {"replay": [1, 0], "recovery": [0, 2], "crc_flit": [4, 0], "crc_data": [0, 1]}
 
 
 def test_older_gpu_leaves_every_new_field_out_and_is_not_asked_again(fake_nvml: Any) -> None:
@@ -73,7 +73,8 @@ def test_older_gpu_leaves_every_new_field_out_and_is_not_asked_again(fake_nvml: 
         calls = pynvml.fake_calls()
         second = nv.sample(0, health=True)
         again = pynvml.fake_calls()
-    for key in ("energy_j", "pcie_replay_errors", "memory_temperature_c", "throttle_seconds", "nvlinks"):
+    for key in ("energy_j", "pcie_replay_errors", "memory_temperature_c", "throttle_seconds", "nvlink_up",
+                "nvlink_errors"):
         assert key not in first and key not in second, key
     for fn in ("nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetPcieReplayCounter",
                "nvmlDeviceGetViolationStatus"):

@@ -27,7 +27,8 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # per-GPU fields that do not change and so say nothing as min/mean/max
 _STATIC = {"index", "memory_total_mb", "power_limit_w", "clock_event_reasons", "remapped_rows_pending",
-           "remapped_rows_failure", "retired_pages_pending", "temp_slowdown_c"}
+           "remapped_rows_failure", "retired_pages_pending", "temp_slowdown_c",
+           "energy_j", "last_xid"}  # a counter since driver load and a code: no min/mean/max to speak of
 _HOST_STATIC = {"mem_total_bytes", "swap_total_bytes", "shm_total_bytes"}
 
 

@@ -288,13 +288,13 @@ def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Ite
         for reason, seconds in (gpu.get("throttle_seconds") or {}).items():
             ex.add("hosttune_gpu_throttle_seconds_total", "counter", _THROTTLE_HELP,
                    f'{labels},reason="{_escape(reason)}"', seconds)
-        for link in gpu.get("nvlinks") or []:
-            link_labels = f'{labels},link="{link["link"]}"'
+        for link, up in enumerate(gpu.get("nvlink_up") or []):
             ex.add("hosttune_gpu_nvlink_up", "gauge", "1 while the NVLink is active (nvmlDeviceGetNvLinkState).",
-                   link_labels, link.get("up"))
-            for kind, count in (link.get("errors") or {}).items():
+                   f'{labels},link="{link}"', up)
+        for kind, counts in sorted((gpu.get("nvlink_errors") or {}).items()):
+            for link, count in enumerate(counts):
                 ex.add("hosttune_gpu_nvlink_errors_total", "counter", _NVLINK_HELP,
-                       f'{link_labels},type="{_escape(kind)}"', count)
+                       f'{labels},link="{link}",type="{_escape(kind)}"', count)
 
     host = sample.get("host") or {}
     for sensor, temp in sorted((host.get("cpu_temps_c") or {}).items()):
