@@ -28,7 +28,8 @@ What a process does, by what it finds (`role`):
 Every role then leaves as it found things: HOOK_DIR is removed from sys.path, this module's `sitecustomize` is
 dropped from sys.modules and the next `sitecustomize` on the path is imported (a user's own, or the distro's);
 `usercustomize` runs after it as Python would run it. The hosttune modules the hook loaded are dropped from
-sys.modules too, so the program's own `import hosttune` finds its own. PYTHONPATH keeps HOOK_DIR in os.environ,
+sys.modules too, so the program's own `import hosttune` finds its own (not in an armed top process, whose
+watchers run later). PYTHONPATH keeps HOOK_DIR in os.environ,
 on purpose: a nested launcher (a shell script that starts mpirun, a rank that starts its own workers) hands it on,
 and their Python children find their plans.
 
@@ -48,7 +49,7 @@ variables only where the launcher handed them already.
 
 import os
 import sys
-from typing import Any, Callable, Dict, List, Mapping, MutableMapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, MutableMapping, Optional, Set, Tuple
 
 from hosttune.policy import names
 
@@ -149,14 +150,28 @@ def _set_env(env: Mapping[str, str], target: MutableMapping[str, str]) -> None:
             target[key] = value
 
 
-def _bind(plan: Any, libnuma: Optional[str], all_threads: bool = False) -> List[str]:
+def _allowed(environ: Mapping[str, str]) -> Set[int]:
+    """The CPUs this rank may be bound inside: its own mask, or the job's CPUs its parent had before that parent
+    made itself rank 0 and rebound (its children inherit the narrowed mask at fork: see _TopWatch)."""
+    mine = os.sched_getaffinity(0)
+    raw = environ.get(names.JOB_CPUS)
+    if raw:
+        from hosttune.cpulist import parse_cpulist
+
+        job = set(parse_cpulist(raw))
+        if mine <= job:
+            return job
+    return mine
+
+
+def _bind(plan: Any, libnuma: Optional[str], environ: Mapping[str, str], all_threads: bool = False) -> List[str]:
     """Bind this process (its calling thread; with `all_threads` every thread it has) to the plan. Notes back."""
     from hosttune.cpulist import format_cpulist
     from hosttune.launch.binding import effective_cpus, effective_mems, set_mempolicy
 
     notes: List[str] = []
     if plan.cpus:
-        cpus = effective_cpus(plan.cpus, os.sched_getaffinity(0))
+        cpus = effective_cpus(plan.cpus, _allowed(environ))
         if set(cpus) != set(plan.cpus):
             notes.append(f"plan CPUs {format_cpulist(plan.cpus)} narrowed to the allowed {format_cpulist(cpus)}")
         tids = [0]
@@ -208,7 +223,7 @@ def apply_rank(data: Mapping[str, Any], local: int, world: int, environ: Mutable
     _set_env(env, environ)
     environ[names.LOCAL_RANK] = str(local)
     environ[names.LOCAL_WORLD_SIZE] = str(world)
-    notes = [] if no_bind else _bind(plan, libnuma, all_threads)
+    notes = [] if no_bind else _bind(plan, libnuma, environ, all_threads)
     return plan, notes
 
 
@@ -290,9 +305,11 @@ class _TopWatch:
         self.data = data
         self.done = False
         self.busy = False
+        from hosttune.cpulist import format_cpulist
         from hosttune.launch import rankvars
 
-        self.rankvars = rankvars  # held: the hook drops its modules from sys.modules when it is done
+        self.rankvars = rankvars  # held, as the modules below: the hook's modules stay loaded in a top process
+        self.format_cpulist = format_cpulist
         self.apply_rank = apply_rank
 
     def audit(self, event: str, args: Tuple[Any, ...]) -> None:
@@ -307,6 +324,12 @@ class _TopWatch:
             place = self.rankvars.place(os.environ)
             if place is None or place.local_world_size < 2:
                 return
+            # The child forks after this event, with the mask this process is about to narrow: tell it (and the
+            # ranks started after it, whose environment is copied from ours) which CPUs the job had.
+            job_cpus = self.format_cpulist(sorted(os.sched_getaffinity(0)))
+            os.environ[names.JOB_CPUS] = job_cpus
+            if isinstance(env, dict):
+                env[names.JOB_CPUS] = job_cpus
             plan, notes = self.apply_rank(self.data, place.local_rank, place.local_world_size, os.environ,
                                           all_threads=True)
             torch = sys.modules.get("torch")
@@ -423,6 +446,7 @@ def run(environ: Optional[MutableMapping[str, str]] = None, argv: Optional[List[
             apply_spawn(data(), path, env)
         elif who == "top" and data().get("kind") in _KINDS_WITH_TOP:
             arm_top(data())
+            return "top-armed"
         return who
     except (UserError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         _say(f"{what}: plan not applied ({exc}); it runs as its launcher started it")

@@ -21,6 +21,7 @@ def _hosttune_hook() -> None:
     sys.path[:] = [p for p in sys.path if not ours(p)]
     me = sys.modules.pop("sitecustomize", None)
     before = set(sys.modules)
+    role = "none"
     try:
         if os.environ.get("HOSTTUNE_HANDOFF"):  # policy/names.py HANDOFF; nothing to do (or import) without it
             if "hosttune" not in sys.modules:
@@ -35,7 +36,7 @@ def _hosttune_hook() -> None:
                 spec.loader.exec_module(module)
             from hosttune.launch.hook import run
 
-            run()
+            role = run()
     except Exception as exc:  # noqa: BLE001 - the hook must never stop the program it runs in
         try:
             sys.stderr.write(f"hosttune: the per-rank hook failed ({type(exc).__name__}: {exc}); this process runs "
@@ -43,8 +44,9 @@ def _hosttune_hook() -> None:
         except Exception:  # noqa: BLE001
             pass
     finally:
-        for name in [n for n in sys.modules if n not in before and (n == "hosttune" or n.startswith("hosttune."))]:
-            del sys.modules[name]  # the program's own `import hosttune` finds its own
+        if role != "top-armed":  # an armed top process's watchers import from the loaded package later
+            for name in [n for n in sys.modules if n not in before and (n == "hosttune" or n.startswith("hosttune."))]:
+                del sys.modules[name]  # the program's own `import hosttune` finds its own
         _chain(me)
 
 
