@@ -7,9 +7,11 @@ TORCH_PIN ?= torch==2.13.0
 RUNTIME_APT := numactl libnuma1 libjemalloc2 libtcmalloc-minimal4
 # What the tests also use for real: hwloc (the detector's oracle), full tcmalloc, systemd-analyze (the monitor unit),
 # and the package stage's mmdebstrap/lintian/rpm/rpmlint/systemd-nspawn; a real single-node Slurm (munge, slurmctld,
-# slurmd, srun/scontrol) for `doctor --slurm` and srun + exec; prometheus-node-exporter scrapes the monitor's textfile.
+# slurmd, srun/scontrol) for `doctor --slurm` and srun + exec; prometheus-node-exporter scrapes the monitor's textfile;
+# openmpi-bin: real `mpirun -np 2` ranks under exec (tests/test_exec_launchers.py).
 TEST_APT := $(RUNTIME_APT) hwloc libgoogle-perftools4 systemd procps util-linux tuned \
-	mmdebstrap lintian rpm rpmlint systemd-container munge slurmctld slurmd slurm-client prometheus-node-exporter
+	mmdebstrap lintian rpm rpmlint systemd-container munge slurmctld slurmd slurm-client prometheus-node-exporter \
+	openmpi-bin
 # promtool (checks the monitor's textfile and alert rules) from Debian's prometheus package, unpacked, never
 # installed: installing it would start a Prometheus server.
 PROMTOOL := build/promtool/usr/bin/promtool
@@ -35,7 +37,9 @@ setup:
 	  mkdir -p build/promtool-dl && cd build/promtool-dl && apt-get download -qq prometheus && \
 	  dpkg-deb -x prometheus_*.deb ../promtool; fi
 	$(PIP) install -q --disable-pip-version-check "$(TORCH_PIN)"
-	$(PIP) install -q --disable-pip-version-check -e '.[train,dev]'
+	@# the pin again: dev's launchers (accelerate, lightning, deepspeed) depend on torch, and pip must fail rather
+	@# than swap the CPU build for another one to satisfy them
+	$(PIP) install -q --disable-pip-version-check -e '.[train,dev]' "$(TORCH_PIN)"
 
 # The main job on the embedded defaults: check the host, generate its profile, train gpt-tiny on 2 ranks.
 demo: setup-demo
