@@ -26,6 +26,7 @@ PROBE = Path(__file__).resolve().parent / "probes" / "probe.py"
 SBIN = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
 TOOLS = ("munged", "mungekey", "slurmctld", "slurmd", "srun", "scontrol")
 INTERVAL = 2  # HealthCheckInterval, seconds
+BUDGET = 60  # seconds per test, cluster start included: every wait below is cut to what is left of it
 
 pytestmark = pytest.mark.integration
 
@@ -54,6 +55,11 @@ class Cluster:
         self.profile = base / "profile.yaml"
         self.env = dict(os.environ, SLURM_CONF=str(self.conf))
         self.procs: List[subprocess.Popen[bytes]] = []
+        self.deadline = time.monotonic() + BUDGET
+
+    def left(self, most: float) -> float:
+        """At most `most` seconds, and never past the test's budget."""
+        return max(1.0, min(most, self.deadline - time.monotonic()))
 
     def start(self, argv: List[str], log: str) -> None:
         with open(self.base / log, "wb") as out:
@@ -86,7 +92,7 @@ class Cluster:
         return {"state": state.group(1) if state else "", "reason": reason.group(1) if reason else ""}
 
     def wait_for(self, what: str, ok: Callable[[Dict[str, str]], bool], seconds: float = 20) -> Dict[str, str]:
-        deadline = time.monotonic() + seconds
+        deadline = time.monotonic() + self.left(seconds)
         node = self.show()
         while not ok(node):
             if time.monotonic() > deadline:
@@ -164,13 +170,13 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         c.start([_tool("munged"), "-F", "--force", f"--key-file={base}/munge.key", f"--socket={base}/munge.sock",
                  f"--pid-file={base}/munged.pid", f"--log-file={base}/munged.log", f"--seed-file={base}/munge.seed"],
                 "munged.out")
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + c.left(10)
         while not (base / "munge.sock").exists():
             assert time.monotonic() < deadline, (base / "munged.out").read_text()
             time.sleep(0.1)
         c.start([_tool("slurmctld"), "-D", "-i", "-f", str(c.conf)], "slurmctld.out")
         c.start([_tool("slurmd"), "-D", "-f", str(c.conf)], "slurmd.out")
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + c.left(20)
         while True:
             try:
                 if c.show()["state"].startswith("IDLE"):
@@ -191,13 +197,13 @@ def test_srun_tasks_get_their_own_cores_inside_slurms(cluster: Cluster) -> None:
     srun = [_tool("srun"), "-n", str(ntasks), "--cpu-bind=cores"]
     given = subprocess.run(srun + [sys.executable, "-c", "import os; print(os.environ['SLURM_PROCID'], "
                                    "','.join(map(str, sorted(os.sched_getaffinity(0)))))"],
-                           capture_output=True, text=True, env=env, timeout=60, cwd=cluster.base)
+                           capture_output=True, text=True, env=env, timeout=cluster.left(30), cwd=cluster.base)
     assert given.returncode == 0, given.stderr
     slurm_cpus = {int(r): {int(c) for c in cpus.split(",")} for r, cpus in (ln.split() for ln in
                                                                            given.stdout.splitlines())}
     assert len(slurm_cpus) == ntasks
     done = subprocess.run(srun + [sys.executable, "-m", "hosttune", "exec", "--", sys.executable, str(PROBE)],
-                          capture_output=True, text=True, env=env, timeout=60, cwd=cluster.base)
+                          capture_output=True, text=True, env=env, timeout=cluster.left(30), cwd=cluster.base)
     assert done.returncode == 0, done.stderr
     reports = [json.loads(p.read_text()) for p in sorted((cluster.base / "out").glob("rank-*.json"))]
     assert len(reports) == ntasks, done.stderr
