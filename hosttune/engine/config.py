@@ -24,6 +24,7 @@ from hosttune.yamlio import load as load_yaml
 AMP_MODES = ("auto", "bf16", "fp16", "off")
 DEVICES = ("auto", "cpu", "cuda")
 MODELS = ("gpt-tiny", "resnet-tiny", "custom")
+DATA_KINDS = ("windows", "lines", "shards")
 CONFIG_LIMIT = 1 << 20  # bytes; a config is a few dozen lines
 
 
@@ -42,6 +43,12 @@ class Config:
     n_embd: int = 128
     block_size: int = 64
     dropout: float = 0.0
+    # gpt-tiny's data: windows (fixed-length, in memory) | lines (one sentence each: variable length, padded) |
+    # shards (windows streamed from text shards, an IterableDataset: the bundled shards unless data_path names a
+    # .shards.json index)
+    data: str = "windows"
+    data_path: str = ""
+    length_bucketing: bool = False  # batch samples of similar length together (variable-length data)
     # resnet-tiny: a small residual CNN on synthetic, separable image classes
     width: int = 16
     num_classes: int = 10
@@ -65,6 +72,8 @@ class Config:
     activation_checkpointing: bool = False  # transformer blocks only
     channels_last: bool = True  # image models only
     deterministic: Optional[bool] = None  # None = HOSTTUNE_DETERMINISTIC from the profile, else off
+    cudnn_benchmark: Optional[bool] = None  # autotuned convolutions; None = on unless deterministic. Off helps
+    # when input shapes vary (every new shape is autotuned again)
     seed: int = 1337
     device: str = "auto"  # auto | cpu | cuda
     # -- data loading: None = the launcher's profile (HOSTTUNE_* env), then a default for this host --
@@ -110,6 +119,12 @@ class Config:
                "prefetch_factor needs num_workers >= 1 (the main process does not prefetch)")
         _check(not (self.persistent_workers and self.num_workers == 0),
                "persistent_workers=true needs num_workers >= 1")
+        _check(self.data in DATA_KINDS, f"data must be one of {', '.join(DATA_KINDS)}, got {brief(self.data)}")
+        _check(self.data == "windows" or self.model == "gpt-tiny",
+               f"data={self.data} applies to gpt-tiny (the Python API takes your own dataset)")
+        _check(not self.data_path or self.data == "shards", "data_path needs data=shards")
+        _check(not (self.cudnn_benchmark and self.deterministic),
+               "cudnn_benchmark=true contradicts deterministic=true (autotuning picks kernels run by run)")
         _check(not (self.activation_checkpointing and self.model == "resnet-tiny"),
                "activation_checkpointing applies to the transformer (gpt-tiny), not resnet-tiny")
         self.profile_schedule()  # validates the format

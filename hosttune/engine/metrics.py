@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import resource
 import sys
 import time
@@ -12,23 +13,28 @@ from typing import Any, Callable, Dict, Optional
 
 import torch
 
-# Dense bf16/fp16 tensor-core peak per GPU, TFLOP/s, from the vendors' datasheets (without sparsity).
-GPU_PEAK_TFLOPS = {"H200": 989.0, "H100 SXM": 989.0, "H100 PCIe": 756.0, "H100": 756.0, "A100": 312.0,
-                   "L40S": 362.0, "L4": 121.0, "A10": 125.0, "V100": 125.0, "T4": 65.0, "RTX 4090": 165.0,
-                   "RTX 3090": 71.0}
+from hosttune.policy.gpu_peak import dense_peak_tflops
 
 
-def peak_tflops(cfg_value: float, device: torch.device) -> Optional[float]:
-    """The configured peak, else a known GPU's datasheet peak, else None (no MFU; CPUs have no datasheet peak
-    we can trust - set peak_tflops yourself, e.g. from a measured matmul)."""
+def peak_tflops(cfg_value: float, device: torch.device, dtype: str, device_name: Optional[str] = None
+                ) -> Optional[float]:
+    """The configured peak, else the GPU's dense datasheet peak for `dtype` (bf16|fp16|tf32|fp32) from the one
+    table (hosttune.policy.gpu_peak), else None (no MFU; CPUs have no datasheet peak we can trust - set
+    peak_tflops yourself, e.g. from a measured matmul). `device_name` stands in for the device's own name."""
     if cfg_value > 0:
         return cfg_value
-    if device.type == "cuda":
-        name = torch.cuda.get_device_name(device)
-        for key, value in GPU_PEAK_TFLOPS.items():
-            if key in name:
-                return value
+    if device.type == "cuda" or device_name is not None:
+        return dense_peak_tflops(device_name or torch.cuda.get_device_name(device), dtype)
     return None
+
+
+def json_safe(record: Dict[str, Any]) -> Dict[str, Any]:
+    """NaN/Infinity are not JSON (json.dumps writes them anyway, and strict readers refuse the line): such a value
+    becomes null, and `nonfinite` names the fields (e.g. the loss after an fp16 overflow)."""
+    bad = [k for k, v in record.items() if isinstance(v, float) and not math.isfinite(v)]
+    if not bad:
+        return record
+    return {**{k: (None if k in bad else v) for k, v in record.items()}, "nonfinite": bad}
 
 
 def count_step_flops(model: torch.nn.Module, batch: Any, loss_fn: Callable, autocast: Any) -> int:
@@ -74,7 +80,7 @@ class Metrics:
 
     def write(self, record: Dict[str, Any]) -> None:
         if self._f is not None:
-            record = {"time": round(time.time(), 3), **record}
+            record = json_safe({"time": round(time.time(), 3), **record})
             self._f.write(json.dumps(record) + "\n")
 
     def progress(self, steps: int, loss: Optional[float] = None) -> None:

@@ -24,20 +24,35 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, IterableDataset, default_collate
 
 from hosttune.yamlio import brief
 
 from . import checkpoint as ckpt
 from .config import Config
-from .data import CharText, ResumableSampler, SeparableImages, deterministic_setting, loader_settings
+from .data import (
+    IGNORE_INDEX,
+    CharLines,
+    CharText,
+    EpochBatches,
+    ResumableSampler,
+    SeededFetch,
+    SeparableImages,
+    ShardedText,
+    StreamReader,
+    dataset_lengths,
+    default_shards,
+    deterministic_setting,
+    loader_settings,
+    seeded_rng,
+)
 from .metrics import Metrics, count_step_flops, peak_memory_mb, peak_tflops
 from .models import GPT, TinyResNet, classification_loss, lm_loss
 
@@ -68,11 +83,30 @@ def build_preset_task(cfg: Config) -> Task:
         return Task(model, train, classification_loss, val, accuracy=True,
                     notes={"chance_accuracy": round(1 / cfg.num_classes, 4)})
     if cfg.model == "gpt-tiny":
-        train_text, val_text = CharText(cfg.block_size, "train"), CharText(cfg.block_size, "val")
-        model = GPT(train_text.vocab_size, cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.dropout)
-        return Task(model, train_text, lm_loss, val_text, tokens_per_sample=cfg.block_size,
-                    notes={"unigram_entropy": round(train_text.unigram_entropy(), 4)})
+        windows = CharText(cfg.block_size, "train")
+        train: Dataset = windows
+        val: Dataset = CharText(cfg.block_size, "val")
+        if cfg.data == "lines":
+            train, val = CharLines(cfg.block_size, "train"), CharLines(cfg.block_size, "val")
+        elif cfg.data == "shards":
+            index = Path(cfg.data_path) if cfg.data_path else default_shards()
+            try:
+                train = ShardedText(index, cfg.block_size, cfg.seed)
+            except ValueError as exc:
+                raise EngineError(str(exc)) from None
+            if train.chars != windows.chars:
+                raise EngineError(f"{index}: its vocabulary is not the bundled text's; gpt-tiny's val split needs it")
+        # Tensor cores want matrix sides in multiples of 64: the embedding/output layer's 62 rows become 64 (the
+        # extra tokens never occur, so they only learn to be unlikely).
+        model = GPT(pad_to_multiple(windows.vocab_size, 64), cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd,
+                    cfg.dropout)
+        return Task(model, train, lm_loss, val, tokens_per_sample=cfg.block_size if cfg.data != "lines" else 0,
+                    notes={"unigram_entropy": round(windows.unigram_entropy(), 4)})
     raise EngineError("model=custom needs the Python API (hosttune.engine.api.fit) with your own model")
+
+
+def pad_to_multiple(n: int, k: int) -> int:
+    return -(-n // k) * k
 
 
 def cpu_has_fast_bf16(cpuinfo: str) -> bool:
@@ -85,13 +119,19 @@ def cpu_has_fast_bf16(cpuinfo: str) -> bool:
     return False
 
 
-def resolve_amp(amp: str, device: torch.device) -> Optional[torch.dtype]:
-    """The autocast dtype (None = fp32). fp16 implies a GradScaler: its narrow range underflows small grads."""
+def resolve_amp(amp: str, device: torch.device, capability: Optional[Tuple[int, int]] = None
+                ) -> Optional[torch.dtype]:
+    """The autocast dtype (None = fp32). fp16 implies a GradScaler: its narrow range underflows small grads.
+
+    On CUDA `auto` decides by compute capability (`capability`, else the device's own; call after set_device):
+    bf16 tensor cores start with Ampere (8.0). torch.cuda.is_bf16_supported() is True on V100/T4 too, where bf16
+    is emulated at a fraction of the fp16 rate, so it cannot decide."""
     if amp == "off":
         return None
     if device.type == "cuda":
         if amp == "auto":
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16  # Ampere+ has bf16
+            major, minor = capability or torch.cuda.get_device_capability(device)
+            return torch.bfloat16 if (major, minor) >= (8, 0) else torch.float16
         return torch.bfloat16 if amp == "bf16" else torch.float16
     if amp == "fp16":
         raise EngineError("amp=fp16 needs CUDA (GradScaler); on CPU use amp=bf16 or amp=off")
@@ -117,17 +157,37 @@ def oom_report(exc: BaseException, cfg: Config, device: torch.device) -> str:
     lines = [f"hosttune.engine: error: out of GPU memory ({str(exc).splitlines()[0] if str(exc) else 'OOM'})"]
     if device.type == "cuda" and torch.cuda.is_available():
         lines.append(torch.cuda.memory_summary(device, abbreviated=True))
-    half = max(1, cfg.micro_batch_size // 2)
     lines.append("advice:")
-    lines.append(f"  - halve the micro-batch and keep the effective batch: --set micro_batch_size={half} "
-                 f"--set grad_accum={cfg.grad_accum * cfg.micro_batch_size // half}")
-    if cfg.model != "resnet-tiny" and not cfg.activation_checkpointing:
-        lines.append("  - recompute activations instead of storing them: --set activation_checkpointing=true")
-    lines.append("  - reduce fragmentation: export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
-                 "(hosttune's profiles set it)")
-    if cfg.amp == "off":
-        lines.append("  - halve activation memory with mixed precision: --set amp=auto")
+    lines += [f"  - {line}" for line in oom_advice(cfg)]
     return "\n".join(lines)
+
+
+def oom_advice(cfg: Any) -> List[str]:
+    """The next steps against an OOM, cheapest first, from what the config already has on: activations (smaller
+    micro-batch, mixed precision, recomputation), then the model's own state (shard the optimizer state, then
+    parameters and gradients, then offload them to host memory). `shard`/`offload` may not be config fields yet."""
+    shard, offload = getattr(cfg, "shard", "none") or "none", getattr(cfg, "offload", "none") or "none"
+    out = []
+    if cfg.micro_batch_size > 1:
+        half = cfg.micro_batch_size // 2
+        out.append(f"halve the micro-batch and keep the effective batch: --set micro_batch_size={half} "
+                   f"--set grad_accum={cfg.grad_accum * cfg.micro_batch_size // half}")
+    if cfg.amp == "off":
+        out.append("halve activation memory with mixed precision: --set amp=auto")
+    if cfg.model != "resnet-tiny" and not cfg.activation_checkpointing:
+        out.append("recompute activations instead of storing them: --set activation_checkpointing=true")
+    if shard == "none":
+        out.append("shard the optimizer state across ranks (AdamW keeps two fp32 values per parameter): "
+                   "--set shard=zero1")
+    if shard in ("none", "zero1"):
+        out.append("shard parameters, gradients and optimizer state (FSDP): --set shard=fsdp")
+    if shard == "fsdp" and offload in ("", "none"):
+        out.append("keep the sharded state in host memory, at the cost of PCIe traffic: --set offload=cpu")
+    if shard == "fsdp" and offload not in ("", "none") and cfg.micro_batch_size == 1 and cfg.activation_checkpointing:
+        out.append("everything is on: the model needs more GPUs (more ranks to shard over) or larger GPUs")
+    out.append("reduce fragmentation: export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+               "(hosttune's profiles set it)")
+    return out
 
 
 def seed_all(seed: int) -> None:
@@ -228,6 +288,8 @@ class Runtime:
     deterministic: bool
     run_dir: Path = Path(".")
     owns_group: bool = False  # the engine created the process group, so it (and only it) destroys it
+    flag_group: Any = None  # the CPU group the per-step stop flag is all-reduced in (world > 1)
+    _flag: torch.Tensor = field(default_factory=lambda: torch.zeros(1, dtype=torch.int32))
 
     @property
     def cuda(self) -> bool:
@@ -250,6 +312,14 @@ class Runtime:
         dist.all_reduce(flag, op=dist.ReduceOp.MIN)
         return bool(flag.item())
 
+    def any_rank(self, flag: bool) -> bool:
+        """True when any rank passed True: every rank calls it at the same step (a small CPU all-reduce)."""
+        if self.world == 1:
+            return flag
+        self._flag[0] = int(flag)
+        dist.all_reduce(self._flag, op=dist.ReduceOp.MAX, group=self.flag_group)
+        return bool(self._flag[0])
+
     def autocast(self) -> Any:
         return torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32,
                               enabled=self.amp_dtype is not None)
@@ -257,32 +327,43 @@ class Runtime:
 
 def setup(cfg: Config) -> Runtime:
     """Device, process group, precision and determinism switches, run directory."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
+    user_group = dist.is_available() and dist.is_initialized()  # the caller's own process group: use it
+    world = dist.get_world_size() if user_group else int(os.environ.get("WORLD_SIZE", "1"))
+    rank = dist.get_rank() if user_group else int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise EngineError("device=cuda but torch sees no CUDA device (CPU-only torch build, or no driver)")
     use_cuda = cfg.device != "cpu" and torch.cuda.is_available()
     device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
-    amp_dtype = resolve_amp(cfg.amp, device)
     deterministic = deterministic_setting(cfg)
+    if deterministic and cfg.cudnn_benchmark:
+        raise EngineError("cudnn_benchmark=true contradicts deterministic mode (HOSTTUNE_DETERMINISTIC=1 from the "
+                          "profile): autotuning picks kernels run by run")
     if deterministic:
         # cuBLAS needs a fixed workspace to be deterministic; it must be set before the first cuBLAS call.
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     if use_cuda:
         torch.cuda.set_device(device)  # before init_process_group, so NCCL binds this rank to its GPU
+    amp_dtype = resolve_amp(cfg.amp, device)  # after set_device: a CUDA query before it opens a context on GPU 0
     rt = Runtime(world, rank, local_rank, device, amp_dtype, deterministic)
     if world > 1 and not dist.is_initialized():
         init_process_group("nccl" if use_cuda else "gloo", rank, world)
         rt.owns_group = True
     try:
-        torch.backends.cudnn.benchmark = not deterministic  # autotuned kernels are fastest but may differ run to run
+        # Autotuned kernels are fastest but may differ run to run; with varying input shapes each new shape is
+        # tuned again, so it has its own switch.
+        torch.backends.cudnn.benchmark = (cfg.cudnn_benchmark if cfg.cudnn_benchmark is not None
+                                          else not deterministic)
         torch.backends.cudnn.deterministic = deterministic
         torch.use_deterministic_algorithms(deterministic)
         if use_cuda:
             # TF32 matmuls on Ampere+: ~8x the fp32 rate for the parts autocast leaves in fp32.
             torch.backends.cuda.matmul.allow_tf32 = not deterministic
             torch.backends.cudnn.allow_tf32 = not deterministic
+        if world > 1:
+            # SIGTERM reaches ranks at different moments; they agree every step through a CPU (gloo) all-reduce
+            # of one flag, which never waits for the GPU. On CPU runs the default group is gloo already.
+            rt.flag_group = dist.new_group(backend="gloo") if use_cuda else dist.group.WORLD
         rt.run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg, rank, world)
         if rank == 0:
             rt.run_dir.mkdir(parents=True, exist_ok=True)
@@ -295,6 +376,9 @@ def setup(cfg: Config) -> Runtime:
 
 def teardown(rt: Runtime) -> None:
     """Destroy the process group if the engine created it; a group the caller made is the caller's."""
+    if rt.flag_group is not None and rt.flag_group is not dist.group.WORLD and dist.is_initialized():
+        dist.destroy_process_group(rt.flag_group)
+    rt.flag_group = None
     if rt.owns_group and dist.is_initialized():
         dist.destroy_process_group()
         rt.owns_group = False
@@ -378,8 +462,23 @@ def build(cfg: Config, task: Task, rt: Runtime) -> Trainer:
     wrapped, sync_model = wrap_model(model, cfg, rt)
     data = TrainData(task, cfg, rt, channels_last)
     state = TrainState(model, optimizer, scheduler, scaler, data.loader_gen)
+    trainer = Trainer(state, wrapped, sync_model, data, channels_last)
+    # FLOPs for MFU: counted once, only when the device's peak is known, before the RNG streams are seeded (and
+    # restored on a resume), on a copy of the model, with every RNG stream put back: counting changes nothing.
+    trainer.peak_tflops = peak_tflops(cfg.peak_tflops, rt.device, mfu_dtype(rt))
+    if trainer.peak_tflops:
+        trainer.flops_per_step = cfg.grad_accum * count_step_flops(model, data.sample_batch(), task.loss_fn,
+                                                                   rt.autocast)
     seed_all(cfg.seed + rt.rank)  # per-rank streams: different dropout masks on each rank
-    return Trainer(state, wrapped, sync_model, data, channels_last)
+    return trainer
+
+
+def mfu_dtype(rt: Runtime) -> str:
+    """The math the matmuls run in, for the peak to compare with: autocast's dtype, else TF32 (on unless
+    deterministic), else fp32."""
+    if rt.amp_dtype is not None:
+        return "bf16" if rt.amp_dtype == torch.bfloat16 else "fp16"
+    return "fp32" if rt.deterministic or not rt.cuda else "tf32"
 
 
 def build_optimizer(model: nn.Module, cfg: Config, rt: Runtime) -> torch.optim.Optimizer:
@@ -390,7 +489,17 @@ def build_optimizer(model: nn.Module, cfg: Config, rt: Runtime) -> torch.optim.O
     return torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                               {"params": no_decay, "weight_decay": 0.0}],
                              lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
-                             **({"fused": True} if rt.cuda else {}))  # fused: one kernel for all params
+                             **({"fused": True} if fused_optimizer_ok(rt.device) else {}))
+
+
+def fused_optimizer_ok(device: torch.device) -> bool:
+    """Whether torch has fused AdamW for this device type: one kernel (CUDA) or one vectorised loop (CPU, torch
+    >= 2.4) over all parameters. On CPU it measured 0.41 vs 2.22 ms per step for gpt-tiny's optimizer."""
+    try:
+        from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
+    except ImportError:  # older torch: fused exists for CUDA only
+        return device.type == "cuda"
+    return device.type in _get_fused_kernels_supported_devices()
 
 
 def wrap_model(model: nn.Module, cfg: Config, rt: Runtime) -> Tuple[nn.Module, Optional[nn.Module]]:
@@ -406,41 +515,103 @@ def wrap_model(model: nn.Module, cfg: Config, rt: Runtime) -> Tuple[nn.Module, O
 
 
 class TrainData:
-    """This rank's training batches and its position in them (epoch, samples consumed), resumable exactly."""
+    """This rank's training batches and its position in them (epoch, samples consumed), resumable exactly.
+
+    Map-style datasets: EpochBatches picks each epoch's micro-batches (optionally length-bucketed) and SeededFetch
+    fetches each under an RNG seeded by its position, so random augmentation gives the same batch with any number
+    of workers and after a resume. IterableDatasets stream through StreamReader (one reader per rank and worker)
+    and have no epochs here: `samples` counts the rank's whole stream.
+    """
 
     def __init__(self, task: Task, cfg: Config, rt: Runtime, channels_last: bool):
-        self.cfg, self.device, self.channels_last = cfg, rt.device, channels_last
+        self.cfg, self.rt, self.device, self.channels_last = cfg, rt, rt.device, channels_last
+        self.dataset = task.train_set
         self.settings = loader_settings(cfg, rt.cuda)
-        self.sampler = ResumableSampler(task.train_set, rt.world, rt.rank, cfg.seed, shuffle=True)
-        self.epoch_len = len(self.sampler.inner)  # this rank's samples per epoch
-        if self.epoch_len < cfg.micro_batch_size:
-            raise EngineError(f"the training set has {len(task.train_set)} samples: too few for "
-                              f"micro_batch_size={cfg.micro_batch_size} on {rt.world} rank(s)")
-        # A private generator for the loader's worker seeds, so creating an iterator (each epoch, and again after
-        # a resume) never draws from the global RNG that dropout uses: resume stays exact.
+        self.streaming = isinstance(self.dataset, IterableDataset)
+        self.collate = getattr(self.dataset, "collate", None)  # e.g. padding for variable-length samples
+        self.padded = self.collate is not None
+        self.pad_tokens = self.tokens = 0  # this rank's, since the last log line (padded data only)
+        # A private generator for the loader's worker base seeds, so creating an iterator (each epoch, and again
+        # after a resume) never draws from the global RNG that dropout uses: resume stays exact.
         self.loader_gen = torch.Generator().manual_seed(cfg.seed + rt.rank)
-        self.loader = DataLoader(task.train_set, batch_size=cfg.micro_batch_size, sampler=self.sampler,
-                                 drop_last=True, generator=self.loader_gen, **self.settings.kwargs())
+        self.epoch_len: Optional[int] = None  # this rank's samples per epoch; None when streaming
+        self.batches: Optional[EpochBatches] = None
         self._it: Optional[Iterator[Any]] = None
+        mbs = cfg.micro_batch_size
+        if self.streaming:
+            if cfg.length_bucketing:
+                raise EngineError("length_bucketing needs a map-style dataset (it sorts an epoch by length); "
+                                  "a streamed dataset can only be bucketed by its own reader")
+            shards = getattr(self.dataset, "shards", None)
+            readers = rt.world * max(1, self.settings.num_workers)
+            if shards is not None and len(shards) < readers:
+                raise EngineError(f"the stream has {len(shards)} shard(s) for {readers} readers ({rt.world} rank(s) "
+                                  f"x {max(1, self.settings.num_workers)} loader worker(s)): lower num_workers or "
+                                  f"cut more shards")
+            return
+        try:
+            n = len(self.dataset)  # type: ignore[arg-type]
+        except TypeError:
+            raise EngineError(f"the training set ({type(self.dataset).__name__}) has no len() and is not an "
+                              f"IterableDataset: subclass torch.utils.data.IterableDataset to stream it") from None
+        lengths = None
+        if cfg.length_bucketing:
+            lengths = dataset_lengths(self.dataset)
+            if lengths is None or len(lengths) != n:
+                raise EngineError("length_bucketing needs the dataset to give each sample's length (a lengths() "
+                                  "method or a lengths list, one per sample)")
+        self.batches = EpochBatches(self.dataset, rt.world, rt.rank, cfg.seed, mbs, lengths)
+        self.epoch_len = self.batches.epoch_len
+        if self.epoch_len < mbs:
+            raise EngineError(f"the training set has {n} samples: too few for micro_batch_size={mbs} on "
+                              f"{rt.world} rank(s)")
+        self.loader = DataLoader(SeededFetch(self.dataset, cfg.seed, rt.rank), batch_sampler=self.batches,
+                                 collate_fn=self.collate, generator=self.loader_gen, **self.settings.kwargs())
 
     def to_device(self, x: torch.Tensor) -> torch.Tensor:
         # non_blocking only helps (and is only safe) from pinned memory to a GPU.
         x = x.to(self.device, non_blocking=self.settings.pin_memory)
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last and x.dim() == 4 else x
 
+    def _start(self, state: TrainState) -> Iterator[Any]:
+        if self.batches is not None:
+            self.batches.set_epoch(state.epoch, skip=state.samples)
+            return iter(self.loader)
+        mbs = self.cfg.micro_batch_size
+        reader = StreamReader(self.dataset, self.rt.world, self.rt.rank, self.cfg.seed, mbs,  # type: ignore[arg-type]
+                              state.samples // mbs)
+        kwargs = self.settings.kwargs()
+        kwargs["persistent_workers"] = False  # one iterator for the whole run
+        return iter(DataLoader(reader, batch_size=mbs, collate_fn=self.collate, generator=self.loader_gen,
+                               **kwargs))
+
     def next(self, state: TrainState) -> Tuple[torch.Tensor, torch.Tensor]:
         """The next micro-batch on the device; advances state.epoch/state.samples."""
         mbs = self.cfg.micro_batch_size
-        if self._it is None:
-            self.sampler.set_epoch(state.epoch, skip=state.samples)
-            self._it = iter(self.loader)
-        if state.samples + mbs > self.epoch_len:  # epoch boundary: a new shuffle, the same on every rank
+        if self.epoch_len is not None and state.samples + mbs > self.epoch_len:
+            # epoch boundary: a new shuffle, the same on every rank
             state.epoch, state.samples = state.epoch + 1, 0
-            self.sampler.set_epoch(state.epoch)
-            self._it = iter(self.loader)
+            self._it = None
+        if self._it is None:
+            self._it = self._start(state)
         x, y = next(self._it)
         state.samples += mbs
+        if self.padded:  # counted on the host, before the copy: no device sync
+            self.pad_tokens += int((y == IGNORE_INDEX).sum())
+            self.tokens += y.numel()
         return self.to_device(x), y.to(self.device, non_blocking=self.settings.pin_memory)
+
+    def sample_batch(self) -> Tuple[torch.Tensor, torch.Tensor]:
+        """One micro-batch for counting FLOPs, drawn without touching any RNG stream or the data position."""
+        mbs = self.cfg.micro_batch_size
+        with seeded_rng(0):
+            if self.streaming:
+                it = iter(self.dataset)
+                items = [next(it) for _ in range(mbs)]
+            else:
+                items = [self.dataset[i] for i in range(mbs)]
+        x, y = (self.collate or default_collate)(items)
+        return self.to_device(x), y.to(self.device)
 
 
 # ---- checkpoints: the seam for sharded state ----
@@ -453,7 +624,8 @@ def save_checkpoint(state: TrainState, cfg: Config, rt: Runtime) -> None:
         raise EngineError(str(exc)) from None
 
 
-def load_checkpoint(state: TrainState, cfg: Config, rt: Runtime, metrics: Metrics, epoch_len: int) -> Optional[int]:
+def load_checkpoint(state: TrainState, cfg: Config, rt: Runtime, metrics: Metrics, epoch_len: Optional[int]
+                    ) -> Optional[int]:
     """Restore `state` from the newest usable checkpoint when resuming; returns the step resumed from, or None."""
     elastic_restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0
     if not (cfg.resume or elastic_restart):
@@ -476,7 +648,9 @@ def load_checkpoint(state: TrainState, cfg: Config, rt: Runtime, metrics: Metric
         metrics.say(f"hosttune.engine: no checkpoint in {ckpt_dir}; starting from step 0")
         return None
     restore(saved, last, cfg, state)
-    state.samples = min(resume_offset(saved, last, cfg, rt, state, metrics.say), epoch_len)
+    state.samples = resume_offset(saved, last, cfg, rt, state, metrics.say)
+    if epoch_len is not None:
+        state.samples = min(state.samples, epoch_len)
     metrics.progress(state.step)
     metrics.write({"event": "resume", "step": state.step, "epoch": state.epoch,
                    "pos": state.samples // cfg.micro_batch_size, "samples": state.samples, "checkpoint": str(last),
@@ -500,16 +674,10 @@ class LoopResult:
 def train_loop(cfg: Config, task: Task, rt: Runtime, tr: Trainer, metrics: Metrics,
                stop: Dict[str, bool]) -> LoopResult:
     st, data, world = tr.state, tr.data, rt.world
-    # ---- FLOPs for MFU: counted once, only when the device's peak is known ----
-    tr.peak_tflops = peak_tflops(cfg.peak_tflops, rt.device)
-    if tr.peak_tflops:
-        x0, y0 = next(iter(DataLoader(task.train_set, batch_size=cfg.micro_batch_size)))
-        tr.flops_per_step = cfg.grad_accum * count_step_flops(st.model, (data.to_device(x0), y0.to(rt.device)),
-                                                              task.loss_fn, rt.autocast)
     prof, prof_end = start_profiler(cfg, rt, st.step)
     tr.model.train()
     t_start = t_log = time.perf_counter()
-    wait_s, steps_since_log, start_step = 0.0, 0, st.step
+    wait_s, ckpt_s, steps_since_log, start_step = 0.0, 0.0, 0, st.step
     loss_sum = torch.zeros((), device=rt.device)  # stays on the device: reading it would sync every step
     grad_norm = torch.zeros((), device=rt.device)
     last_loss = float("nan")
@@ -527,6 +695,7 @@ def train_loop(cfg: Config, task: Task, rt: Runtime, tr: Trainer, metrics: Metri
                     loss = task.loss_fn(tr.model(x), y) / cfg.grad_accum
                 st.scaler.scale(loss).backward()
             loss_sum += loss.detach()
+        lr = st.optimizer.param_groups[0]["lr"]  # this step's; the scheduler moves on to the next one's
         grad_norm = optimizer_step(st, cfg)
         st.step += 1
         steps_since_log += 1
@@ -535,37 +704,44 @@ def train_loop(cfg: Config, task: Task, rt: Runtime, tr: Trainer, metrics: Metri
             if st.step >= prof_end:
                 prof.stop()
                 prof = None
-        if world == 1 and stop["requested"]:
-            break
-        if st.step % cfg.log_interval == 0 or st.step == cfg.steps:
-            # The only host sync of the step: the interval's loss (averaged over ranks) and grad norm.
-            stats = torch.stack([loss_sum, grad_norm.float(),
-                                 torch.tensor(float(stop["requested"]), device=rt.device)])
+        # Every step, all ranks agree whether any got SIGTERM, so all stop (and checkpoint) at this same step.
+        stopping = rt.any_rank(stop["requested"])
+        if stopping or st.step % cfg.log_interval == 0 or st.step == cfg.steps:
+            # The only device sync of the step: the interval's loss (averaged over ranks) and grad norm.
+            stats = torch.stack([loss_sum, grad_norm.float()])
             if world > 1:
                 dist.all_reduce(stats)
-                stats[:2] /= world
-            mean_loss, gnorm, stopping = stats.tolist()
+                stats /= world
+            mean_loss, gnorm = stats.tolist()
             mean_loss /= steps_since_log
             now = time.perf_counter()
-            dt = now - t_log
-            rec = {"step": st.step, "epoch": st.epoch, "loss": round(mean_loss, 5),
-                   "lr": st.scheduler.get_last_lr()[0],
-                   "samples_per_s": round(steps_since_log * samples_per_step / dt, 2),
-                   "step_time_s": round(dt / steps_since_log, 5), "data_wait_frac": round(wait_s / dt, 4),
-                   "grad_norm": round(gnorm, 5), "peak_mem_mb": round(peak_memory_mb(rt.device), 1)}
+            dt = now - t_log - ckpt_s  # checkpoint writes are not training time
+            rec: Dict[str, Any] = {
+                "step": st.step, "epoch": st.epoch, "loss": round(mean_loss, 5), "lr": lr,
+                "samples_per_s": round(steps_since_log * samples_per_step / dt, 2),
+                "step_time_s": round(dt / steps_since_log, 5), "data_wait_frac": round(wait_s / dt, 4),
+                "grad_norm": round(gnorm, 5), "peak_mem_mb": round(peak_memory_mb(rt.device), 1)}
+            if ckpt_s:
+                rec["checkpoint_s"] = round(ckpt_s, 3)
             if task.tokens_per_sample:
                 rec["tokens_per_s"] = round(rec["samples_per_s"] * task.tokens_per_sample, 1)
+            if data.padded and data.tokens:  # rank 0's share, scaled: ranks see batches of similar lengths
+                rec["padding_frac"] = round(data.pad_tokens / data.tokens, 4)
+                rec["tokens_per_s"] = round((data.tokens - data.pad_tokens) * world / dt, 1)
+                data.pad_tokens = data.tokens = 0
             if tr.flops_per_step and tr.peak_tflops:
                 rec["mfu"] = round(tr.flops_per_step / rec["step_time_s"] / (tr.peak_tflops * 1e12), 5)
             metrics.write(rec)
             metrics.progress(steps_since_log, mean_loss)
             last_loss = mean_loss
             loss_sum.zero_()
-            t_log, wait_s, steps_since_log = now, 0.0, 0
+            t_log, wait_s, ckpt_s, steps_since_log = now, 0.0, 0.0, 0
             if stopping:
                 break
         if cfg.ckpt_interval and st.step % cfg.ckpt_interval == 0 and st.step < cfg.steps:
+            t_ckpt = time.perf_counter()
             save_checkpoint(st, cfg, rt)
+            ckpt_s += time.perf_counter() - t_ckpt
     if prof is not None:
         prof.stop()
     return LoopResult(start_step, time.perf_counter() - t_start, last_loss, samples_per_step)
@@ -671,8 +847,13 @@ def resume_offset(state: Dict[str, Any], where: Path, cfg: Config, rt: Runtime, 
 def evaluate(model: nn.Module, task: Task, cfg: Config, rt: Runtime, to_device: Callable) -> Dict[str, Any]:
     """Mean loss (and accuracy) over each rank's shard of the validation set, summed over ranks."""
     assert task.val_set is not None
-    sampler = ResumableSampler(task.val_set, rt.world, rt.rank, cfg.seed, shuffle=False)
-    loader = DataLoader(task.val_set, batch_size=cfg.micro_batch_size, sampler=sampler)
+    collate = getattr(task.val_set, "collate", None)
+    loader: Iterable[Any]
+    if isinstance(task.val_set, IterableDataset):  # one pass, every world-th sample on each rank
+        loader = iterable_batches(task.val_set, rt.world, rt.rank, cfg.micro_batch_size, collate or default_collate)
+    else:
+        sampler = ResumableSampler(task.val_set, rt.world, rt.rank, cfg.seed, shuffle=False)
+        loader = DataLoader(task.val_set, batch_size=cfg.micro_batch_size, sampler=sampler, collate_fn=collate)
     totals = torch.zeros(3, device=rt.device, dtype=torch.float64)  # loss*n, correct, n
     model.eval()
     for i, (x, y) in enumerate(loader):
@@ -681,7 +862,7 @@ def evaluate(model: nn.Module, task: Task, cfg: Config, rt: Runtime, to_device: 
         x, y = to_device(x), y.to(rt.device)
         with rt.autocast():
             out = model(x)
-        totals[0] += task.loss_fn(out, y).double() * y.shape[0]
+        totals[0] += task.loss_fn(out, y).double() * y.shape[0]  # per-sample mean losses, weighted by samples
         if task.accuracy:
             totals[1] += (out.argmax(-1) == y).sum()
         totals[2] += y.shape[0]
@@ -693,6 +874,18 @@ def evaluate(model: nn.Module, task: Task, cfg: Config, rt: Runtime, to_device: 
     if task.accuracy:
         result["val_accuracy"] = round(correct / max(n, 1), 4)
     return result
+
+
+def iterable_batches(dataset: Any, world: int, rank: int, size: int, collate: Callable) -> Iterator[Any]:
+    batch: List[Any] = []
+    for j, sample in enumerate(dataset):
+        if j % world == rank:
+            batch.append(sample)
+            if len(batch) == size:
+                yield collate(batch)
+                batch = []
+    if batch:
+        yield collate(batch)
 
 
 def summary_line(s: Dict[str, Any]) -> str:
