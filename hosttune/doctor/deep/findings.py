@@ -38,6 +38,8 @@ def absent(job: JobResult, prefix: str, expected: str = "") -> Finding:
         return Finding(status="fail", actual=f"{errs[0]['what']}: {errs[0].get('error', '?')}", expected=expected,
                        fix=f"run the measurement by hand to see the whole error: python3 {_probe_hint()} "
                            f"--measure {prefix.split()[0]}")
+    if job.timed_out and job.budget_cut:
+        return Finding(status="skip", actual=f"not measured: the {job.name} probe {job.failure()}", expected=expected)
     if job.timed_out and job.hung_on and _under(job.hung_on, prefix):
         return Finding(status="fail", actual=f"{job.name} probe {job.failure()}", expected=expected,
                        fix=f"something blocks: run the probe by hand (python3 {_probe_hint()} --measure "
@@ -93,11 +95,10 @@ def torch_finding(job: JobResult, gpus_present: int, python: Optional[str]) -> F
                 f"run `{py} -c 'import torch'` for the whole error"
             return Finding(status="fail", actual=f"import torch failed in {py}: {err}", expected=expected, fix=fix)
         f = absent(job, "info", expected)
-        if f.status == "skip" and job.returncode not in (0, None):
-            return Finding(status="fail", actual=f.actual, expected=expected,
-                           fix="run the interpreter by hand: is it a Python 3 that runs at all?")
-        return f if f.status == "fail" or job.start_error else Finding(status="fail", actual=f.actual,
-                                                                       expected=expected)
+        if f.status == "fail" or job.budget_cut or "time budget" in (job.start_error or ""):
+            return f
+        return Finding(status="fail", actual=f.actual, expected=expected,
+                       fix=f"run the interpreter by hand: {python or 'python3'} -c 'import torch'")
     head = f"torch {info.get('version')} imports in {info.get('import_s', 0):.1f} s"
     if not gpus_present:
         return Finding(status="pass", actual=f"{head}; no GPU on this host", expected=expected)

@@ -35,6 +35,7 @@ class JobResult:
     elapsed_s: float = 0.0
     stderr_tail: str = ""
     start_error: Optional[str] = None  # could not start at all (no interpreter, budget spent)
+    budget_cut: bool = False  # its timeout was what was left of doctor --deep's time budget, not its own limit
 
     @property
     def hung_on(self) -> Optional[str]:
@@ -57,6 +58,8 @@ class JobResult:
             return self.start_error
         if self.timed_out:
             where = f" while measuring {self.hung_on}" if self.hung_on else ""
+            if self.budget_cut:
+                return f"stopped{where}: the time budget ran out ({self.timeout_s:.0f} s were left)"
             return f"timed out after {self.timeout_s:g} s{where} (process tree killed)"
         last = [ln for ln in self.stderr_tail.splitlines() if ln.strip()]
         tail = f": {last[-1].strip()[:300]}" if last else ""

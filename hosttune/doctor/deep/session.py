@@ -10,6 +10,7 @@ variables and untrusted PYTHONPATH entries never reach it):
 - disk, shm:  sequential reads of --data paths, /dev/shm write/read (hosttune's own interpreter: no torch)
 """
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -97,8 +98,9 @@ class DeepRun:
     def remaining(self) -> float:
         return self.options.budget_s - (time.monotonic() - self.started)
 
-    def timeout(self, name: str, default: float) -> float:
-        return min(self.options.timeouts.get(name, JOB_TIMEOUTS.get(name, default)), max(self.remaining(), 0.0))
+    def limit(self, name: str, default: float) -> float:
+        """A job's own time limit: the options' override, else its default."""
+        return self.options.timeouts.get(name, default)
 
     def _common(self) -> List[str]:
         args = ["--json", "--seconds", f"{self.options.seconds:g}"]
@@ -160,11 +162,15 @@ class DeepRun:
 
     def _run(self, name: str, argv: Sequence[str], default_timeout: float, env: Optional[Dict[str, str]] = None,
              tick: Any = None) -> JobResult:
-        timeout = self.timeout(name, default_timeout)
+        limit = self.limit(name, default_timeout)
+        timeout = min(limit, max(self.remaining(), 0.0))
         if timeout <= 0:
             return JobResult(name=name, start_error=f"time budget of {self.options.budget_s:g} s spent before this "
                                                     "measurement started")
-        return run_job(name, argv, env=env or self.env(), timeout=timeout, progress=self.progress, tick=tick)
+        res = run_job(name, argv, env=env or self.env(), timeout=timeout, progress=self.progress, tick=tick)
+        if res.timed_out and timeout < limit:
+            res = dataclasses.replace(res, budget_cut=True)
+        return res
 
     # ---- NVML while the GPUs work ----------------------------------------------------------------------------------
     def _open_nvml(self) -> None:

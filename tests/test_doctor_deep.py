@@ -1,0 +1,453 @@
+"""doctor --deep: every CPU measurement for real on this machine (small sizes), the GPU paths' parsing, formulas
+and thresholds on recorded probe output (tests/recorded/deep: 8x H100 SXM, 1x L4, a driver too old for torch's
+CUDA), and the three ways torch can let a measurement down: it does not import, its first CUDA call raises, a
+measurement hangs. Each gives exactly one failing finding; what depended on it is skipped and says why."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+import psutil
+import pytest
+
+from hosttune.detect import collect
+from hosttune.doctor import Context, run_checks
+from hosttune.doctor.deep import DEEP_CHECKS, DeepOptions, DeepRun, findings, host
+from hosttune.doctor.deep.runner import JobResult, parse_events, run_job
+from hosttune.facts import Facts, Gpu, Nvidia
+from hosttune.policy import bandwidth, cpu_peak, gpu_peak
+
+REPO = Path(__file__).resolve().parents[1]
+RECORDED = Path(__file__).resolve().parent / "recorded" / "deep"
+PROBE = REPO / "hosttune" / "doctor" / "deep" / "probe_torch.py"
+BY_ID = {c.id: c for c in DEEP_CHECKS}
+SMALL = dict(small=True, seconds=0.05, progress=False)
+MiB = 1 << 20
+
+
+def recorded(name: str, job: str = "gpu", **over: Any) -> JobResult:
+    return JobResult(name=job, events=parse_events((RECORDED / name).read_text()), returncode=0, **over)
+
+
+@pytest.fixture(scope="module")
+def facts() -> Facts:
+    return collect(Path("/"))
+
+
+def gpu_facts(base: Facts, name: str, n: int, gen: int, width: int) -> Facts:
+    buses = ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"] if n > 1 else ["82"]
+    gpus = tuple(Gpu(index=i, name=name, pci_bus_id=f"0000:{buses[i]}:00.0", source="nvml", pcie_gen_max=gen,
+                     pcie_width_max=width, pci_class="0x030200") for i in range(n))
+    return dataclasses.replace(base, gpus=gpus, nvidia=Nvidia(driver="550.54.15", cuda_driver="12.4", nvml="ok"))
+
+
+def run_deep(facts: Facts, ids: List[str], data: Any = (), **opts: Any) -> Dict[str, Any]:
+    ctx = Context(facts=facts, env={}, data=tuple(data), python=opts.pop("python", None))
+    ctx.deep = DeepRun(ctx, DeepOptions(**{**SMALL, **opts}))
+    try:
+        report = run_checks(ctx, [BY_ID[i] for i in ids])
+    finally:
+        ctx.deep.close()
+    return {r.id: r for r in report.results}
+
+
+# ---- policy: the one peak table and the formulas ---------------------------------------------------------------
+@pytest.mark.parametrize("name, key, bf16", [
+    ("NVIDIA H100 80GB HBM3", "H100 SXM", 989.4),
+    ("NVIDIA H100 PCIe", "H100 PCIe", 756.5),
+    ("NVIDIA H100 NVL", "H100 NVL", 835.5),
+    ("NVIDIA H200", "H200 SXM", 989.4),
+    ("NVIDIA H200 NVL", "H200 NVL", 835.5),
+    ("NVIDIA GH200 480GB", "GH200", 989.4),
+    ("NVIDIA B200", "B200", 2250.0),
+    ("NVIDIA A100-SXM4-80GB", "A100 SXM 80GB", 312.0),
+    ("NVIDIA A100-PCIE-40GB", "A100 PCIe 40GB", 312.0),
+    ("NVIDIA A100 80GB PCIe", "A100 PCIe 80GB", 312.0),
+    ("NVIDIA L40S", "L40S", 362.05),
+    ("NVIDIA L40", "L40", 181.0),
+    ("NVIDIA L4", "L4", 121.0),
+    ("NVIDIA A10G", "A10G", 70.0),
+    ("NVIDIA A10", "A10", 125.0),
+    ("NVIDIA A30", "A30", 165.0),
+    ("NVIDIA A40", "A40", 149.7),
+    ("NVIDIA RTX 6000 Ada Generation", "RTX 6000 Ada", 364.2),
+    ("Tesla V100-SXM2-32GB", "V100 SXM2", None),
+    ("Tesla T4", "T4", None),
+])
+def test_peak_table_tells_the_variants_apart(name: str, key: str, bf16: Any) -> None:
+    entry = gpu_peak.match(name)
+    assert entry is not None and entry.key == key and entry.source
+    assert gpu_peak.dense_peak_tflops(name, "bf16") == bf16
+    assert gpu_peak.dense_peak_tflops(name, "torch.bfloat16") == bf16
+
+
+def test_peak_table_dtypes_and_unknowns() -> None:
+    assert gpu_peak.dense_peak_tflops("Tesla V100-SXM2-32GB", "fp16") == 125.0
+    assert gpu_peak.dense_peak_tflops("Tesla T4", "tf32") is None  # no TF32 on Turing
+    assert gpu_peak.dense_peak_tflops("NVIDIA H100 80GB HBM3", "tf32") == 494.7
+    assert gpu_peak.dense_peak_tflops("NVIDIA H100 80GB HBM3", "float32") == 66.9
+    assert gpu_peak.match("Quadro RTX 6000") is None and gpu_peak.match("AMD Instinct MI300X") is None
+    assert gpu_peak.dense_peak_tflops("NVIDIA L4", "int8") is None
+
+
+def test_nccl_tests_bus_bandwidth() -> None:
+    # doc/PERFORMANCE.md: busbw = algbw * 2(n-1)/n; 1 GiB in 10 ms over 8 ranks
+    algbw = (1 << 30) / 0.010 / 1e9
+    assert bandwidth.algbw_gbps(1 << 30, 0.010) == pytest.approx(algbw)
+    assert bandwidth.allreduce_busbw_gbps(1 << 30, 0.010, 8) == pytest.approx(algbw * 1.75)
+    assert bandwidth.allreduce_busbw_gbps(1 << 30, 0.010, 2) == pytest.approx(algbw)
+    assert bandwidth.allreduce_busbw_gbps(1 << 30, 0.010, 1) == 0.0
+
+
+def test_pcie_expectation_per_gen_and_width() -> None:
+    assert bandwidth.pcie_raw_gbps(4, 16) == pytest.approx(31.51, abs=0.01)
+    assert bandwidth.pcie_expected_gbps(4, 16) == pytest.approx(25.2, abs=0.05)
+    assert bandwidth.pcie_expected_gbps(5, 16) == pytest.approx(50.4, abs=0.05)
+    assert bandwidth.pcie_expected_gbps(3, 16) == pytest.approx(12.6, abs=0.05)
+    assert bandwidth.pcie_expected_gbps(4, 8) == pytest.approx(bandwidth.pcie_expected_gbps(4, 16) / 2)
+    assert bandwidth.pcie_expected_gbps(2, 16) == pytest.approx(8 * 0.8)
+    assert bandwidth.pcie_expected_gbps(None, 16) is None and bandwidth.pcie_expected_gbps(9, 16) is None
+
+
+def test_cpu_peak_from_isa() -> None:
+    assert cpu_peak.flops_per_cycle(["avx", "avx2", "fma"])[0] == 32
+    assert cpu_peak.flops_per_cycle(["avx2", "fma", "avx512f"], "GenuineIntel")[0] == 64
+    assert cpu_peak.flops_per_cycle(["avx2", "fma", "avx512f"], "AuthenticAMD")[0] == 32  # Zen 4
+    assert cpu_peak.flops_per_cycle(["avx"])[0] == 16 and cpu_peak.flops_per_cycle([])[0] == 8
+    assert cpu_peak.flops_per_cycle(["asimd"], arch="aarch64")[0] == 16
+    peak, how = cpu_peak.peak_gflops(2, 2.45, ["avx2", "fma"])
+    assert peak == pytest.approx(156.8) and "AVX2 FMA" in how
+    assert cpu_peak.has_bf16(["amx_bf16"]) and not cpu_peak.has_bf16(["avx2"])
+
+
+def test_cpu_clock_sources() -> None:
+    assert host.parse_model_ghz("Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz") == 2.5
+    assert host.parse_model_ghz("AMD EPYC 7763 64-Core Processor") is None
+    assert host.parse_cpuinfo_mhz("cpu MHz\t\t: 2445.426\ncpu MHz\t\t: 3100.000\n") == 3100.0
+
+
+# ---- GPU findings on recorded probe output ----------------------------------------------------------------------
+def test_h100x8_recorded_healthy(facts: Facts) -> None:
+    job = recorded("h100-sxm-x8.gpu.jsonl")
+    idx = {i: i for i in range(8)}
+    f = findings.compute_finding(job, {}, idx)
+    assert f.status == "pass", f
+    assert "GPU0 bf16 722 (73%), fp16 741 (75%), tf32 389 (79%)" in f.actual and "GPU7 bf16 724 (73%)" in f.actual
+    assert "H100 SXM" in f.expected and "989.4" in f.expected and "datasheet" in f.expected
+    links = {i: (5, 16) for i in range(8)}
+    c = findings.copies_finding(job, links, {0: {"pcie_gen": 5, "pcie_width": 16}}, idx)
+    assert c.status == "pass" and "GPU0 pinned 53.8/54.6, pageable 21.3/12.9 GB/s (link gen5 x16" in c.actual
+    assert "gen5 x16: 50.4" in c.expected
+    p = findings.p2p_finding(job, ["NVIDIA H100 80GB HBM3"] * 8, None)
+    assert p.status == "pass" and "56/56 pairs peer-accessible" in p.actual and "NVLink 450" in p.expected
+    ar = findings.allreduce_finding(recorded("h100-sxm-x8.allreduce.jsonl", "allreduce_nccl"), "nccl",
+                                    450 * bandwidth.NVLINK_WARN_FRACTION, "60% of NVLink")
+    assert ar.status == "pass" and "8 ranks, 256 MiB: busbw 362 GB/s (algbw 207" in ar.actual, ar
+    assert "busbw >= 270 GB/s" in ar.expected
+
+
+def test_h100x8_slow_gpu_with_hw_slowdown_fails_and_names_the_reason() -> None:
+    job = recorded("h100-sxm-x8.gpu.jsonl")
+    events = [dict(e) for e in job.events]
+    for e in events:
+        if e.get("what") == "gpu_compute gpu5 bf16" and e["event"] == "result":
+            e["seconds"] = e["seconds"] * 729 / 455  # 455 TFLOP/s: 46% of peak
+    slow = dataclasses.replace(job, events=tuple(events))
+    f = findings.compute_finding(slow, {5: 0x8 | 0x4 | 0x1}, {i: i for i in range(8)})
+    assert f.status == "fail", f  # hardware slowdown is critical (policy.gpu_health)
+    assert "GPU5 bf16 455 (46%)" in f.actual, f
+    assert "GPU5: hardware slowdown" in f.actual and "hw_slowdown" in f.actual and "sw_power_cap" in f.actual
+    assert "nvidia-smi -q -d PERFORMANCE" in f.fix
+    f = findings.compute_finding(slow, {}, {i: i for i in range(8)})
+    assert f.status == "warn" and "46%" in f.actual
+
+
+def test_l4_recorded_and_a_slow_link() -> None:
+    job = recorded("l4-x1.gpu.jsonl")
+    f = findings.compute_finding(job, {0: 0x4}, {0: 0})
+    assert f.status == "pass" and "GPU0 bf16 92 (76%)" in f.actual and "L4 >= 70%" in f.expected
+    assert "software power capping" not in f.actual or "GPU0" in f.actual
+    c = findings.copies_finding(job, {0: (4, 16)}, {}, {0: 0})
+    assert c.status == "pass" and "gen4 x16: 25.2" in c.expected
+    # the same copies behind a link that trains to gen4 x16 but should be gen5 x16: below 75% of 50.4
+    c = findings.copies_finding(job, {0: (5, 16)}, {0: {"pcie_gen": 4, "pcie_width": 16}}, {0: 0})
+    assert c.status == "warn" and "link gen4 x16 while copying" in c.actual and "nvidia.pcie_link" in c.fix
+    c = findings.copies_finding(job, {}, {}, {0: 0})
+    assert c.status == "pass" and "PCIe link unknown" in c.expected
+
+
+def test_volta_has_no_bf16_row() -> None:
+    events = parse_events("\n".join(json.dumps(e) for e in [
+        {"event": "result", "what": "gpu_compute gpu0 bf16", "gpu": 0, "dtype": "bf16", "unsupported": True},
+        {"event": "result", "what": "gpu_compute gpu0 fp16", "gpu": 0, "dtype": "fp16", "n": 8192, "iters": 10,
+         "seconds": 0.11, "flops": 2.0 * 8192 ** 3 * 10, "name": "Tesla V100-SXM2-32GB"},
+    ]))
+    f = findings.compute_finding(JobResult(name="gpu", events=events, returncode=0), {}, {0: 0})
+    assert f.status == "pass" and "bf16 n/a" in f.actual and "fp16 100 (80%)" in f.actual
+
+
+def test_recorded_cuda_error_is_the_actual_value() -> None:
+    f = findings.torch_finding(recorded("driver-too-old.torch.jsonl", "torch"), 2, "/opt/train/bin/python3")
+    assert f.status == "fail" and f.actual.startswith("first CUDA call: RuntimeError: The NVIDIA driver on your "
+                                                      "system is too old (found version 11040)")
+    assert "update the NVIDIA driver" in f.fix and "2 GPU(s)" in f.expected
+
+
+def test_torch_on_a_gpu_host_sees_all_and_bf16_by_capability() -> None:
+    f = findings.torch_finding(recorded("h100-sxm-x8.gpu.jsonl"), 8, None)
+    assert f.status == "pass" and "8x NVIDIA H100 80GB HBM3 cc 9.0, bf16" in f.actual
+    f = findings.torch_finding(recorded("l4-x1.gpu.jsonl"), 2, None)
+    assert f.status == "warn" and "fewer GPUs" in f.fix
+
+
+def test_wired_checks_on_a_recorded_8_gpu_host(facts: Facts) -> None:
+    """The checks themselves (index maps, PCIe and NVLink expectations from the facts) with the jobs recorded."""
+    fx = gpu_facts(facts, "NVIDIA H100 80GB HBM3", 8, 5, 16)
+    ctx = Context(facts=fx, env={})
+    run = DeepRun(ctx, DeepOptions(progress=False))
+    run.jobs.update(torch=recorded("h100-sxm-x8.gpu.jsonl", "torch"), gpu=recorded("h100-sxm-x8.gpu.jsonl"),
+                    allreduce_nccl=recorded("h100-sxm-x8.allreduce.jsonl", "allreduce_nccl"))
+    ctx.deep = run
+    ids = ["torch.deep_cuda", "nvidia.deep_compute", "nvidia.deep_copies", "nvidia.deep_p2p",
+           "nvidia.deep_allreduce", "cpu.deep_allreduce"]
+    got = {r.id: r for r in run_checks(ctx, [BY_ID[i] for i in ids]).results}
+    assert {i: got[i].status for i in ids} == {
+        "torch.deep_cuda": "pass", "nvidia.deep_compute": "pass", "nvidia.deep_copies": "pass",
+        "nvidia.deep_p2p": "pass", "nvidia.deep_allreduce": "pass", "cpu.deep_allreduce": "skip"}
+    assert "busbw >= 270 GB/s (60% of NVLink 450 GB/s per GPU" in got["nvidia.deep_allreduce"].expected
+    assert "GPU host" in got["cpu.deep_allreduce"].actual
+
+
+def test_nvlink_down_warns() -> None:
+    up = [{"link": k, "up": True} for k in range(18)]
+    assert findings.nvlink_finding({0: up, 1: up}).status == "pass"
+    down = [dict(x, up=(x["link"] != 3)) for x in up]
+    f = findings.nvlink_finding({0: up, 1: down})
+    assert f.status == "warn" and "GPU1 17/18" in f.actual and "GPU1 link 3" in f.actual
+    assert findings.nvlink_finding({}).status == "skip"
+
+
+def test_a_hang_in_one_gpu_measurement_fails_that_check_only() -> None:
+    events = recorded("l4-x1.gpu.jsonl").events
+    cut = [e for e in events if not e["what"].startswith(("gpu_compute gpu0 tf32", "gpu_copies"))]
+    cut.append({"event": "start", "what": "gpu_compute gpu0 tf32"})
+    job = JobResult(name="gpu", events=tuple(cut), timed_out=True, timeout_s=38.0, returncode=-9)
+    f = findings.compute_finding(job, {}, {0: 0})
+    c = findings.copies_finding(job, {0: (4, 16)}, {}, {0: 0})
+    # what finished is still judged; the check that owns the hung measurement...
+    assert f.status == "pass" or "tf32" not in f.actual
+    hang = findings.absent(job, "gpu_compute gpu0 tf32")
+    assert hang.status == "fail" and "timed out after 38 s while measuring gpu_compute gpu0 tf32" in hang.actual
+    # ...and the ones that never ran are skips pointing at it
+    assert c.status == "skip" and "hung in gpu_compute gpu0 tf32" in c.actual
+
+
+# ---- real measurements on this machine ----------------------------------------------------------------------------
+CPU_IDS = ["torch.deep_cuda", "cpu.deep_matmul", "cpu.deep_membw", "cpu.deep_bf16", "cpu.deep_allreduce",
+           "storage.deep_read", "storage.deep_shm", "os.deep_container", "nvidia.deep_compute"]
+
+
+@pytest.fixture(scope="module")
+def cpu_run(facts: Facts, tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Any]:
+    data = tmp_path_factory.mktemp("data")
+    with open(data / "shard-0.bin", "wb") as fh:  # on this machine's root file system (not tmpfs)
+        fh.write(os.urandom(24 * MiB))
+    (data / "small.txt").write_text("x")
+    return run_deep(facts, CPU_IDS, data=[str(data)])
+
+
+def test_cpu_measurements_run_for_real(cpu_run: Dict[str, Any], facts: Facts) -> None:
+    for cid in CPU_IDS[:-1]:
+        r = cpu_run[cid]
+        assert r.status in ("pass", "warn"), (cid, r)
+        assert r.status == "pass" or r.fix, (cid, r)
+    assert cpu_run["nvidia.deep_compute"].status == "skip"
+    t = cpu_run["torch.deep_cuda"].actual
+    assert facts.torch is not None and t.startswith(f"torch {facts.torch.version} imports in")
+    assert "no GPU on this host" in t
+
+
+def test_cpu_matmul_and_membw_shape(cpu_run: Dict[str, Any]) -> None:
+    m = cpu_run["cpu.deep_matmul"]
+    assert "GFLOP/s fp32 (256x256 matmul" in m.actual and "% of peak" in m.actual
+    assert "FLOP/cycle" in m.expected and "cores x" in m.expected
+    b = cpu_run["cpu.deep_membw"]
+    assert b.actual.startswith("triad ") and "GB/s" in b.actual and "GB/s per thread" in b.expected
+
+
+def test_bf16_trap_on_this_cpu(cpu_run: Dict[str, Any], facts: Facts) -> None:
+    r = cpu_run["cpu.deep_bf16"]
+    assert "bf16 autocast" in r.actual and "vs fp32" in r.actual and "x0.8" in r.expected
+    if not cpu_peak.has_bf16(facts.cpu.flags):  # this machine: AVX2 only, bf16 emulated (perf-notes x0.03-0.10)
+        assert r.status == "warn" and "no avx512_bf16/amx_bf16" in r.actual and "amp=off" in r.fix
+
+
+def test_gloo_allreduce_two_ranks(cpu_run: Dict[str, Any]) -> None:
+    r = cpu_run["cpu.deep_allreduce"]
+    assert r.status == "pass" and r.actual.startswith("2 ranks, 4 MiB: busbw ") and "correct sums" in r.expected
+
+
+def test_storage_reads_bypass_the_cache(cpu_run: Dict[str, Any], facts: Facts) -> None:
+    r = cpu_run["storage.deep_read"]
+    assert "MB/s over" in r.actual and "(O_DIRECT)" in r.actual, r
+    s = cpu_run["storage.deep_shm"]
+    assert s.actual.startswith("write ") and "read " in s.actual and ">= 1000 MB/s" in s.expected
+
+
+def test_read_without_o_direct_drops_the_cache_and_says_so(tmp_path: Path) -> None:
+    """The fallback for file systems that refuse O_DIRECT (tmpfs before Linux 6.6, some FUSE mounts)."""
+    shm = tmp_path / "f.bin"
+    shm.write_bytes(os.urandom(16 * MiB))
+    done = subprocess.run([sys.executable, "-I", str(PROBE), "--json", "--measure", "disk", "--file", str(shm),
+                           "--no-direct"], capture_output=True, text=True, timeout=60, cwd="/")
+    job = JobResult(name="disk", events=parse_events(done.stdout), returncode=done.returncode)
+    f = findings.disk_finding(job, {str(shm): "tmpfs"})
+    assert "page cache dropped with posix_fadvise" in f.actual and "O_DIRECT refused" in f.expected, f
+
+
+def test_container_detection_matches_the_markers(cpu_run: Dict[str, Any]) -> None:
+    r = cpu_run["os.deep_container"]
+    markers = [p for p in ("/.dockerenv", "/run/.containerenv") if os.path.exists(p)]
+    if markers:
+        assert "inside a" in r.actual and markers[0] in r.actual
+    assert host.parse_container_env("PATH=/bin\0container=podman\0") == "podman"
+    assert host.parse_cgroup_container("0::/kubepods/besteffort/pod1/abc\n") == "kubernetes"
+    assert host.parse_cgroup_container("0::/\n") is None
+    assert host.parse_daemon_json('{"runtimes": {"nvidia": {"path": "nvidia-container-runtime"}}}') == (True, False)
+    assert host.parse_daemon_json('{"features": {"cdi": true}}') == (False, True)
+    assert host.parse_daemon_json("not json") == (False, False)
+
+
+# ---- torch lets us down: one finding each --------------------------------------------------------------------------
+def fake_torch(root: Path, body: str) -> Path:
+    pkg = root / "torch"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(textwrap.dedent(body))
+    return root
+
+
+def test_torch_that_does_not_import(facts: Facts, tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    got = run_deep(facts, ["torch.deep_cuda", "cpu.deep_matmul", "cpu.deep_bf16", "cpu.deep_allreduce"],
+                   python=str(tmp_path / "venv" / "bin" / "python3"))
+    bad = [r for r in got.values() if r.status in ("fail", "warn")]
+    assert [r.id for r in bad] == ["torch.deep_cuda"], got
+    assert "import torch failed" in bad[0].actual and "No module named 'torch'" in bad[0].actual
+    assert "-m pip install torch" in bad[0].fix
+    assert all("torch.deep_cuda" in got[i].actual for i in ("cpu.deep_matmul", "cpu.deep_bf16",
+                                                            "cpu.deep_allreduce"))
+
+
+def test_cuda_call_that_raises(facts: Facts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = fake_torch(tmp_path / "site", """
+        __version__ = "2.5.1+cu124"
+        class version:
+            cuda = "12.4"
+        def get_num_threads():
+            return 4
+        class cuda:
+            @staticmethod
+            def is_available():
+                return False
+            @staticmethod
+            def init():
+                raise RuntimeError("CUDA driver initialization failed, you might not have a CUDA gpu. "
+                                   "(Triggered internally at cuda/CUDAFunctions.cpp:108.) error 802: system not "
+                                   "yet initialized")
+        class backends:
+            pass
+    """)
+    monkeypatch.setenv("PYTHONPATH", str(root))
+    fx = gpu_facts(facts, "NVIDIA H100 80GB HBM3", 8, 5, 16)
+    got = run_deep(fx, ["torch.deep_cuda", "nvidia.deep_compute", "nvidia.deep_copies", "nvidia.deep_p2p",
+                        "nvidia.deep_allreduce"], python=sys.executable)
+    bad = [r for r in got.values() if r.status in ("fail", "warn")]
+    assert [r.id for r in bad] == ["torch.deep_cuda"], got
+    assert bad[0].actual.startswith("first CUDA call: RuntimeError: CUDA driver initialization failed")
+    assert "nvidia-fabricmanager" in bad[0].fix
+    assert all(got[i].status == "skip" and "torch.deep_cuda" in got[i].actual
+               for i in ("nvidia.deep_compute", "nvidia.deep_copies", "nvidia.deep_allreduce"))
+
+
+def test_measurement_that_hangs(facts: Facts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = fake_torch(tmp_path / "site", """
+        import time
+        time.sleep(120)
+    """)
+    monkeypatch.setenv("PYTHONPATH", str(root))
+    ctx = Context(facts=facts, env={}, python=sys.executable)
+    ctx.deep = DeepRun(ctx, DeepOptions(**SMALL, timeouts={"torch": 2.0}))
+    started = time.monotonic()
+    try:
+        report = run_checks(ctx, [BY_ID[i] for i in ("torch.deep_cuda", "cpu.deep_matmul", "cpu.deep_membw")])
+        script_dir = os.path.dirname(ctx.deep.script())
+        left = [p for p in psutil.process_iter(["cmdline"]) if script_dir in " ".join(p.info["cmdline"] or [])]
+    finally:
+        ctx.deep.close()
+    assert time.monotonic() - started < 60
+    got = {r.id: r for r in report.results}
+    bad = [r for r in got.values() if r.status in ("fail", "warn")]
+    assert [r.id for r in bad] == ["torch.deep_cuda"], got
+    assert "torch probe timed out after 2 s while measuring info (process tree killed)" in bad[0].actual
+    assert got["cpu.deep_matmul"].status == "skip" and "hung in info" in got["cpu.deep_matmul"].actual
+    assert not left, left
+
+
+def test_time_budget_skips_instead_of_failing(facts: Facts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(fake_torch(tmp_path / "site", "import time\ntime.sleep(120)\n")))
+    got = run_deep(facts, ["torch.deep_cuda", "cpu.deep_matmul", "storage.deep_shm"], python=sys.executable,
+                   budget_s=1.5)
+    assert got["torch.deep_cuda"].status == "skip" and "time budget ran out" in got["torch.deep_cuda"].actual
+    assert got["cpu.deep_matmul"].status == "skip"
+    assert got["storage.deep_shm"].status == "skip" and "time budget" in got["storage.deep_shm"].actual
+
+
+def test_runner_kills_workers_in_their_own_sessions(tmp_path: Path) -> None:
+    """torchrun starts its ranks with start_new_session=True: a timeout must reach them too."""
+    child = ("import json, os, subprocess, sys, time\n"
+             "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], start_new_session=True)\n"
+             "print(json.dumps({'event': 'start', 'what': 'nap', 'pid': p.pid}), flush=True)\n"
+             "time.sleep(120)\n")
+    res = run_job("nap", [sys.executable, "-c", child], env=dict(os.environ), timeout=2.0)
+    assert res.timed_out and res.hung_on == "nap" and "while measuring nap" in res.failure()
+    pid = res.events[0]["pid"]
+    for _ in range(50):
+        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            break
+        time.sleep(0.1)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+# ---- the command line ----------------------------------------------------------------------------------------------
+def hosttune(*args: str) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([sys.executable, "-m", "hosttune", *args], capture_output=True, text=True, timeout=120,
+                          cwd=str(REPO))
+
+
+def test_cli_deep_storage_group_json(tmp_path: Path) -> None:
+    data = tmp_path / "d.bin"
+    data.write_bytes(os.urandom(12 * MiB))
+    done = hosttune("doctor", "--deep", "--only", "storage", "--json", "--data", str(data))
+    assert done.returncode in (0, 1), done.stderr
+    out = json.loads(done.stdout)
+    by = {f["id"]: f for f in out["findings"]}
+    assert {"storage.deep_read", "storage.deep_shm", "storage.shm", "storage.data"} <= set(by)
+    assert {f["id"].split(".")[0] for f in out["findings"]} == {"storage"}
+    assert "MB/s" in by["storage.deep_read"]["actual"] and by["storage.deep_read"]["expected"]
+    assert done.stderr == ""  # no progress line when stderr is not a terminal
+
+
+def test_cli_deep_refuses_root_and_explains(tmp_path: Path) -> None:
+    done = hosttune("doctor", "--deep", "--root", str(tmp_path))
+    assert done.returncode == 2 and "--deep measures this machine" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    done = hosttune("doctor", "--explain", "cpu.deep_bf16")
+    assert done.returncode == 0 and "10-30x" in done.stdout
+    done = hosttune("doctor", "--skip", "cpu.deep_bf16", "--only", "os", "--json")
+    assert done.returncode in (0, 1)
