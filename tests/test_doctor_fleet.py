@@ -120,6 +120,7 @@ def test_fail_on_and_skip(bad_root: Path) -> None:
     (["--slurm", "--npd"], "--slurm and --npd: choose one"),
     (["--slurm", "--json"], "--json and --slurm: choose one"),
     (["--slurm", "--root", "/"], "--slurm and --root"),
+    (["--slurm", "--deep"], "--slurm and --deep"),
 ])
 def test_bad_fleet_usage_exits_2(args: List[str], message: str) -> None:
     done = hosttune("doctor", *args)

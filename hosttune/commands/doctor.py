@@ -108,6 +108,8 @@ def fleet_mode(slurm: bool, npd: bool, as_json: bool, root: Optional[str], **run
         raise UserError(f"--json and {'--slurm' if slurm else '--npd'}: choose one (both print one line)")
     if slurm and root is not None:
         raise UserError("--slurm and --root: --slurm drains this node, so it checks this node")
+    if slurm and run.get("deep") is not None:
+        raise UserError("--slurm and --deep: slurmd kills its HealthCheckProgram after 60 s; run --deep as a job")
     fail_on = run.pop("fail_on")
     report = doctor.diagnose(root=root, **run)
     v = fleet.verdict(report, fail_on, limit=fleet.NPD_MAX_OUTPUT if npd else fleet.SLURM_REASON_MAX)
