@@ -164,8 +164,8 @@ def _allowed(environ: Mapping[str, str]) -> Set[int]:
     return mine
 
 
-def _bind(plan: Any, libnuma: Optional[str], environ: Mapping[str, str], all_threads: bool = False) -> List[str]:
-    """Bind this process (its calling thread; with `all_threads` every thread it has) to the plan. Notes back."""
+def _bind(plan: Any, libnuma: Optional[str], environ: Mapping[str, str]) -> List[str]:
+    """Bind every thread of this process to the plan's CPUs, and the calling thread's memory. Notes back."""
     from hosttune.cpulist import format_cpulist
     from hosttune.launch.binding import effective_cpus, effective_mems, set_mempolicy
 
@@ -174,12 +174,10 @@ def _bind(plan: Any, libnuma: Optional[str], environ: Mapping[str, str], all_thr
         cpus = effective_cpus(plan.cpus, _allowed(environ))
         if set(cpus) != set(plan.cpus):
             notes.append(f"plan CPUs {format_cpulist(plan.cpus)} narrowed to the allowed {format_cpulist(cpus)}")
-        tids = [0]
-        if all_threads:
-            try:
-                tids = [int(t) for t in os.listdir("/proc/self/task")]
-            except OSError:
-                pass
+        try:
+            tids = [int(t) for t in os.listdir("/proc/self/task")]
+        except OSError:
+            tids = [0]
         for tid in tids:
             try:
                 os.sched_setaffinity(tid, cpus)
@@ -210,9 +208,11 @@ def _plan_for(data: Mapping[str, Any], local: int, world: int, environ: Mapping[
     return plan, libnuma, no_bind
 
 
-def apply_rank(data: Mapping[str, Any], local: int, world: int, environ: MutableMapping[str, str],
-               all_threads: bool = False) -> Tuple[Any, List[str]]:
-    """Apply rank `local` of `world`'s plan to this process: variables, CPUs, memory. (plan, notes)."""
+def apply_rank(data: Mapping[str, Any], local: int, world: int, environ: MutableMapping[str, str]
+               ) -> Tuple[Any, List[str]]:
+    """Apply rank `local` of `world`'s plan to this process: variables, CPUs (of every thread it has: even at
+    interpreter start a preloaded allocator may have started one, jemalloc's background_thread), memory (the
+    calling thread's policy: set_mempolicy is per thread). (plan, notes)."""
     from hosttune.shim import checked_env
 
     plan, libnuma, no_bind = _plan_for(data, local, world, environ)
@@ -223,7 +223,7 @@ def apply_rank(data: Mapping[str, Any], local: int, world: int, environ: Mutable
     _set_env(env, environ)
     environ[names.LOCAL_RANK] = str(local)
     environ[names.LOCAL_WORLD_SIZE] = str(world)
-    notes = [] if no_bind else _bind(plan, libnuma, environ, all_threads)
+    notes = [] if no_bind else _bind(plan, libnuma, environ)
     return plan, notes
 
 
@@ -330,8 +330,7 @@ class _TopWatch:
             os.environ[names.JOB_CPUS] = job_cpus
             if isinstance(env, dict):
                 env[names.JOB_CPUS] = job_cpus
-            plan, notes = self.apply_rank(self.data, place.local_rank, place.local_world_size, os.environ,
-                                          all_threads=True)
+            plan, notes = self.apply_rank(self.data, place.local_rank, place.local_world_size, os.environ)
             torch = sys.modules.get("torch")
             threads = getattr(plan, "threads", None)
             if torch is not None and threads and "OMP_NUM_THREADS" in plan.env:
