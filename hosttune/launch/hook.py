@@ -361,7 +361,7 @@ class _SpawnCounter:
                 continue
             spec = finder.find_spec(name, path, target)
             if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                spec.loader = _WrappingLoader(spec.loader)
+                spec.loader = _WrappingLoader(spec.loader)  # type: ignore[assignment]
                 return spec
             if spec is not None:
                 return spec

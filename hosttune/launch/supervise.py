@@ -92,7 +92,7 @@ def run(launch: Launch, *, verify: bool = False) -> int:
     env[names.LAUNCH_ID] = marker
     env[names.LOCAL_RANK] = str(plan.local_rank)
     env[names.LOCAL_WORLD_SIZE] = str(plan.local_world_size)
-    path = _hook_handoff(launch, marker, environ, env)
+    _hook_handoff(launch, marker, environ, env)
     argv = list(launch.argv)
     if not launch.no_bind:
         binding = bind_self(plan, launch.facts.tools.libnuma, launch.facts.tools.numactl)
