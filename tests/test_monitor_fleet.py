@@ -176,7 +176,9 @@ def test_daemon_counts_nvml_xids_logs_their_meaning_and_exports_them(
         d.wait_lines(2)
         rewrite(env, scenario(healthy(0, "3B"), healthy(1, "5E", xids=[48, 79])))
         wait_for(lambda: any((g.get("xid_errors") or 0) >= 2 for r in d.lines() for g in r["gpus"]), 15, "xids", d)
-        prom = (d.tf / "hosttune.prom").read_text()
+        # the textfile is written after the JSONL line: wait for it too
+        prom = wait_for(lambda: (lambda t: t if "hosttune_gpu_last_xid{" in t else None)(
+            (d.tf / "hosttune.prom").read_text()), 15, "xids in the textfile", d)
         assert d.stop() == 0
     finally:
         d.kill()
@@ -270,6 +272,28 @@ def test_textfile_has_every_new_metric_with_nvml_values(tmp_path: Path, fake_nvm
     assert info == {"driver_version": "550.54.15", "cuda_driver_version": "12.4"}
     assert fams["hosttune_gpu_energy_joules"].type == "counter"
     assert fams["hosttune_gpu_throttle_seconds"].type == "counter"
+
+
+def test_nvlinks_are_read_every_period_and_repeated_in_between(tmp_path: Path, fake_nvml: Any) -> None:
+    fake_nvml(scenario(healthy(0, "3B")))
+    import pynvml
+
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), io.StringIO(), io.StringIO(),
+                         kmsg=str(tmp_path / "none"))
+    mon.open_sources()
+    try:
+        first = mon.take()["gpus"][0]
+        calls = pynvml.fake_calls()["nvmlDeviceGetNvLinkErrorCounter"]
+        pynvml._state["scenario"]["devices"][0]["nvlinks"][1]["active"] = 1
+        second = mon.take()["gpus"][0]
+        assert pynvml.fake_calls()["nvmlDeviceGetNvLinkErrorCounter"] == calls  # not due: not asked
+        assert second["nvlink_up"] == first["nvlink_up"] == [1, 0]  # ... but still in every sample
+        assert second["nvlink_errors"] == first["nvlink_errors"]
+        mon._nvlink_read[0] -= daemon.NVLINK_PERIOD_S  # the period has passed
+        third = mon.take()["gpus"][0]
+    finally:
+        mon.close()
+    assert third["nvlink_up"] == [1, 1] and pynvml.fake_calls()["nvmlDeviceGetNvLinkErrorCounter"] > calls
 
 
 def test_stopped_file_is_valid_and_only_says_down() -> None:

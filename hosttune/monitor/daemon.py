@@ -47,6 +47,10 @@ RUNTIME_DIR = "/run/hosttune"  # the unit's RuntimeDirectory=; systemd also pass
 REAPPLY_NAME = "tune-reapply"  # watched by systemd/hosttune-tune-reapply.path
 KMSG = "/dev/kmsg"  # the XID fallback where NVML does not deliver XID events
 XID_WAIT_MS = 1  # nvmlEventSetWait_v2's timeout per sample: pending events return at once, none costs 1 ms
+# NVLink state and error counters are 6 NVML calls per link (18 links on an NVSwitch GPU: 864 calls a sample on 8
+# GPUs, 4 ms of CPU in the Python wrapper alone): read at most this often and repeated in between (they are counters,
+# and the alert on a link down waits minutes)
+NVLINK_PERIOD_S = 30.0
 
 
 class Notifier:
@@ -170,6 +174,8 @@ class Monitor:
         self.xid_counts: Dict[int, int] = {}  # XIDs seen per GPU since the monitor started
         self.last_xid: Dict[int, int] = {}
         self.last_ts: Optional[float] = None
+        self._nvlink_read: Dict[int, float] = {}  # GPU index -> monotonic time of its last NVLink read
+        self._nvlink_last: Dict[int, Dict[str, Any]] = {}  # GPU index -> its last nvlink_up/nvlink_errors
 
     # ---- setup ----------------------------------------------------------------------------------------------
     def open_sinks(self) -> None:
@@ -297,6 +303,17 @@ class Monitor:
         for i in rest:
             self.xid_source[i] = "kmsg"
 
+    def _nvlinks_due(self, i: int) -> int:
+        """How many NVLinks to read for GPU `i` this sample: all of them every NVLINK_PERIOD_S, else none (the last
+        reading is repeated; `take` keeps it in _nvlink_last)."""
+        links = self.nvlinks.get(i, 0)
+        now = time.monotonic()
+        if not links or now - self._nvlink_read.get(i, -NVLINK_PERIOD_S) < NVLINK_PERIOD_S:
+            return 0
+        self._nvlink_read[i] = now
+        self._nvlink_last.pop(i, None)
+        return links
+
     def poll_xids(self) -> List[Any]:
         """New XIDs since the last sample, counted per GPU; one event each with NVIDIA's meaning of the code."""
         found: List[Any] = []
@@ -336,7 +353,11 @@ class Monitor:
                 continue
             assert self.nv is not None
             try:
-                entry = gpu_fields(st, self.nv.sample(i, health=True, nvlinks=self.nvlinks.get(i, 0)))
+                entry = gpu_fields(st, self.nv.sample(i, health=True, nvlinks=self._nvlinks_due(i)))
+                if "nvlink_up" in entry:  # read now: remember for the samples until the next read
+                    self._nvlink_last[i] = {k: entry[k] for k in ("nvlink_up", "nvlink_errors") if k in entry}
+                elif i in self._nvlink_last:
+                    entry.update(self._nvlink_last[i])
                 if i in self.xid_source:
                     entry["xid_source"] = self.xid_source[i]
                     entry["xid_errors"] = self.xid_counts.get(i, 0)
