@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
+from conftest import run_cli
 from test_doctor import synthetic_root
 
 from hosttune.detect._io import HostIO
@@ -123,16 +124,16 @@ def test_fail_on_and_skip(bad_root: Path) -> None:
     (["--slurm", "--deep"], "--slurm and --deep"),
 ])
 def test_bad_fleet_usage_exits_2(args: List[str], message: str) -> None:
-    done = hosttune("doctor", *args)
+    done = run_cli(["doctor", *args])  # in-process: all of these stop before anything is detected
     assert done.returncode == 2 and message in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
 
 
 def test_explain_json() -> None:
-    done = hosttune("doctor", "--explain", "os.thp", "--json")
+    done = run_cli(["doctor", "--explain", "os.thp", "--json"])
     data = json.loads(done.stdout)
     assert done.returncode == 0 and data["id"] == "os.thp" and data["group"] == "os" and "khugepaged" in data["explain"]
-    assert hosttune("doctor", "--explain", "os.thpp", "--json").returncode == 2
+    assert run_cli(["doctor", "--explain", "os.thpp", "--json"]).returncode == 2
 
 
 def test_npd_line_and_exit_codes(bad_root: Path) -> None:
