@@ -345,6 +345,18 @@ def test_publish_links_the_store_and_the_daemon_writes_there(tmp_path: Path) -> 
     sinks.publish(str(target), 0, 0, store=str(store))  # again (a new dynamic uid): same link, re-owned
     assert store.stat().st_uid == 0 and os.readlink(link) == str(store / "hosttune.prom")
     assert [n for n in os.listdir(target)] == ["hosttune.prom"]
+    # what the monitor's user may leave in its store is never chowned or followed by root: a link, a hard link
+    precious = tmp_path / "precious"
+    precious.write_text("root's\n")
+    (store / "hosttune.prom").unlink()
+    os.link(precious, store / "hosttune.prom")
+    sinks.publish(str(target), 65534, 65534, store=str(store))
+    assert precious.stat().st_uid == 0 and precious.read_text() == "root's\n"
+    assert (store / "hosttune.prom").stat().st_nlink == 1 and "hosttune_monitor_up 0" in link.read_text()
+    (store / "hosttune.prom").unlink()
+    os.symlink(precious, store / "hosttune.prom")
+    sinks.publish(str(target), 65534, 65534, store=str(store))
+    assert precious.stat().st_uid == 0 and not (store / "hosttune.prom").is_symlink()
     # a link that root did not make, or that points elsewhere, is not followed: the writes stay in target
     other = tmp_path / "other"
     other.mkdir()

@@ -393,8 +393,10 @@ def publish(target: str, uid: int, gid: int, store: str = STORE_DIR) -> str:
         st: Optional[os.stat_result] = os.lstat(path)
     except FileNotFoundError:
         st = None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        os.unlink(path)  # a link or other non-file at the name: never written through
+    if st is not None and (not stat.S_ISREG(st.st_mode) or st.st_nlink != 1):
+        # a link, a non-file or a hard link at the name (the previous run's user could have made it): root never
+        # writes or chowns through one
+        os.unlink(path)
         st = None
     if st is None:
         fsio.atomic_write(path, render_stopped(None, {}), 0o644, durable=False)
