@@ -211,6 +211,8 @@ def test_srun_tasks_get_their_own_cores_inside_slurms(cluster: Cluster) -> None:
     assert sorted(mine) == list(range(ntasks))
     for rank, cpus in mine.items():
         assert cpus and cpus <= slurm_cpus[rank], (rank, cpus, slurm_cpus)
+    for r in reports:  # the plan was made inside Slurm's mask: one thread per core the task was given
+        assert r["env"]["OMP_NUM_THREADS"] == str(len(slurm_cpus[int(r["hosttune_local_rank"])])), r["env"]
     assert not set.intersection(*mine.values())  # no two tasks share a core
 
 
