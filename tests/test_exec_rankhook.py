@@ -295,3 +295,15 @@ def test_mp_spawn_children_warned_once_and_get_an_even_share(job: Dict[str, Any]
     for kid in kids:
         assert kid["threads"] == int(kid["omp"]) == max(1, job_threads // 2)  # what torch really uses
     assert sum(k["threads"] for k in kids) <= job_threads  # never more threads than cores
+
+
+@TWO_CPUS
+def test_verify_reads_hook_planned_ranks_back(job: Dict[str, Any]) -> None:
+    (job["dir"] / "sleep.py").write_text("import time\ntime.sleep(3)\n")
+    r = subprocess.run([PY, "-m", "hosttune", "exec", "--verify", "--", PY, "launcher.py", "sleep.py"],
+                       env=job["env"], cwd=str(job["dir"]), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "MISMATCH" not in r.stderr, r.stderr
+    oks = [line for line in r.stderr.splitlines() if line.endswith(": ok")]
+    assert len(oks) == 3, r.stderr  # the launcher (the job's top process) and its two ranks
+    assert any("rank 0/2" in line for line in oks) and any("rank 1/2" in line for line in oks)

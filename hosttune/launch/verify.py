@@ -1,15 +1,22 @@
 """`hosttune exec --verify`: what each running rank should look like (its plan inside this launcher's allowed
 sets), compared with what /proc shows of it (affinity of every thread, memory policy, environment), reported on
 stderr as mismatches are found and once more when the job ends.
+
+Which processes are ranks: a torchrun rank carries HOSTTUNE_LOCAL_RANK in the environment its shim exec'd it with;
+so does a plain/srun job's top process. Any other job's Python ranks apply their plan with the per-rank hook
+(hook.py) and are found by their launcher's rank variables (rankvars.py). The hook sets a rank's own variables
+inside the running interpreter, where /proc/PID/environ does not show them, so for those ranks only the variables
+the launcher handed every process are compared; CPUs and memory policy are the kernel's and compared in full.
 """
 
 import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Tuple
 
 from hosttune.cpulist import format_cpulist as _cpulist
+from hosttune.errors import UserError
 from hosttune.launch.binding import effective_cpus, effective_mems
 from hosttune.launch.handoff import users_env
 from hosttune.launch.job import Launch
@@ -92,24 +99,68 @@ def check_rank(rc: RankCheck) -> List[str]:
     return new
 
 
-def expected_for(launch: Launch, local_rank: int, local_world_size: int, rank_env: Mapping[str, str]) -> RankCheck:
-    """What --verify expects of a rank: the same plan the shim resolved, inside this launcher's allowed sets."""
+def _handed(launch: Launch, local_rank: int, local_world_size: int) -> Any:
+    for plan in [*launch.ranks, *launch.more_plans]:
+        if (plan.local_rank, plan.local_world_size) == (local_rank, local_world_size):
+            return plan
+    return None
+
+
+def expected_for(launch: Launch, local_rank: int, local_world_size: int, rank_env: Mapping[str, str],
+                 hooked: bool = False) -> RankCheck:
+    """What --verify expects of a rank: the same plan its shim or hook resolved, inside this launcher's allowed
+    sets. `hooked`: a rank that applied its plan from inside (see the module's docstring)."""
     from hosttune import plan as planmod
 
-    if launch.kind == "torchrun" and local_world_size == len(launch.ranks):
-        plan = launch.ranks[local_rank]  # what the shim was handed
-    elif launch.kind == "torchrun":
+    plan = _handed(launch, local_rank, local_world_size) if launch.kind == "torchrun" or hooked else None
+    if plan is None and (launch.kind == "torchrun" or hooked):
         environ = users_env(launch.touched, rank_env)
-        plan = planmod.resolve(launch.facts, launch.profile, local_rank, local_world_size, environ=environ)
-    else:
+        plan = planmod.resolve(launch.facts, launch.profile, local_rank, local_world_size, environ=environ,
+                               override=launch.override, bound_by=launch.bound_by)
+    elif plan is None:
         plan = launch.ranks[0]
     cpus: Tuple[int, ...] = ()
     policy, mems = "none", ()  # type: Tuple[str, Tuple[int, ...]]
     if not launch.no_bind:
         cpus = effective_cpus(plan.cpus, os.sched_getaffinity(0)) if plan.cpus else ()
         policy, mems = effective_mems(plan)
-    return RankCheck(0, local_rank, local_world_size, cpus, policy, mems, dict(plan.env))
+    env = dict(plan.env)
+    if hooked:
+        env = {k: v for k, v in env.items() if launch.env.get(k) == v}
+    return RankCheck(0, local_rank, local_world_size, cpus, policy, mems, env)
 
+
+
+HOOK_GRACE_S = 1.0  # a Python rank applies its plan at interpreter start: tens of ms, more on a loaded machine
+
+
+def _age(pid: int) -> float:
+    """Seconds since the process started (0 when it cannot be told)."""
+    from hosttune.launch.procfs import start_time
+
+    started = start_time(pid)
+    try:
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return max(0.0, uptime - started / os.sysconf("SC_CLK_TCK")) if started is not None else 0.0
+
+
+def _hooked_place(launch: Launch, env: Mapping[str, str]) -> Any:
+    """The place of a rank that applies its plan through the hook: a Python started with a launcher's rank
+    variables in a job with the hook on its PYTHONPATH (never a torchrun job's, whose ranks have shims)."""
+    from hosttune.launch import rankvars
+    from hosttune.launch.hook import HOOK_DIR
+
+    if launch.kind == "torchrun" or HOOK_DIR not in env.get("PYTHONPATH", "").split(os.pathsep):
+        return None
+    if env.get(names.LOCAL_RANK) is not None and launch.kind == "srun":
+        return None  # the srun task itself: bound by the launcher before exec
+    try:
+        return rankvars.place(env)
+    except UserError:
+        return None
 
 
 def verify_pass(launch: Launch, top: int, checks: Dict[int, RankCheck], marker: str) -> None:
@@ -124,17 +175,27 @@ def verify_pass(launch: Launch, top: int, checks: Dict[int, RankCheck], marker: 
                 for m in check_rank(rc):
                     _say(f"verify: rank {rc.local_rank} (pid {pid}): MISMATCH {m}")
             continue
-        if proc_ppid(pid) in checks:
-            continue  # a child of a rank (DataLoader worker, compiler): it inherits the rank's binding
         env = proc_environ(pid)
-        if not env or names.LOCAL_RANK not in env:
-            continue  # the shim before its exec, torchrun itself, or a helper process
-        try:
-            local = int(env[names.LOCAL_RANK])
-            size = int(env.get(names.LOCAL_WORLD_SIZE, "1"))
-        except ValueError:
+        if not env:
             continue
-        rc = expected_for(launch, local, size, env)
+        place = _hooked_place(launch, env)
+        parent = checks.get(proc_ppid(pid) or -1)
+        if parent is not None and (place is None or (place.local_rank, place.local_world_size) ==
+                                   (parent.local_rank, parent.local_world_size)):
+            continue  # a child of a rank (DataLoader worker, compiler): it inherits the rank's binding
+        if place is not None:
+            if _age(pid) < HOOK_GRACE_S:
+                continue  # its interpreter may not have reached the hook yet: read it on a later pass
+            local, size = place.local_rank, place.local_world_size
+        elif names.LOCAL_RANK in env:
+            try:
+                local = int(env[names.LOCAL_RANK])
+                size = int(env.get(names.LOCAL_WORLD_SIZE, "1"))
+            except ValueError:
+                continue
+        else:
+            continue  # the shim before its exec, torchrun itself, or a helper process
+        rc = expected_for(launch, local, size, env, hooked=place is not None)
         rc.pid = pid
         checks[pid] = rc
         for m in check_rank(rc):
