@@ -25,7 +25,8 @@ Storage: root uses /run/hosttune/cache; a user $XDG_RUNTIME_DIR/hosttune or ~/.c
 owned by the caller with mode 0700, an entry a single-link regular file owned by the caller, no group/other bits;
 anything else is ignored (a cache someone else could write is never trusted). Entries are written atomically with
 mode 0600, hold a hash of the environment (never its values), and are pruned to the newest `MAX_ENTRIES`.
-HOSTTUNE_EXEC_CACHE=0 turns the cache off (no read, no write). `hosttune facts` and every other command never use it.
+HOSTTUNE_EXEC_CACHE=0 turns the cache off (no read, no write); =explain says on stderr why a run was or was not
+replayed or recorded. `hosttune facts` and every other command never use it.
 
 This module must stay cheap to import: os, sys, marshal, stat and the builtin BLAKE2 only at module level; no typing,
 pathlib, re or json on the hit path (each costs several ms on the distro interpreter).
@@ -102,11 +103,16 @@ def _read(path: str, limit: int = 65536) -> Optional[bytes]:
         os.close(fd)
 
 
-def _stat_key(path: str) -> Optional[Tuple[int, ...]]:
+def _stat_key(path: str, listed: bool = True) -> Optional[Tuple[int, ...]]:
+    """What a path's lstat says about it: everything, or for a directory whose entries nobody listed its identity,
+    type, owner and mode only (what trust checks and lookups through it depend on; its times change with every entry
+    added anywhere in it, e.g. another job's handoff under /run/hosttune)."""
     try:
         st = os.lstat(path)
     except OSError:
         return None
+    if not listed and stat.S_ISDIR(st.st_mode):
+        return (st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid)
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid, st.st_gid)
 
 
@@ -253,7 +259,7 @@ def _valid(entry: Any) -> bool:
         magic, dig, stats, contents, exe, argv, env_set, env_del, cpus, mempol, err, marker = entry
         return (magic == VERSION and isinstance(dig, bytes) and isinstance(exe, str) and strs(argv) and bool(argv)
                 and isinstance(stats, tuple)
-                and all(isinstance(p, str) and (k is None or ints(k)) for p, k in stats)
+                and all(isinstance(p, str) and isinstance(f, bool) and (k is None or ints(k)) for p, f, k in stats)
                 and isinstance(contents, tuple)
                 and all(isinstance(p, str) and (b is None or isinstance(b, bytes)) for p, b in contents)
                 and isinstance(env_set, tuple) and all(strs(kv) and len(kv) == 2 for kv in env_set)
@@ -264,14 +270,22 @@ def _valid(entry: Any) -> bool:
         return False
 
 
-def _fresh(entry: Tuple[Any, ...]) -> bool:
-    for path, key in entry[2]:
-        if _stat_key(path) != key:
-            return False
+def _stale(entry: Tuple[Any, ...]) -> Optional[str]:
+    """The first recorded input that changed, or None when all are as recorded."""
+    for path, listed, key in entry[2]:
+        if _stat_key(path, listed) != key:
+            return path
     for path, data in entry[3]:
         if _read(path) != data:
-            return False
-    return True
+            return path
+    return None
+
+
+def explain(msg: str) -> None:
+    """HOSTTUNE_EXEC_CACHE=explain: why a run was or was not replayed or recorded, straight to fd 2 (so that the
+    recorder, which keeps what the full path prints, does not keep this)."""
+    if os.environ.get(ENV_SWITCH) == "explain":
+        os.write(2, f"hosttune: exec cache: {msg}\n".encode("utf-8", "replace"))
 
 
 def fast_exec(args: List[str]) -> None:
@@ -281,15 +295,24 @@ def fast_exec(args: List[str]) -> None:
         return
     where = cache_dir()
     if where is None:
-        return
+        return explain("no private place for it (no HOME)")
     try:
         dig = digest(args)
-    except OSError:  # cwd gone, /proc unreadable: no cache
-        return
+    except OSError as exc:  # cwd gone, /proc unreadable: no cache
+        return explain(f"not used ({exc})")
     path = os.path.join(where, dig[:16].hex())
-    entry = load(path) if _private_dir_ok(where) else None
-    if entry is not None and entry[1] == dig and _fresh(entry) and _replay(entry):
-        return  # pragma: no cover - _replay execs or returns False
+    if not _private_dir_ok(where):
+        explain(f"{where} is missing or not private to this user")
+        entry = None
+    else:
+        entry = load(path)
+        explain(f"no usable entry {path}" if entry is None else f"entry {path}")
+    if entry is not None and entry[1] == dig:
+        stale = _stale(entry)
+        if stale:
+            explain(f"stale: {stale}")
+        elif _replay(entry):  # pragma: no cover - _replay execs or returns False
+            return
     Recorder.start(args, path, dig)
 
 
@@ -388,6 +411,8 @@ class Recorder:
     def __init__(self, args: List[str], path: str, dig: bytes) -> None:
         self.args, self.path, self.digest = args, path, dig
         self.paths: Set[str] = set()
+        self.listed: Set[str] = set()  # directories whose entries the full path listed
+        self.created: Set[str] = set()  # files it created and has not removed yet
         self.contents: Set[str] = set()
         self.spoiled: Optional[str] = None
         self.active = True
@@ -401,6 +426,7 @@ class Recorder:
     def start(cls, args: List[str], path: str, dig: bytes) -> Optional[Recorder]:
         rec = cls(args, path, dig)
         if rec.mempol is None:
+            explain("not recorded: the memory policy cannot be read back")
             return None  # the policy could not be read back, so it could not be replayed either
         cls.current = rec
         if not getattr(sys, "_hosttune_exec_hook", False):
@@ -449,7 +475,7 @@ class Recorder:
         else:
             self.spoil("wrote bytes to stderr")
 
-    def saw(self, path: Any, dir_fd: Any = None) -> None:
+    def saw(self, path: Any, dir_fd: Any = None, listed: bool = False) -> None:
         if isinstance(path, int):
             return  # an fd: the open that made it was seen
         if isinstance(path, os.PathLike):
@@ -466,16 +492,20 @@ class Recorder:
             self.contents.add(path)  # quota and limits change at run time without any other sign
         elif not (path + "/").startswith(_VOLATILE_ROOTS):
             self.paths.add(path)
+            if listed:
+                self.listed.add(path)
 
     # -- the entry, at the exec --
     def finish(self, exe: Any, argv: Any, env: Any) -> None:
         self.stop()
+        if self.created:
+            self.spoil(f"created {sorted(self.created)[0]}")
         if self.spoiled is not None:
-            return
+            return explain(f"not recorded: {self.spoiled}")
         try:
             entry = self._entry(exe, argv, env)
-        except (OSError, ValueError, TypeError, UnicodeError):
-            return
+        except (OSError, ValueError, TypeError, UnicodeError) as exc:
+            return explain(f"not recorded: {exc}")
         if entry is not None:
             _store(self.path, entry)
 
@@ -492,8 +522,10 @@ class Recorder:
         cpus = os.sched_getaffinity(0)
         mempol = get_mempolicy()
         if mempol is None:
+            explain("not recorded: the memory policy cannot be read back")
             return None
         paths = set(self.paths)
+        listed = set(self.listed)
         stdlib = os.path.dirname(os.__file__) + "/"
         for mod in list(sys.modules.values()):
             f = getattr(mod, "__file__", None)
@@ -502,23 +534,29 @@ class Recorder:
         for d in self.environ.get("PATH", os.defpath).split(os.pathsep):
             if d.startswith("/"):
                 paths.add(os.path.normpath(d))  # a program installed or removed (numactl, tools the detector runs)
+                listed.add(os.path.normpath(d))
         paths.add(exe if exe.startswith("/") else os.path.join(os.getcwd(), exe))
         cache_root = os.path.dirname(self.path) + "/"
-        deps = set()
+        deps: Dict[str, bool] = {}  # path -> its entries matter (listed, or the parent of a missing path)
         for p in paths:
             if p.endswith((".pyc", ".pyo")) or "/__pycache__/" in p or p.startswith(cache_root):
                 continue
-            while True:  # the path and every ancestor: owners/modes decide trust, mtimes show new entries
-                deps.add(p)
+            missing = _stat_key(p) is None
+            deps[p] = deps.get(p, False) or p in listed
+            while True:  # every ancestor: owners and modes decide trust; a missing path's parent shows its creation
                 parent = os.path.dirname(p)
                 if parent == p:
                     break
+                deps[parent] = deps.get(parent, False) or missing or parent in listed
+                missing = missing and _stat_key(parent) is None
                 p = parent
-        stats = tuple(sorted((p, _stat_key(p)) for p in deps))
+        stats = tuple(sorted((p, f, _stat_key(p, f)) for p, f in deps.items()))
         # Racily clean (git's word): a file changed within the filesystem's timestamp granularity of now could change
         # again with the same size and times. Such an entry is not written; the next run records it.
         recent = time.time_ns() - RACY_NS
-        if any(k is not None and max(k[3], k[4]) >= recent for _, k in stats):
+        young = [p for p, _, k in stats if k is not None and len(k) == 8 and max(k[3], k[4]) >= recent]
+        if young:
+            explain(f"not recorded yet: {young[0]} changed less than {RACY_NS / 1e9:g} s ago")
             return None
         contents = tuple(sorted((p, _read(p)) for p in self.contents))
         return (VERSION, self.digest, stats, contents, exe, argv, env_set, env_del,
@@ -535,16 +573,26 @@ def _audit(event: str, args: Tuple[Any, ...]) -> None:
             path, mode, flags = (list(args) + [None, None, None])[:3]
             writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
                 isinstance(flags, int) and flags & _WRITE_FLAGS)
-            if writes:
+            exclusive = (isinstance(mode, str) and "x" in mode) or (
+                isinstance(flags, int) and flags & os.O_CREAT and flags & os.O_EXCL)
+            if writes and exclusive and isinstance(path, str):
+                rec.created.add(path)  # a new file (tempfile's probe of the temp dir): harmless if removed again
+            elif writes:
                 rec.spoil(f"opened {path!r} for writing")
             else:
                 rec.saw(path)
         elif event in ("os.listdir", "os.scandir"):
-            rec.saw(args[0] if args and args[0] is not None else ".")
+            rec.saw(args[0] if args and args[0] is not None else ".", listed=True)
         elif event == "os.exec":
             rec.finish(*args[:3])
+        elif event == "os.mkdir" and isinstance(args[0], (str, bytes)) and len(args) > 2 and args[2] == -1 \
+                and _stat_key(os.fsdecode(args[0])) is not None:
+            rec.saw(args[0])  # mkdir of what exists (trust.private_dir(create=True)) fails with EEXIST: a read
+        elif event == "os.remove" and args and args[0] in rec.created:
+            rec.created.discard(args[0])
         elif event in _SIDE_EFFECTS:
             rec.spoil(event)
+            explain(f"not recorded: {event} {args[0] if args else ''}")
             rec.stop()  # nothing of this run will be recorded: give the process its own functions back
     except Exception:  # noqa: BLE001 - an audit hook's exception would fail the caller's exec or open
         rec.spoil("recorder error")
@@ -565,6 +613,7 @@ def _store(path: str, entry: Tuple[Any, ...]) -> None:
         if len(blob) > MAX_ENTRY_BYTES:
             return
         fsio.atomic_write(path, blob, 0o600)
+        explain(f"recorded {path}")
         names = [n for n in os.listdir(folder) if len(n) == 32]
         if len(names) > MAX_ENTRIES:
             names.sort(key=lambda n: _mtime(os.path.join(folder, n)))
@@ -573,8 +622,8 @@ def _store(path: str, entry: Tuple[Any, ...]) -> None:
                     os.unlink(os.path.join(folder, n))
                 except OSError:
                     pass
-    except (OSError, trust.Untrusted, ValueError):
-        return
+    except (OSError, trust.Untrusted, ValueError) as exc:
+        explain(f"not recorded: {exc}")
 
 
 def _mtime(path: str) -> int:
