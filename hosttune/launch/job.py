@@ -101,14 +101,17 @@ def prepare(
     if known is not None:
         n = known.local_ranks
         bound_by = known.bound_by
-        ranks = [planmod.resolve(facts, prof, r, n, environ=env_in, override=override, bound_by=bound_by)
+        # A thread count given to the launcher (accelerate --num_cpu_threads_per_process, mpirun -x
+        # OMP_NUM_THREADS=N) is the user's own OMP_NUM_THREADS for every rank: it wins like one set in the env.
+        plan_env = env_in if known.threads is None else {**env_in, "OMP_NUM_THREADS": str(known.threads)}
+        ranks = [planmod.resolve(facts, prof, r, n, environ=plan_env, override=override, bound_by=bound_by)
                  for r in range(n or 0)]
-        common = dict(planmod.common_env(facts, prof, environ=env_in, override=override))
+        common = dict(planmod.common_env(facts, prof, environ=plan_env, override=override))
         # torch.distributed.launch forces OMP_NUM_THREADS=1 when it is unset, as torchrun does; a rank the hook
         # cannot reach (a binary, `python -I`) still gets rank 0's share rather than every core.
         if "OMP_NUM_THREADS" not in env_in and ranks and "OMP_NUM_THREADS" in ranks[0].env:
             common["OMP_NUM_THREADS"] = ranks[0].env["OMP_NUM_THREADS"]
-        more = _foreseen(facts, prof, env_in, override, bound_by, {n} if n else set())
+        more = _foreseen(facts, prof, plan_env, override, bound_by, {n} if n else set())
         return Launch(kind="launcher", argv=list(known.argv), ranks=ranks, env=common,
                       touched={k: env_in.get(k) for k in common}, facts=facts, profile=prof,
                       no_bind=no_bind or bound_by is not None, override=override, bound_by=bound_by,
