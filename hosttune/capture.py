@@ -93,6 +93,7 @@ class Capture:
         self.filled: Set[str] = set()  # host paths holding their real bytes (or the ELF stub)
         self.seen: Set[Tuple[str, str]] = set()
         self.refused: Dict[str, str] = {}
+        self.failed: Dict[str, str] = {}
         self.placeholders = 0
         self.bytes = 0
         self.full = False
@@ -142,10 +143,17 @@ class Capture:
 
     def add(self, kind: str, rel: str, data: Optional[bytes] = None) -> None:
         """Recreate host path `rel` for a probe's `kind` of access (read/list/stat/elf/which): each link on the way
-        as the same link, then what the path is. A path absent on the host is left absent."""
+        as the same link, then what the path is. A path absent on the host is left absent. Never raises: it runs
+        inside the detector's reads (HostIO.trace), so what cannot be copied is recorded in `failed`."""
         if (kind, rel) in self.seen and kind != "read":
             return
         self.seen.add((kind, rel))
+        try:
+            self._add(kind, rel, data)
+        except OSError as exc:  # the host changed under us (a file where a directory was), a full disk
+            self.failed[rel] = exc.strerror or str(exc)
+
+    def _add(self, kind: str, rel: str, data: Optional[bytes]) -> None:
         parts = [p for p in rel.split("/") if p]
         cur = ""
         hops = 0
@@ -275,6 +283,7 @@ def capture_tree(dest: Path, python: Optional[str] = None) -> Dict[str, Any]:
         "replay_rounds": rounds,
         "truncated": cap.full,
         "refused": dict(sorted(cap.refused.items())),
+        "failed": dict(sorted(cap.failed.items())),
         "live_only": LIVE_ONLY,
         "read_with": f"hosttune facts --root {dest}",
     }
@@ -293,7 +302,10 @@ def capture(dest: str, python: Optional[str] = None) -> Dict[str, Any]:
     """`facts --capture DEST`: a directory, or with DEST ending in .tar.gz/.tgz that directory packed (replaced
     atomically, never half-written)."""
     if not is_archive(dest):
-        return capture_tree(Path(dest), python)
+        try:
+            return capture_tree(Path(dest), python)
+        except OSError as exc:
+            raise UserError(f"--capture {dest}: cannot write: {exc.strerror or exc}") from None
     out = Path(dest)
     if out.is_dir():
         raise UserError(f"--capture {dest}: is a directory")
@@ -303,12 +315,11 @@ def capture(dest: str, python: Optional[str] = None) -> Dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix=".hosttune-capture-", dir=out.parent))
     try:
         manifest = capture_tree(work / name, python)
-        try:
-            with fsio.atomic_writer(out, 0o600) as fh:
-                with tarfile.open(fileobj=fh, mode="w:gz") as tar:
-                    tar.add(str(work / name), arcname=name)  # links stay links (dereference=False)
-        except OSError as exc:
-            raise UserError(f"--capture {dest}: cannot write: {exc.strerror or exc}") from None
+        with fsio.atomic_writer(out, 0o600) as fh:
+            with tarfile.open(fileobj=fh, mode="w:gz") as tar:
+                tar.add(str(work / name), arcname=name)  # links stay links (dereference=False)
+    except OSError as exc:
+        raise UserError(f"--capture {dest}: cannot write: {exc.strerror or exc}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     manifest["read_with"] = f"tar xzf {out.name} && hosttune facts --root {name}"
