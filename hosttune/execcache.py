@@ -424,6 +424,8 @@ class Recorder:
 
     @classmethod
     def start(cls, args: List[str], path: str, dig: bytes) -> Optional[Recorder]:
+        if sys.stderr is None or sys.stdout is None:
+            return None  # no streams to watch (a daemon's start): what the full path prints could not be replayed
         rec = cls(args, path, dig)
         if rec.mempol is None:
             explain("not recorded: the memory policy cannot be read back")
@@ -604,10 +606,7 @@ def _store(path: str, entry: Tuple[Any, ...]) -> None:
 
     folder = os.path.dirname(path)
     try:
-        if os.geteuid() == 0:
-            fsio.makedirs_private(os.path.dirname(folder), 0o755)
-        else:
-            fsio.makedirs_private(os.path.dirname(folder), 0o700)
+        fsio.makedirs_private(os.path.dirname(folder), 0o700)  # /run/hosttune: private, as the handoff wants it too
         trust.private_dir(folder)
         blob = marshal.dumps(entry)
         if len(blob) > MAX_ENTRY_BYTES:
