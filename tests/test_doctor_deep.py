@@ -15,6 +15,7 @@ from typing import Any, Dict, List
 
 import psutil
 import pytest
+from conftest import a100
 
 from hosttune.detect import collect
 from hosttune.doctor import Context, run_checks
@@ -231,6 +232,29 @@ def test_nvlink_down_warns() -> None:
     f = findings.nvlink_finding({0: up, 1: down})
     assert f.status == "warn" and "GPU1 17/18" in f.actual and "GPU1 link 3" in f.actual
     assert findings.nvlink_finding({}).status == "skip"
+
+
+def test_nvlink_state_through_nvml(facts: Facts, fake_nvml: Any) -> None:
+    links = [{"active": 1, "errors": {"replay": 0}} for _ in range(12)]
+    down = [dict(x, active=0 if k == 7 else 1) for k, x in enumerate(links)]
+    fake_nvml({"driver": "550.54.15", "cuda_driver": 12040,
+               "devices": [a100(0, "1B", nvlinks=links), a100(1, "1C", nvlinks=down)]})
+    fx = gpu_facts(facts, "NVIDIA A100-SXM4-80GB", 2, 4, 16)
+    r = run_deep(fx, ["nvidia.deep_nvlink"])["nvidia.deep_nvlink"]
+    assert r.status == "warn" and "GPU0 12/12, GPU1 11/12 links up" in r.actual and "GPU1 link 7" in r.actual, r
+
+
+def test_clock_events_sampled_while_each_gpu_computes(facts: Facts, fake_nvml: Any) -> None:
+    fake_nvml({"driver": "550.54.15", "cuda_driver": 12040,
+               "devices": [a100(0, "18", clock_event_reasons=0x4), a100(1, "2A", clock_event_reasons=0x40)]})
+    fx = gpu_facts(facts, "NVIDIA A100-SXM4-80GB", 2, 4, 16)
+    run = DeepRun(Context(facts=fx, env={}), DeepOptions(progress=False))
+    run._open_nvml()
+    info = {"event": "result", "what": "info", "devices": [{"index": 0, "pci_bus_id": "0000:2a:00.0"}]}
+    run._sample_nvml("gpu_compute gpu0 bf16", [info])  # cuda:0 is NVML's GPU1 here (bus 2a)
+    run._sample_nvml("gpu_copies gpu0 pinned h2d", [info])
+    run.close()
+    assert run.clock_events == {1: 0x40} and run.pcie_seen == {1: {"pcie_gen": 4, "pcie_width": 16}}
 
 
 def test_a_hang_in_one_gpu_measurement_fails_that_check_only() -> None:

@@ -137,8 +137,9 @@ def check_nvlink(ctx: Context) -> Finding:
         with nvmlmod.Nvml() as session:
             for g in ctx.facts.gpus:
                 count = session.nvlink_count(g.index)
-                if count:
-                    links[g.index] = list(session.health(g.index, count).get("nvlinks", []))
+                if count:  # nvlink_up: per link 1 up, 0 down, None did not answer
+                    ups = session.health(g.index, count).get("nvlink_up") or []
+                    links[g.index] = [{"link": k, "up": bool(v)} for k, v in enumerate(ups) if v is not None]
     except (nvmlmod.NvmlUnavailable, nvmlmod.GpuLost) as exc:
         return Finding(status="skip", actual=f"NVML: {exc}")
     return findings.nvlink_finding(links)

@@ -431,6 +431,8 @@ def main(argv=None):
     ap.add_argument("--bytes", type=int, default=0, help="allreduce/shm/disk size in bytes")
     ap.add_argument("--iters", type=int, default=0, help="allreduce iterations")
     ap.add_argument("--file", action="append", default=[], help="disk: a file or directory to read (repeat)")
+    ap.add_argument("--disk-seconds", type=float, default=0.0, help="disk: read for at most this long per path "
+                    "(default 2, 0.5 with --small)")
     ap.add_argument("--no-direct", action="store_true", help="disk: drop the page cache with posix_fadvise "
                     "instead of reading with O_DIRECT")
     ap.add_argument("--torchrun", type=int, default=0, metavar="N",
@@ -450,8 +452,8 @@ def main(argv=None):
         measure("allreduce " + args.backend, allreduce, args.backend, nbytes, args.iters or (20 if nccl else 5))
     if "disk" in groups:
         for path in args.file:
-            measure("disk " + path, disk_read, path, args.bytes or 512 * MiB, args.seconds, 4 * MiB,
-                    not args.no_direct)
+            measure("disk " + path, disk_read, path, args.bytes or 512 * MiB,
+                    args.disk_seconds or (0.5 if args.small else 2.0), 4 * MiB, not args.no_direct)
     if "shm" in groups:
         measure("shm", shm_speed, args.bytes or 256 * MiB)
     emit("end", "")

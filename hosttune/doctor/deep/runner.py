@@ -180,7 +180,8 @@ def run_job(name: str, argv: Sequence[str], *, env: Dict[str, str], timeout: flo
                     if tick is not None:
                         tick(now, events)
                     if progress is not None:
-                        progress.show(f"doctor --deep: {name}: {now or 'starting'} ({time.monotonic() - start:.0f} s)")
+                        doing = now or ("finishing" if events else "starting")
+                        progress.show(f"doctor --deep: {name}: {doing} ({time.monotonic() - start:.0f} s)")
         finally:
             if proc.returncode is None:  # not reaped yet, so its pid is still ours to kill (timeout, ^C)
                 kill_tree(proc.pid)
