@@ -366,6 +366,16 @@ def test_publish_links_the_store_and_the_daemon_writes_there(tmp_path: Path) -> 
     assert sinks.write_dir(str(target), str(store)) == str(target)
 
 
+def test_service_user_from_the_user_database_or_systemds_dynamic_uid_records(tmp_path: Path) -> None:
+    assert sinks.service_user("root") == (0, 0)
+    # what systemd records for a running DynamicUser= unit (read by nss-systemd, absent on a minimal Debian)
+    os.symlink("62563", tmp_path / "direct:hosttune-monitor")
+    os.symlink("hosttune-monitor", tmp_path / "direct:62563")
+    assert sinks.service_user("hosttune-monitor", str(tmp_path)) == (62563, 62563)
+    assert sinks.service_user("no-such-unit-user", str(tmp_path)) is None
+    assert sinks.service_user("../direct:hosttune-monitor", str(tmp_path)) is None
+
+
 def test_setup_textfile_cli(tmp_path: Path) -> None:
     cfg = tmp_path / "m.yaml"
     cfg.write_text("textfile_dir: ''\n")
@@ -373,7 +383,7 @@ def test_setup_textfile_cli(tmp_path: Path) -> None:
     assert res.exit_code == 0 and "nothing to set up" in res.output
     cfg.write_text(f"textfile_dir: {tmp_path / 'tf'}\n")
     res = cli_runner().invoke(cli, ["monitor", "setup-textfile", "--config", str(cfg), "--owner", "no-such-user-x"])
-    assert res.exit_code == 2 and "no user 'no-such-user-x'" in res.stderr
+    assert res.exit_code == 2 and "--owner: no user 'no-such-user-x'" in res.stderr
 
 
 def test_once_json_is_accepted_and_json_alone_is_not(fake_nvml: Any) -> None:

@@ -60,7 +60,6 @@ def setup_textfile_cmd(ctx: click.Context, owner: Optional[str], config_path: Op
     """Run as root by hosttune-monitor.service (ExecStartPre=+): give the monitor's user the persistent
     /var/lib/hosttune/textfile and link hosttune.prom into node_exporter's textfile directory (textfile_dir)."""
     import os
-    import pwd
 
     from hosttune.errors import UserError
     from hosttune.monitor import sinks
@@ -73,16 +72,16 @@ def setup_textfile_cmd(ctx: click.Context, owner: Optional[str], config_path: Op
         return
     if os.geteuid() != 0:
         raise UserError("monitor setup-textfile must run as root (the unit runs it with ExecStartPre=+)")
+    name = owner or "root"
+    ids = sinks.service_user(name)
+    if ids is None:
+        raise UserError(f"--owner: no user {name!r} (neither in the user database nor a running unit's dynamic user)")
     try:
-        pw = pwd.getpwnam(owner or "root")
-    except KeyError:
-        raise UserError(f"--owner: no user {owner!r}") from None
-    try:
-        done = sinks.publish(target, pw.pw_uid, pw.pw_gid)
+        done = sinks.publish(target, ids[0], ids[1])
     except OSError as exc:
         raise UserError(f"cannot set up the textfile for {target}: {exc.strerror or exc}"
                         f"{' (' + exc.filename + ')' if exc.filename else ''}") from None
-    click.echo(f"{done} (owner {pw.pw_name})")
+    click.echo(f"{done} (owner {name}, uid {ids[0]})")
 
 
 @cmd.command("report")

@@ -379,6 +379,30 @@ def write_dir(target: str, store: str = STORE_DIR) -> str:
     return target
 
 
+DYNAMIC_UID_DIR = "/run/systemd/dynamic-uid"
+
+
+def service_user(name: str, dynamic_dir: str = DYNAMIC_UID_DIR) -> Optional[Tuple[int, int]]:
+    """(uid, gid) of `name`: from the user database, else as a DynamicUser= that systemd allocated for a running
+    unit. NSS finds those only with libnss-systemd, which a minimal Debian lacks; systemd itself records each one
+    as the link `direct:<name>` -> "<uid>" in /run/systemd/dynamic-uid (src/core/dynamic-user.c, the same records
+    nss-systemd reads), and a dynamic user's group has the same number."""
+    import pwd
+
+    try:
+        pw = pwd.getpwnam(name)
+        return pw.pw_uid, pw.pw_gid
+    except KeyError:
+        pass
+    if "/" in name or not name:
+        return None
+    try:
+        value = os.readlink(os.path.join(dynamic_dir, f"direct:{name}"))
+    except OSError:
+        return None
+    return (int(value), int(value)) if value.isdigit() else None
+
+
 def publish(target: str, uid: int, gid: int, store: str = STORE_DIR) -> str:
     """Make `target` (node_exporter's textfile directory) show the monitor's file while the monitor runs as an
     unprivileged user that cannot write there (the unit's DynamicUser= cannot write root's or prometheus' directory):
