@@ -317,6 +317,12 @@ def test_mpi_binding_asked_by_the_user_is_mpis(opts: List[str]) -> None:
         assert got.bound_by is not None and got.bound_by.startswith("mpirun -") and opts[1] in got.bound_by
 
 
+def test_open_mpi_default_binding_stays_for_ranks_that_are_not_python() -> None:
+    got = ident("mpirun", "-np", "2", "./a.out", "--threads", "4", mpi="openmpi")
+    assert got.binds and "none" not in got.argv and "not Python" in (got.bound_by or "")
+    assert not ident("mpirun", "-np", "2", "/opt/venv/bin/python3.11", "-u", "t.py", mpi="openmpi").binds
+
+
 def test_mpi_bind_to_none_given_means_hosttune_binds() -> None:
     got = ident("mpirun", "--bind-to", "none", "-np", "2", "python", "t.py")
     assert not got.binds and got.argv.count("--bind-to") == 1

@@ -9,7 +9,8 @@ flavour comes from where its `mpirun` link points. Each option table cites the l
 an option a launcher would refuse, or a count that is not a whole number, is a UserError of one line.
 
 MPI binding, decided once: Open MPI binds every rank by default (to a core for np <= 2, to a socket above), so when
-the user gives no binding option hosttune adds `--bind-to none` and binds each rank itself; when the user asks MPI
+the user gives no binding option and the ranks are Python (which the per-rank hook binds), hosttune adds
+`--bind-to none` and binds each rank itself (ranks that are binaries keep Open MPI's binding); when the user asks MPI
 to bind (`--bind-to X`, `--cpu-set`, `--rankfile`, `--map-by ...:PE=n`, Hydra's `-bind-to`/`-binding`, Intel MPI's
 default pinning), MPI binds and hosttune sets threads and environment only, and says so.
 """
@@ -566,6 +567,9 @@ def _mpirun(argv: Sequence[str], start: int, environ: Mapping[str, str], flavour
         bound_by = f"{tool} {asked}"
     elif bind_to is not None:
         notes.append("--bind-to none: hosttune binds each rank")
+    elif flavour == "openmpi" and not is_python(argv[scan.program] if scan.program < len(argv) else ""):
+        # a binary or script rank: the per-rank hook binds Python ranks only, so Open MPI's binding stays
+        bound_by = f"{tool} (Open MPI's default binding; the ranks are not Python, which hosttune binds)"
     elif flavour == "openmpi":
         out[start:start] = ["--bind-to", "none"]
         notes.append("Open MPI binds ranks by default (core for np<=2, socket above): hosttune adds --bind-to none "
