@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration
 
 PY = sys.executable
 PROBE = str(PROBES / "probe.py")
-SLEEP = "4"  # long enough to read every rank from /proc, short enough to keep the file fast
+SLEEP = "3"  # long enough to read every rank from /proc, short enough to keep the file fast
 # The variables a launcher gives each rank its place on the node by, first match wins (as the per-rank hook reads them)
 RANK_VARS = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")
 
@@ -159,8 +159,9 @@ two_cpus = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs tw
 @two_cpus
 @pytest.mark.parametrize("use_env", [True, False], ids=["use-env", "local-rank-argument"])
 def test_torch_distributed_launch(probe_env: Dict[str, str], use_env: bool) -> None:
-    cmd = [PY, "-m", "torch.distributed.launch", "--nproc_per_node=2", *(["--use-env"] if use_env else []),
-           PROBE, "--torch", "--sleep", SLEEP]
+    # torch's own thread count is read in one of the two (importing torch in a rank costs seconds here)
+    cmd = [PY, "-m", "torch.distributed.launch", "--nproc_per_node=2", *(["--use-env", PROBE, "--torch"] if use_env
+                                                                       else [PROBE]), "--sleep", SLEEP]
     plan = dry_run(cmd, probe_env)
     assert plan["kind"] != "plain" and len(plan["ranks"]) == 2
     assert all(r["env"]["OMP_NUM_THREADS"] == str(physical_cores(set(r["cpus"]))) for r in plan["ranks"])
@@ -282,6 +283,7 @@ def test_mpirun_two_ranks(probe_env: Dict[str, str]) -> None:
     cmd = [*_mpirun(), "-np", "2", PY, PROBE, "--sleep", SLEEP]
     plan = dry_run(cmd, probe_env)
     assert plan["kind"] != "plain" and len(plan["ranks"]) == 2
+    assert plan["argv"][1:3] == ["--bind-to", "none"]  # Open MPI would bind each rank to a core by itself
     ranks = run_ranks(cmd, probe_env, 2)
     check_ranks(ranks, plan, 2)
     assert all(r.env.get("OMPI_COMM_WORLD_LOCAL_SIZE") == "2" for r in ranks)
