@@ -70,6 +70,7 @@ class Metrics:
         self.path = run_dir / "metrics.jsonl"
         self._f = open(self.path, "a", buffering=1) if enabled else None  # line-buffered: tail -f works
         self.bar = None
+        self.step, self.total = start_step, total_steps
         if enabled and sys.stderr.isatty():  # a bar in a log file is just noise; only on a terminal
             try:
                 from tqdm import tqdm
@@ -84,10 +85,14 @@ class Metrics:
             self._f.write(json.dumps(record) + "\n")
 
     def progress(self, steps: int, loss: Optional[float] = None) -> None:
+        self.step += steps
         if self.bar is not None:
             self.bar.update(steps)
             if loss is not None:
                 self.bar.set_postfix(loss=f"{loss:.4f}")
+        elif self.enabled and loss is not None:
+            # No bar (a log file, a pipe, no tqdm): one line per log interval, so a job's log shows it is alive.
+            print(f"hosttune.engine: step {self.step}/{self.total} loss {loss:.4f}", file=sys.stderr, flush=True)
 
     def say(self, text: str) -> None:
         """A human line on stderr (rank 0 only), kept clear of the progress bar."""
