@@ -99,6 +99,7 @@ def test_torch_distributed_launch_numa_binding_is_the_launchers() -> None:
     (["python", "-m", "torch.distributed.launch", "--nproc_per_node"], "needs a value"),
     (["python", "-m", "torch.distributed.launch", "--use-env"], "no training script"),
     (["python", "-m", "torch.distributed.launch", "--nproc_per_node=gpu", "t.py"], "no GPU"),
+    (["python", "-m", "torch.distributed.launch", "--no-python", "./a.out"], "needs --use-env"),
 ])
 def test_torch_distributed_launch_bad_input(argv: List[str], words: str) -> None:
     assert words in bad(*argv)

@@ -220,6 +220,9 @@ def _torch_launch(argv: Sequence[str], start: int, environ: Mapping[str, str],
     scan = _scan(tool, argv, start, table, unknown="error", attached_short=True, abbrev=True)
     if scan.program >= len(argv) and "help" not in scan.flags:
         raise UserError(f"{tool}: no training script given ({tool} [OPTIONS] SCRIPT [ARGS...])")
+    if "no_python" in scan.flags and "use_env" not in scan.flags:
+        raise UserError(f"{tool}: --no-python needs --use-env (a program cannot take --local-rank; torch refuses it "
+                        "too)")
     notes: List[str] = []
     raw = _last(scan, "nproc_per_node") or environ.get("PET_NPROC_PER_NODE") or "1"
     n: Optional[int]
