@@ -473,3 +473,18 @@ def test_torch_distributed_launch_options_match_torchs_parser() -> None:
     ours = {name: (1 if opt.takes_value else 0) for name, opt in TORCHRUN_OPTIONS.items()}
     ours.update({"--use-env": 0, "--use_env": 0})
     assert theirs == ours
+
+
+@pytest.mark.parametrize("command", [
+    ["mpirun", "-np", "two", "python", "t.py"],
+    ["accelerate", "launch", "--config_file", "/nonexistent/accelerate.yaml", "t.py"],
+    ["python", "-m", "torch.distributed.launch", "--nproc_per_node=0", "t.py"],
+])
+def test_exec_refuses_a_bad_launcher_line_in_one_line(command: List[str]) -> None:
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "hosttune", "exec", "--dry-run", "--", *command], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == ""
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
