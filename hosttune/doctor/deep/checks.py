@@ -39,6 +39,23 @@ def _cuda_ready(ctx: Context) -> Optional[Finding]:
     return None
 
 
+def _two_gpus(ctx: Context, what: str) -> Tuple[Optional[Finding], list]:
+    """(a skip, []) unless torch can use at least two GPUs; else (None, the usable devices)."""
+    skip = _cuda_ready(ctx)
+    if skip:
+        return skip, []
+    _, usable = _devices(ctx)
+    if len(usable) < 2:
+        return Finding(status="skip", actual=f"one GPU: {what}", expected=""), []
+    return None, usable
+
+
+def _slowest_pcie(ctx: Context) -> Optional[float]:
+    """The realistic rate of the slowest GPU's PCIe link (policy.bandwidth), None when NVML gave none."""
+    known = [x for x in (bandwidth.pcie_expected_gbps(g.pcie_gen_max, g.pcie_width_max) for g in gpus(ctx)) if x]
+    return min(known) if known else None
+
+
 def _index_map(ctx: Context, job: str) -> Dict[int, int]:
     info = _run(ctx).job(job).result("info") or {}
     devices = info.get("devices", [])
@@ -91,16 +108,10 @@ def check_p2p(ctx: Context) -> Finding:
     to the next. On NVLink models every pair should be peer-accessible and copies reach >= 40% of one
     direction's NVLink rate; on PCIe, >= 50% of the link's realistic rate (ACS or IOMMU translation on the path
     sends peer traffic through the root complex, or turns P2P off)."""
-    skip = _cuda_ready(ctx)
+    skip, usable = _two_gpus(ctx, "no peer to copy to")
     if skip:
         return skip
-    _, usable = _devices(ctx)
-    if len(usable) < 2:
-        return Finding(status="skip", actual="one GPU: no peer to copy to", expected="")
-    links = [bandwidth.pcie_expected_gbps(g.pcie_gen_max, g.pcie_width_max) for g in gpus(ctx)]
-    known = [x for x in links if x]
-    return findings.p2p_finding(_run(ctx).job("gpu"), [str(d.get("name")) for d in usable],
-                                min(known) if known else None)
+    return findings.p2p_finding(_run(ctx).job("gpu"), [str(d.get("name")) for d in usable], _slowest_pcie(ctx))
 
 
 def check_nccl(ctx: Context) -> Finding:
@@ -110,22 +121,18 @@ def check_nccl(ctx: Context) -> Finding:
 
     Expected: on NVLink models >= 60% of one direction's NVLink rate per GPU (nccl-tests on healthy 8x A100
     reach ~230 of 300 GB/s, 8x H100 ~350-480 of 450); on PCIe >= 40% of the link's realistic rate."""
-    skip = _cuda_ready(ctx)
+    skip, usable = _two_gpus(ctx, "no all-reduce across GPUs")
     if skip:
         return skip
-    _, usable = _devices(ctx)
-    if len(usable) < 2:
-        return Finding(status="skip", actual="one GPU: no all-reduce across GPUs", expected="")
     name = str(usable[0].get("name"))
     nvlink = bandwidth.nvlink_gbps(name)
     if nvlink:
         want: Optional[float] = nvlink * bandwidth.NVLINK_WARN_FRACTION
         basis = f"60% of NVLink {nvlink:.0f} GB/s per GPU ({name})"
     else:
-        links = [bandwidth.pcie_expected_gbps(g.pcie_gen_max, g.pcie_width_max) for g in gpus(ctx)]
-        known = [x for x in links if x]
-        want = min(known) * bandwidth.PCIE_ALLREDUCE_WARN_FRACTION if known else None
-        basis = "40% of the slowest PCIe link's realistic rate" if known else "completes with correct sums"
+        slowest = _slowest_pcie(ctx)
+        want = slowest * bandwidth.PCIE_ALLREDUCE_WARN_FRACTION if slowest else None
+        basis = "40% of the slowest PCIe link's realistic rate" if slowest else "completes with correct sums"
     return findings.allreduce_finding(_run(ctx).job("allreduce_nccl"), "nccl", want, basis)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from hosttune import nvml as nvmlmod
+from hosttune import trust
 from hosttune.detect import torchenv
 from hosttune.detect._io import HostIO, child_env
 from hosttune.doctor.deep.runner import JobResult, Progress, run_job
@@ -73,12 +74,21 @@ class DeepRun:
         return torchenv.default_python(HostIO(Path("/")))
 
     def script(self) -> str:
+        """The probe, copied into a fresh 0700 directory of ours. As root the directory's parent must pass the trust
+        rule (a TMPDIR in another user's directory would let them swap our directory for theirs before python
+        runs the file): otherwise /tmp, whose sticky bit keeps our entry ours."""
         if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix="hosttune-deep-")  # 0700, ours
+            base = tempfile.gettempdir()
+            if trust.is_root() and trust.problem(base, kind="dir")[1] is not None:
+                base = "/tmp"
+            self._dir = tempfile.mkdtemp(prefix="hosttune-deep-", dir=base)  # 0700, ours
             text = read_bounded(PROBE, 1 << 20)
             with open(os.path.join(self._dir, PROBE.name), "wb") as fh:
                 fh.write(text)
-        return os.path.join(self._dir, PROBE.name)
+        path = os.path.join(self._dir, PROBE.name)
+        if trust.is_root():
+            trust.check_path(path, "doctor --deep probe")  # raises Untrusted (a one-line error) when it is not
+        return path
 
     def close(self) -> None:
         if self._dir is not None:
