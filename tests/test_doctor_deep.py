@@ -272,6 +272,59 @@ def test_a_hang_in_one_gpu_measurement_fails_that_check_only() -> None:
     assert c.status == "skip" and "hung in gpu_compute gpu0 tf32" in c.actual
 
 
+# The probe's GPU functions against real torch's API, with "cuda" mapped onto the CPU: a wrong call (a misspelt
+# torch function, an argument torch does not take) shows here, not first on somebody's GPU host.
+CUDA_ON_CPU = """
+import json, sys, types
+sys.path.insert(0, sys.argv[1])
+import torch
+import probe_torch as p
+
+cpu = torch.device("cpu")
+real_device = torch.device
+class Props:
+    def __init__(self, i):
+        self.name, self.major, self.minor, self.total_memory = "NVIDIA L4", 8, 9, 23034 << 20
+        self.pci_bus_id, self.pci_device_id, self.pci_domain_id = 0x82 + i, 0, 0
+def device(kind, index=None):
+    return cpu if str(kind).startswith("cuda") else real_device(kind) if index is None else real_device(kind, index)
+c = torch.cuda
+c.init = lambda: None
+c.is_available = lambda: True
+c.device_count = lambda: 2
+c.get_device_properties = Props
+c.get_device_name = lambda i: Props(i).name
+c.synchronize = lambda *a: None
+c.empty_cache = lambda: None
+c.set_device = lambda d: None
+c.can_device_access_peer = lambda a, b: True
+torch.device = device
+real_zeros = torch.zeros
+torch.zeros = lambda *a, device=None, **k: real_zeros(*a, **k)
+torch.Tensor.pin_memory = lambda self: self
+torch.version.cuda = "12.4"
+out = {"info": p.torch_info(), "mm": p.gpu_matmul(1, "tf32", 64, 0.01),
+       "copy": p.gpu_copy(0, "pinned", "d2h", 1 << 20, 0.01), "matrix": p.p2p_matrix(),
+       "p2p": p.p2p_copy(0, 1, 1 << 20, 0.01)}
+print(json.dumps(out))
+"""
+
+
+def test_probe_gpu_paths_run_against_real_torch(facts: Facts, tmp_path: Path) -> None:
+    if facts.torch is None or not facts.torch.version:
+        pytest.skip("no torch on this machine")
+    (tmp_path / "shim.py").write_text(CUDA_ON_CPU)
+    done = subprocess.run([facts.torch.python, str(tmp_path / "shim.py"), str(PROBE.parent)], capture_output=True,
+                          text=True, timeout=120, cwd="/")
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert [d["pci_bus_id"] for d in out["info"]["devices"]] == ["0000:82:00.0", "0000:83:00.0"]
+    assert out["info"]["devices"][0]["bf16"] and out["info"]["cuda_error"] is None
+    assert out["mm"]["flops"] == 2.0 * 64 ** 3 * out["mm"]["iters"] and out["mm"]["name"] == "NVIDIA L4"
+    assert out["copy"]["bytes"] >= 3 * MiB and out["matrix"]["matrix"] == [[True, True], [True, True]]
+    assert out["p2p"]["peer"] is True and out["p2p"]["seconds"] > 0
+
+
 # ---- real measurements on this machine ----------------------------------------------------------------------------
 CPU_IDS = ["torch.deep_cuda", "cpu.deep_matmul", "cpu.deep_membw", "cpu.deep_bf16", "cpu.deep_allreduce",
            "storage.deep_read", "storage.deep_shm", "os.deep_container", "nvidia.deep_compute"]
