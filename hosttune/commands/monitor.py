@@ -15,7 +15,8 @@ from hosttune.monitor import config as mconfig
 @click.option("--interval", type=float, default=None, help="Seconds between samples (default 5, or the config's).")
 @click.option("--log-dir", default=None, help="Directory for monitor.jsonl and its rotated backups.")
 @click.option("--textfile-dir", default=None,
-              help="Directory for hosttune.prom (node_exporter textfile collector); '' disables it.")
+              help="Directory for hosttune.prom (node_exporter's textfile collector); 'auto' (default): "
+                   "/var/lib/prometheus/node-exporter if it exists, else /var/lib/hosttune/textfile; '' disables it.")
 @click.option("--once", is_flag=True, help="Print one sample as JSON and exit.")
 @click.option("--json", "as_json", is_flag=True, help="With --once: JSON output (the only format of --once).")
 @click.option("--config", "config_path", default=None, metavar="FILE",
