@@ -143,9 +143,12 @@ def test_accelerate_threads_and_affinity_are_the_users() -> None:
     got = ident("accelerate", "launch", "--num_cpu_threads_per_process", "3", "--multi_gpu", "--num_processes=2",
                 "t.py")
     assert got.threads == 3 and not got.binds
-    aff = ident("accelerate", "launch", "--enable_cpu_affinity", "--multi_gpu", "--num_processes=2", "t.py")
+    aff = ident("accelerate", "launch", "--enable_cpu_affinity", "--multi_gpu", "--num_processes=2", "t.py", gpus=2)
     assert aff.bound_by == "accelerate launch --enable_cpu_affinity"
-    assert ident("accelerate", "launch", "--enable-cpu-affinity", "t.py").binds
+    assert ident("accelerate", "launch", "--enable-cpu-affinity", "t.py", gpus=None).binds
+    # accelerate binds only when torch sees CUDA: on a host without GPUs hosttune binds, and says why
+    cpu_host = ident("accelerate", "launch", "--enable_cpu_affinity", "--multi_gpu", "--num_processes=2", "t.py")
+    assert not cpu_host.binds and any("only on GPU hosts" in n for n in cpu_host.notes)
 
 
 def _config(home: Path, text: str, name: str = "default_config.yaml") -> Path:
@@ -163,7 +166,7 @@ def test_accelerate_default_config_file(tmp_path: Path) -> None:
                                                                          "default_config.yaml"
     _config(tmp_path, "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\nnum_processes: 2\n"
                       "num_machines: 1\nuse_cpu: true\nenable_cpu_affinity: true\n")
-    got = ident("accelerate", "launch", "t.py", env=env)
+    got = ident("accelerate", "launch", "t.py", env=env, gpus=1)
     # MULTI_CPU without mpirun_config runs the simple launcher: one process, and accelerate would bind it
     assert got.local_ranks == 1 and got.binds and any("default_config.yaml" in n for n in got.notes)
     _config(tmp_path, "distributed_type: MULTI_GPU\nnum_processes: 3\nnum_machines: 1\n")

@@ -346,8 +346,12 @@ def _accelerate(argv: Sequence[str], start: int, environ: Mapping[str, str], gpu
     if threads:
         notes.append(f"--num_cpu_threads_per_process {threads}: each rank keeps OMP_NUM_THREADS={threads}")
     affinity = "enable_cpu_affinity" in flags or bool((cfg or {}).get("enable_cpu_affinity"))
-    # accelerate's own binding (utils/environment.py set_numa_affinity: each rank on its GPU's NUMA node, GPU hosts)
-    bound_by = f"{tool} --enable_cpu_affinity" if affinity else None
+    # accelerate's own binding (utils/environment.py override_numa_affinity) puts each rank on its GPU's NUMA node,
+    # and only when torch sees CUDA: on a host without GPUs nothing would bind, so hosttune does.
+    bound_by = f"{tool} --enable_cpu_affinity" if affinity and gpus != 0 else None
+    if affinity and gpus == 0:
+        notes.append("--enable_cpu_affinity binds only on GPU hosts (accelerate's override_numa_affinity); this one "
+                     "has none, so hosttune binds each rank")
     if config_path is not None:
         from hosttune.term import printable
 
