@@ -366,7 +366,10 @@ def run_torch_groups(groups, args):
 
     small = args.small
     if "cpu" in groups:
-        measure("cpu_matmul", cpu_matmul, 256 if small else 1024, args.seconds)
+        # big enough to keep every thread busy: a 1024^2 matmul cannot fill 96 cores
+        threads = torch.get_num_threads()
+        n = 256 if small else (1024 if threads <= 8 else 2048 if threads <= 32 else 4096)
+        measure("cpu_matmul", cpu_matmul, n, args.seconds)
         measure("cpu_triad", cpu_triad, (1 << 21) if small else (1 << 25), args.seconds)
         measure("cpu_bf16", cpu_bf16, 256 if small else 384, args.seconds)
     ok = [d["index"] for d in info["devices"] if "error" not in d]
