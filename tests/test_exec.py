@@ -295,7 +295,11 @@ def test_sigint_reaches_a_supervised_job(probe_env: Dict[str, str], tmp_path: Pa
 def test_dry_run_text_and_captured_host(hwloc_tree: Any) -> None:
     r = hosttune("exec", "--dry-run", "--", "torchrun", "--nproc_per_node=2", "train.py")
     assert r.returncode == 0, r.stderr
-    assert "--no-python" in r.stdout and "rank 0/2: cpus" in r.stdout and "rank 1/2: cpus" in r.stdout
+    # Python ranks run as written and apply their plans through the per-rank hook; --no-python ones get the shim
+    assert "argv: torchrun --nproc_per_node=2 train.py\n" in r.stdout and "per-rank hook" in r.stdout
+    assert "rank 0/2: cpus" in r.stdout and "rank 1/2: cpus" in r.stdout
+    r = hosttune("exec", "--dry-run", "--", "torchrun", "--nproc_per_node=2", "--no-python", "./run.sh")
+    assert r.returncode == 0 and "--no-python" in r.stdout and "hosttune" in r.stdout.split("\n")[1], r.stdout
     root = hwloc_tree("16amd64-8n2c")
     d = dry_run("torchrun", "--nproc_per_node=4", "train.py", extra=["--root", str(root)])
     assert [r["local_rank"] for r in d["ranks"]] == [0, 1, 2, 3]

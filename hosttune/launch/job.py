@@ -3,9 +3,11 @@ plan, and the environment the top process gets; `prepare` builds it (detection h
 `render_text` / `Launch.to_dict` are what --dry-run prints.
 
 Four shapes of job:
-- torchrun (`torchrun ...`, `python -m torch.distributed.run ...`): the argv is rewritten (torchrun.py) so that
-  every rank starts through hosttune/shim.py; the plans of the known world size reach the shims through the
-  handoff (handoff.py).
+- torchrun (`torchrun ...`, `python -m torch.distributed.run ...`): Python ranks (a script, `-m`, `--run-path`)
+  run as the user wrote them and apply their plan at interpreter start through the per-rank hook (`hook`);
+  `--no-python` ranks, and every rank when the hook directory cannot be used (as root: not root's alone), start
+  through hosttune/shim.py instead (the argv rewritten by torchrun.py). The plans of the known world size reach
+  both through the handoff (handoff.py).
 - launcher: another launcher that starts Python ranks (launchers.identify: torch.distributed.launch, accelerate,
   deepspeed, mpirun/mpiexec, srun). It runs as given, supervised like torchrun; every rank applies its own plan at
   interpreter start through the per-rank hook (hook.py), for the local rank count the command line tells
@@ -15,8 +17,8 @@ Four shapes of job:
   plans through the hook: ranks an unknown launcher or the program itself starts with LOCAL_RANK & co.
   (Lightning), and multiprocessing children without rank variables (an even share of threads, one warning).
 
-Every kind but torchrun puts the hook on the job's PYTHONPATH (hook.job_env) with a handoff that carries the
-plans of the world sizes foreseen here (`more_plans`); torchrun's ranks start through the shim.
+Every kind puts the hook on the job's PYTHONPATH (hook.job_env) with a handoff that carries the plans of the world
+sizes foreseen here (`more_plans`).
 """
 
 import os
@@ -46,6 +48,7 @@ class Launch:
     bound_by: Optional[str] = None  # the launcher binds the ranks itself (torchrun --numa-binding=MODE)
     launcher: Any = None  # kind "launcher": launchers.KnownLauncher
     more_plans: List[Any] = field(default_factory=list)  # plans of other world sizes, handed to the per-rank hook
+    hook: bool = False  # torchrun: the ranks apply their plans through the hook, not the shim (argv as given)
 
     def to_dict(self) -> Dict[str, Any]:
         """{kind, argv, ranks, env}: each rank is its `RankPlan.to_dict()`; with --no-bind nothing is bound."""
@@ -94,9 +97,13 @@ def prepare(
         if "OMP_NUM_THREADS" not in env_in and ranks and "OMP_NUM_THREADS" in ranks[0].env:
             common["OMP_NUM_THREADS"] = ranks[0].env["OMP_NUM_THREADS"]
         touched = {k: env_in.get(k) for k in common}
-        argv = rewrite_torchrun(t, env_in, shim_python or sys.executable)
+        from hosttune.launch import hook
+
+        hooked = t.mode != "no_python" and bool(hook.job_env(env_in))
+        argv = list(command) if hooked else rewrite_torchrun(t, env_in, shim_python or sys.executable)
         return Launch(kind="torchrun", argv=argv, ranks=ranks, env=common, touched=touched, facts=facts, profile=prof,
-                      no_bind=no_bind or bound_by is not None, torchrun=t, override=override, bound_by=bound_by)
+                      no_bind=no_bind or bound_by is not None, torchrun=t, override=override, bound_by=bound_by,
+                      hook=hooked)
     known = _identify(command, env_in, facts)
     if known is not None:
         n = known.local_ranks
@@ -200,7 +207,8 @@ def render_text(launch: Launch) -> str:
                 lines.append(f"  {k}={shlex.quote(v)}")
         lines.extend(f"  # {reason}" for reason in r["reasons"])
     if launch.kind == "torchrun":
-        lines.append("(restarted ranks and a changed world size get their plan again from the shim)")
+        how = "per-rank hook" if launch.hook else "shim"
+        lines.append(f"(restarted ranks and a changed world size get their plan again from the {how})")
     elif launch.kind == "launcher":
         lines.append("(each Python rank applies its plan at start from LOCAL_RANK/OMPI_COMM_WORLD_LOCAL_RANK/... "
                      "through hosttune's per-rank hook)")

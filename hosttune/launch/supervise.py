@@ -74,10 +74,11 @@ def run(launch: Launch, *, verify: bool = False) -> int:
             raise UserError(f"exec: {exc}") from None
         env = dict(environ)
         env.update(launch.env)
-        if launch.kind == "launcher":
+        if launch.kind == "launcher" or launch.hook:
             env.update(hook.job_env(environ))  # every Python rank applies its own plan at start
-        for key in ("PET_MODULE", "PET_RUN_PATH", "PET_NO_PYTHON"):
-            env.pop(key, None)  # consumed while parsing; the rewritten argv says --no-python itself
+        else:
+            for key in ("PET_MODULE", "PET_RUN_PATH", "PET_NO_PYTHON"):
+                env.pop(key, None)  # consumed while parsing; the rewritten argv says --no-python itself
         env[names.HANDOFF] = path
         env[names.LAUNCH_ID] = marker
         try:

@@ -1,5 +1,6 @@
-"""torchrun's command line: taken apart as torchrun's own parser does, and rewritten so that every rank (and every
-restart of a rank) starts through hosttune's shim.
+"""torchrun's command line: taken apart as torchrun's own parser does, and, for ranks that are not Python
+(`--no-python`) or when the per-rank hook cannot be used, rewritten so that every rank (and every restart of a
+rank) starts through hosttune's shim (Python ranks otherwise apply their plan through the hook: job.py).
 
 The rewritten argv uses torchrun's `--no-python` mode: `torchrun [opts] --no-python <python> [-I] -c <bootstrap>
 <rank command>`, where the rank command is what torchrun itself would have started (see rank_command). Pure apart

@@ -2,11 +2,12 @@
 sets), compared with what /proc shows of it (affinity of every thread, memory policy, environment), reported on
 stderr as mismatches are found and once more when the job ends.
 
-Which processes are ranks: a torchrun rank carries HOSTTUNE_LOCAL_RANK in the environment its shim exec'd it with;
-so does a plain/srun job's top process. Any other job's Python ranks apply their plan with the per-rank hook
-(hook.py) and are found by their launcher's rank variables (rankvars.py). The hook sets a rank's own variables
-inside the running interpreter, where /proc/PID/environ does not show them, so for those ranks only the variables
-the launcher handed every process are compared; CPUs and memory policy are the kernel's and compared in full.
+Which processes are ranks: a rank started through the shim (torchrun --no-python) carries HOSTTUNE_LOCAL_RANK in the
+environment the shim exec'd it with; so does a plain/srun job's top process. Python ranks apply their plan with the
+per-rank hook (hook.py) and are found by their launcher's rank variables (rankvars.py). The hook sets a rank's own
+variables inside the running interpreter, where /proc/PID/environ does not show them, so for those ranks only the
+variables the launcher handed every process are compared; CPUs and memory policy are the kernel's and compared in
+full.
 """
 
 import os
@@ -149,11 +150,11 @@ def _age(pid: int) -> float:
 
 def _hooked_place(launch: Launch, env: Mapping[str, str]) -> Any:
     """The place of a rank that applies its plan through the hook: a Python started with a launcher's rank
-    variables in a job with the hook on its PYTHONPATH (never a torchrun job's, whose ranks have shims)."""
+    variables in a job with the hook on its PYTHONPATH (not in a torchrun job whose ranks start through shims)."""
     from hosttune.launch import rankvars
     from hosttune.launch.hook import HOOK_DIR
 
-    if launch.kind == "torchrun" or HOOK_DIR not in env.get("PYTHONPATH", "").split(os.pathsep):
+    if (launch.kind == "torchrun" and not launch.hook) or HOOK_DIR not in env.get("PYTHONPATH", "").split(os.pathsep):
         return None
     if env.get(names.LOCAL_RANK) is not None and launch.kind == "srun":
         return None  # the srun task itself: bound by the launcher before exec
