@@ -7,6 +7,7 @@ both alike; each round's figure is its median step time after a warm-up interval
 
     python3 bench/bench_engine.py                # overhead (5 rounds) + samples/s for both presets at 1 and 2 ranks
     python3 bench/bench_engine.py --rounds 3 --no-ranks
+    python3 bench/bench_engine.py --rounds 3 --no-ranks --no-fused   # both loops with the foreach AdamW
 """
 
 import argparse
@@ -25,10 +26,12 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
+from hosttune.engine import train  # noqa: E402
 from hosttune.engine.config import load_config  # noqa: E402
-from hosttune.engine.train import build_preset_task, lr_at, run  # noqa: E402
+from hosttune.engine.train import build_preset_task, fused_optimizer_ok, lr_at, run  # noqa: E402
 
 STEPS, INTERVAL = 60, 10  # per round: 6 intervals, the first (warm-up) dropped
+FUSED = True  # --no-fused: both loops with the foreach AdamW (what the engine used on CPU before fused)
 
 
 def cfg_for(run_dir: str):
@@ -53,8 +56,10 @@ def plain_round(tmp: Path, i: int) -> float:
     torch.manual_seed(cfg.seed)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     other = [p for p in model.parameters() if p.dim() < 2]
+    fused = {"fused": True} if FUSED and fused_optimizer_ok(torch.device("cpu")) else {}  # as the engine does
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                             {"params": other, "weight_decay": 0.0}], lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
+                             {"params": other, "weight_decay": 0.0}], lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
+                            **fused)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_at(s, cfg) / cfg.lr)
     loader = torch.utils.data.DataLoader(task.train_set, batch_size=cfg.micro_batch_size, shuffle=True,
                                          drop_last=True)
@@ -97,7 +102,12 @@ def main() -> int:
     ap.add_argument("--no-ranks", action="store_true", help="skip the 1-/2-rank samples/s runs")
     ap.add_argument("--no-overhead", action="store_true", help="only the 1-/2-rank samples/s runs")
     ap.add_argument("--threads", type=int, default=0, help="torch threads for the overhead rounds (0 = default)")
+    ap.add_argument("--no-fused", action="store_true", help="both loops without fused AdamW (the old CPU default)")
     args = ap.parse_args()
+    if args.no_fused:
+        global FUSED
+        FUSED = False
+        train.fused_optimizer_ok = lambda device: device.type == "cuda"  # type: ignore[assignment]
     if args.threads:
         torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="bench-engine-") as d:
@@ -114,6 +124,7 @@ def main() -> int:
         out = {"bench": "engine_overhead", "ratio_median": float("nan")} if args.no_overhead else {
                "bench": "engine_overhead", "model": "gpt-tiny fp32 1 rank", "rounds": args.rounds,
                "threads": torch.get_num_threads(),
+               "fused_adamw": FUSED and fused_optimizer_ok(torch.device("cpu")),
                "engine_ms": round(statistics.median(eng) * 1e3, 2), "plain_ms": round(statistics.median(pla) * 1e3, 2),
                "ratio_median": round(statistics.median(ratios), 4), "ratio_min": round(min(ratios), 4),
                "ratio_max": round(max(ratios), 4), "goal": 1.02}

@@ -94,7 +94,7 @@ def build_preset_task(cfg: Config) -> Task:
                 train = ShardedText(index, cfg.block_size, cfg.seed)
             except ValueError as exc:
                 raise EngineError(str(exc)) from None
-            if train.chars != windows.chars:
+            if train.chars != "".join(windows.chars):
                 raise EngineError(f"{index}: its vocabulary is not the bundled text's; gpt-tiny's val split needs it")
         # Tensor cores want matrix sides in multiples of 64: the embedding/output layer's 62 rows become 64 (the
         # extra tokens never occur, so they only learn to be unlikely).
@@ -363,7 +363,8 @@ def setup(cfg: Config) -> Runtime:
         if world > 1:
             # SIGTERM reaches ranks at different moments; they agree every step through a CPU (gloo) all-reduce
             # of one flag, which never waits for the GPU. On CPU runs the default group is gloo already.
-            rt.flag_group = dist.new_group(backend="gloo") if use_cuda else dist.group.WORLD
+            gloo = dist.get_backend() == "gloo"
+            rt.flag_group = dist.group.WORLD if gloo else dist.new_group(backend="gloo")
         rt.run_dir = Path(cfg.run_dir) if cfg.run_dir else default_run_dir(cfg, rank, world)
         if rank == 0:
             rt.run_dir.mkdir(parents=True, exist_ok=True)
