@@ -258,15 +258,17 @@ def test_api_rejects_unknown_setting(tmp_path: Path) -> None:
 
 def test_hosttune_train_argv_and_fast_failure() -> None:
     from hosttune.cli import cli
-    from hosttune.commands.train import build_argv
+    from hosttune.commands.train import RANK_SCRIPT, build_argv
 
     runner = cli_runner()
-    r = runner.invoke(cli, ["train", "--nproc", "2", "--dry-run", "--preset", "gpt-tiny", "--set", "steps=5"])
+    r = runner.invoke(cli, ["train", "--nproc", "2", "--dry-run", "--python", sys.executable, "--preset", "gpt-tiny",
+                            "--set", "steps=5"])
     assert r.exit_code == 0, r.output
-    argv = build_argv(2, ["--preset", "gpt-tiny", "--set", "steps=5"])
+    argv = build_argv(2, ["--preset", "gpt-tiny", "--set", "steps=5"], python=sys.executable)
     assert r.output.split() == argv
     assert argv[:5] == [sys.executable, "-m", "hosttune", "exec", "--"]
-    assert argv[5:11] == [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m"]
+    assert argv[5:11] == [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                          str(RANK_SCRIPT)]
     r = runner.invoke(cli, ["train", "--nproc", "2", "--preset", "gpt-tiny", "--set", "lrr=1"])
     assert r.exit_code == 2 and "unknown key 'lrr' (did you mean 'lr'?)" in r.output
 

@@ -338,9 +338,9 @@ def test_train_dry_run_prints_a_command_a_shell_reads_back_exactly(tmp_path: Pat
     config = odd / "c.yaml"
     config.write_text("preset: gpt-tiny\nsteps: 3\n")
     args = ["--config", str(config), "--run-dir", str(odd / "run; rm -rf x")]
-    r = cli_runner().invoke(cli, ["train", "--nproc", "2", "--dry-run", *args])
+    r = cli_runner().invoke(cli, ["train", "--nproc", "2", "--dry-run", "--python", sys.executable, *args])
     assert r.exit_code == 0, r.output
-    assert shlex.split(r.stdout) == build_argv(2, args)
+    assert shlex.split(r.stdout) == build_argv(2, args, python=sys.executable)
     assert shlex.quote(str(config)) in r.stdout
 
 
