@@ -526,25 +526,38 @@ def _scrape(port: int) -> Dict[str, float]:
     return out
 
 
-def test_real_node_exporter_scrapes_the_textfile_running_and_stopped(tmp_path: Path, fake_nvml: Any) -> None:
+@pytest.mark.parametrize("how", ["direct", "linked"])
+def test_real_node_exporter_scrapes_the_textfile_running_and_stopped(tmp_path: Path, fake_nvml: Any,
+                                                                      how: str) -> None:
     """Debian's prometheus-node-exporter, in the foreground on a free localhost port, reads the textfile from its
     default directory's layout (a temp copy: the test does not write the real /var/lib path) while the real
-    `hosttune monitor` process runs and after it stopped: never a scrape error, and the monitor-down gauge."""
+    `hosttune monitor` process runs and after it stopped: never a scrape error, and the monitor-down gauge.
+    "linked": the unit's layout, hosttune.prom in node_exporter's directory a link made by `publish` to the store
+    the monitor writes (node_exporter follows it)."""
     exe = shutil.which("prometheus-node-exporter")
     if exe is None:
         pytest.skip("prometheus-node-exporter not installed (make setup installs it)")
+    if how == "linked" and os.geteuid() != 0:
+        pytest.skip("publish runs as root")
     root = tmp_path / "root"
-    textfile_dir = root / sinks.NODE_EXPORTER_DIRS[0].lstrip("/")
-    textfile_dir.mkdir(parents=True)
+    ne_dir = root / sinks.NODE_EXPORTER_DIRS[0].lstrip("/")
+    ne_dir.mkdir(parents=True)
     assert sinks.resolve_textfile_dir("auto", str(root)) == sinks.NODE_EXPORTER_DIRS[0]
+    textfile_dir = ne_dir
+    if how == "linked":
+        textfile_dir = root / sinks.STORE_DIR.lstrip("/")
+        sinks.publish(str(ne_dir), os.geteuid(), os.getegid(), store=str(textfile_dir))
+        assert (ne_dir / "hosttune.prom").is_symlink()
     env = _env(fake_nvml(scenario(healthy(0, "3B"))))
     port = _free_port()
     ne = subprocess.Popen([exe, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
-                           "--collector.textfile", f"--collector.textfile.directory={textfile_dir}"],
+                           "--collector.textfile", f"--collector.textfile.directory={ne_dir}"],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     d: Optional[Daemon] = None
     try:
-        wait_for(lambda: _try(lambda: _scrape(port)), 20, "node_exporter listening")
+        before = wait_for(lambda: _try(lambda: _scrape(port)), 20, "node_exporter listening")
+        if how == "linked":  # published before the first sample: already valid, "down"
+            assert before["node_textfile_scrape_error"] == 0 and before["hosttune_monitor_up"] == 0
         d = Daemon(tmp_path, env, extra=f"textfile_dir: {textfile_dir}\n")
         running = wait_for(lambda: (lambda m: m if m.get("hosttune_monitor_up") == 1 else None)(_scrape(port)), 20,
                            "hosttune metrics through node_exporter", d)
