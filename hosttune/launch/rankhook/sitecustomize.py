@@ -53,19 +53,23 @@ def _hosttune_hook() -> None:
 def _chain(me: object) -> None:
     """Import the next `sitecustomize` on sys.path (a user's, the distro's), as site would have without us. When
     there is none, our module stays registered: importlib re-reads sys.modules["sitecustomize"] after this file
-    runs and fails without an entry."""
-    import importlib.util
+    runs and fails without an entry. The finders on sys.meta_path are asked directly (what importlib.util.find_spec
+    does for a top-level name), so a process with no plan imports nothing at all."""
     import sys
 
-    try:
-        found = importlib.util.find_spec("sitecustomize")
-    except (ImportError, ValueError):
-        found = None
+    found = None
+    for finder in sys.meta_path:
+        try:
+            found = finder.find_spec("sitecustomize", None)  # type: ignore[call-arg]
+        except (AttributeError, ImportError, ValueError, TypeError):
+            found = None
+        if found is not None:
+            break
     if found is None:
         sys.modules["sitecustomize"] = me  # type: ignore[assignment]
         return
     try:
-        importlib.import_module("sitecustomize")
+        __import__("sitecustomize")
     except Exception as exc:  # noqa: BLE001 - report it the way site does, and go on
         sys.modules.setdefault("sitecustomize", me)  # type: ignore[arg-type]
         if sys.flags.verbose:
