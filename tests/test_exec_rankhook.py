@@ -307,3 +307,58 @@ def test_verify_reads_hook_planned_ranks_back(job: Dict[str, Any]) -> None:
     oks = [line for line in r.stderr.splitlines() if line.endswith(": ok")]
     assert len(oks) == 3, r.stderr  # the launcher (the job's top process) and its two ranks
     assert any("rank 0/2" in line for line in oks) and any("rank 1/2" in line for line in oks)
+
+
+# What Lightning's Trainer(strategy="ddp") does in a plain `python train.py` (lightning/fabric/strategies/launchers/
+# subprocess_script.py, _call_children_scripts): the running process sets LOCAL_RANK=0 and WORLD_SIZE in its own
+# environment, then starts the script again for ranks 1..N-1 with LOCAL_RANK=i and no LOCAL_WORLD_SIZE.
+SELF_LAUNCHING = """\
+import json, os, subprocess, sys, threading, time
+if os.environ.get("LOCAL_RANK") is None:
+    worker = threading.Thread(target=time.sleep, args=(2,))  # a thread that exists before the ranks start
+    worker.start()
+    os.environ["LOCAL_RANK"] = "0"
+    os.environ["WORLD_SIZE"] = "2"
+    child = subprocess.Popen([sys.executable, sys.argv[0]], env=dict(os.environ, LOCAL_RANK="1"))
+    tids = os.listdir("/proc/self/task")
+    cpus = {t: open(f"/proc/self/task/{t}/status").read().split("Cpus_allowed_list:")[1].split()[0] for t in tids}
+    me = {"pid": os.getpid(), "rank": 0, "threads": cpus, "omp": os.environ.get("OMP_NUM_THREADS")}
+    print(json.dumps(me), flush=True)
+    sys.exit(child.wait())
+print(json.dumps({"pid": os.getpid(), "rank": 1, "threads": {"main": sorted(os.sched_getaffinity(0))},
+                  "omp": os.environ.get("OMP_NUM_THREADS")}), flush=True)
+"""
+
+
+@TWO_CPUS
+def test_a_program_that_starts_its_own_ranks_rebinds_itself_as_rank_0(job: Dict[str, Any]) -> None:
+    (job["dir"] / "selfrun.py").write_text(SELF_LAUNCHING)
+    r = subprocess.run([PY, "-m", "hosttune", "exec", "--", PY, "selfrun.py"], env=job["env"], cwd=str(job["dir"]),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "hosttune" not in r.stderr, r.stderr
+    reps = {rep["rank"]: rep for rep in map(json.loads, r.stdout.splitlines())}
+    allowed = sorted(os.sched_getaffinity(0))
+    plans = launch.prepare([PY, "selfrun.py"], environ=job["env"]).more_plans
+    want = {p.local_rank: launch.effective_cpus(p.cpus, allowed) for p in plans if p.local_world_size == 2}
+    # rank 0: every thread moved to its own slice (the one started before, too); rank 1: its slice, not rank 0's
+    assert {launch._cpulist(launch.parse_cpulist(c)) for c in reps[0]["threads"].values()} == {
+        launch._cpulist(want[0])}
+    assert tuple(reps[1]["threads"]["main"]) == want[1] and not set(want[0]) & set(want[1])
+    assert reps[0]["omp"] == str(len(want[0])) and reps[1]["omp"] == str(len(want[1]))
+
+
+def test_as_root_the_hook_directory_must_pass_the_trust_rule(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the root trust rule")
+    loose = tmp_path / "rankhook"
+    loose.mkdir()
+    os.chmod(loose, 0o777)  # anybody could plant a sitecustomize.py here
+    monkeypatch.setattr(hook, "HOOK_DIR", str(loose))
+    assert hook.job_env({"PYTHONPATH": "/x"}) == {}
+    job = launch.prepare(["torchrun", "--nproc_per_node=2", "t.py"])
+    assert not job.hook and "--no-python" in job.argv  # the ranks keep the shim
+    os.chmod(loose, 0o755)
+    os.chmod(tmp_path, 0o755)
+    assert hook.job_env({"PYTHONPATH": "/x"}) == {"PYTHONPATH": f"{loose}{os.pathsep}/x"}
