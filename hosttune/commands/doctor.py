@@ -10,7 +10,7 @@ import click
 
 from hosttune import doctor
 from hosttune.errors import UserError
-from hosttune.term import printable
+from hosttune.term import colour, printable
 
 COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "bright_black"}
 
@@ -40,7 +40,8 @@ def render_table(report: doctor.Report, colour: bool = False) -> str:
 
 
 def isatty() -> bool:
-    return sys.stdout.isatty()
+    """Colour the table? term.colour's policy: a terminal, no NO_COLOR, not TERM=dumb."""
+    return colour(sys.stdout)
 
 
 @click.command("doctor")

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from hosttune.term import printable
+from hosttune.term import printable, redraw
 
 OUTPUT_LIMIT = 4 << 20  # the probe prints a few KiB; a runaway child's output is cut here
 STDERR_TAIL = 2000
@@ -106,7 +106,7 @@ class Progress:
 
     def __init__(self, enabled: Optional[bool] = None, stream: Optional[IO[str]] = None) -> None:
         self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self.enabled = redraw(self.stream) if enabled is None else enabled  # not on TERM=dumb: ESC [ K shows
         self._shown = False
 
     def show(self, text: str) -> None:
