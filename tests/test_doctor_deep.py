@@ -401,6 +401,54 @@ def test_container_detection_matches_the_markers(cpu_run: Dict[str, Any]) -> Non
     assert host.parse_daemon_json("not json") == (False, False)
 
 
+def tree(root: Path, files: Dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        if "/bin/" in rel:
+            path.chmod(0o755)
+    return root
+
+
+def test_container_kinds_on_captured_trees(tmp_path: Path) -> None:
+    from hosttune.detect._io import HostIO
+
+    assert host.container(HostIO(tree(tmp_path / "a", {"/.dockerenv": ""}))) == ("docker", "/.dockerenv")
+    assert host.container(HostIO(tree(tmp_path / "b", {"/run/.containerenv": "engine=\"podman-4.9\"\n"}))) == \
+        ("podman", "/run/.containerenv")
+    assert host.container(HostIO(tree(tmp_path / "c", {"/proc/1/environ": "HOME=/\0container=lxc\0"}))) == \
+        ("lxc", "container= in PID 1's environment")
+    assert host.container(HostIO(tree(tmp_path / "d", {"/proc/1/cgroup": "0::/init.scope\n"}))) is None
+
+
+def test_container_toolkit_pieces_and_fixes(tmp_path: Path, facts: Facts) -> None:
+    from hosttune.detect._io import HostIO
+    from hosttune.doctor.fixes import container_toolkit_install
+
+    deb = Context(facts=dataclasses.replace(facts, distro=dataclasses.replace(facts.distro, family="debian")), env={})
+    rhel = Context(facts=dataclasses.replace(facts, distro=dataclasses.replace(facts.distro, family="rhel")), env={})
+    bare = host.toolkit(HostIO(tree(tmp_path / "bare", {"/usr/bin/docker": "#!/bin/sh\n"})))
+    f = findings.toolkit_finding(bare, container_toolkit_install(deb))
+    assert f.status == "warn" and "nvidia-ctk missing" in f.actual
+    assert "apt-get install -y nvidia-container-toolkit" in f.fix and "signed-by=" in f.fix
+    assert "dnf install -y nvidia-container-toolkit" in container_toolkit_install(rhel)
+    half = host.toolkit(HostIO(tree(tmp_path / "half", {"/usr/bin/docker": "", "/usr/bin/podman": "",
+                                                         "/usr/bin/nvidia-ctk": "", "/etc/docker/daemon.json": "{}"})))
+    f = findings.toolkit_finding(half, "")
+    assert f.status == "warn" and "no CDI spec" in f.actual and "no nvidia runtime" in f.actual
+    assert f.fix.splitlines() == ["nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
+                                  "nvidia-ctk runtime configure --runtime=docker && systemctl restart docker"]
+    spec = "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: all\n"
+    done = host.toolkit(HostIO(tree(tmp_path / "done", {
+        "/usr/bin/docker": "", "/usr/bin/nvidia-ctk": "", "/var/run/cdi/nvidia.yaml": spec,
+        "/etc/docker/daemon.json": '{"runtimes": {"nvidia": {"path": "nvidia-container-runtime", "args": []}}}'})))
+    f = findings.toolkit_finding(done, "")
+    assert f.status == "pass" and "/var/run/cdi/nvidia.yaml" in f.actual
+    none = host.toolkit(HostIO(tree(tmp_path / "none", {"/etc/hostname": "x\n"})))
+    assert findings.toolkit_finding(none, "").status == "skip"
+
+
 # ---- torch lets us down: one finding each --------------------------------------------------------------------------
 def fake_torch(root: Path, body: str) -> Path:
     pkg = root / "torch"

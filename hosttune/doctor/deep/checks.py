@@ -162,10 +162,10 @@ def _cores(ctx: Context, threads: Optional[int]) -> int:
 
 
 def check_cpu_matmul(ctx: Context) -> Finding:
-    """An fp32 matmul (1024^2, 2048^2 above 8 threads, 4096^2 above 32) with torch's threads: achieved GFLOP/s vs the CPU's peak = physical cores this
-    process may use x clock x FLOPs per cycle of its widest vector FMA (AVX-512 64, AVX2+FMA 32, AVX 16, SSE 8;
-    hosttune.policy.cpu_peak). Below 40% of it something takes the cores (other jobs, a quota, oversubscribed
-    threads) or the clock is lower than reported."""
+    """An fp32 matmul (1024^2; 2048^2 above 8 threads, 4096^2 above 32) with torch's threads: achieved GFLOP/s
+    vs the CPU's peak = physical cores this process may use x clock x FLOPs per cycle of its widest vector FMA
+    (AVX-512 64, AVX2+FMA 32, AVX 16, SSE 8; hosttune.policy.cpu_peak). Below 40% of it something takes the
+    cores (other jobs, a quota, oversubscribed threads) or the clock is lower than reported."""
     run = _run(ctx)
     job = run.job("torch")
     r = job.result("cpu_matmul")
@@ -253,26 +253,7 @@ def check_container_toolkit(ctx: Context) -> Finding:
     io = HostIO(Path("/"))
     if host.container(io) is not None:
         return Finding(status="skip", actual="inside a container: the toolkit belongs on the host", expected="")
-    tk = host.toolkit(io)
-    engines = [n for n, p in (("docker", tk.docker), ("podman", tk.podman)) if p]
-    if not engines:
-        return Finding(status="skip", actual="no docker or podman on this host", expected="")
-    expected = "nvidia-ctk installed; CDI spec for nvidia.com/gpu; docker: nvidia runtime or CDI"
-    if not tk.nvidia_ctk:
-        return Finding(status="warn", actual=f"{' and '.join(engines)} installed, nvidia-ctk missing",
-                       expected=expected, fix=container_toolkit_install(ctx))
-    problems, fixes = [], []
-    if not tk.cdi_specs:
-        problems.append("no CDI spec for nvidia.com/gpu in /etc/cdi or /var/run/cdi")
-        fixes.append("nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml")
-    if tk.docker and not (tk.docker_nvidia_runtime or tk.docker_cdi):
-        problems.append("docker's daemon.json has no nvidia runtime")
-        fixes.append("nvidia-ctk runtime configure --runtime=docker && systemctl restart docker")
-    actual = f"nvidia-ctk {tk.nvidia_ctk}; " + (", ".join(tk.cdi_specs) or "no CDI spec")
-    if problems:
-        return Finding(status="warn", actual=f"{actual}; " + "; ".join(problems), expected=expected,
-                       fix="\n".join(fixes))
-    return Finding(status="pass", actual=actual, expected=expected)
+    return findings.toolkit_finding(host.toolkit(io), container_toolkit_install(ctx))
 
 
 NEEDS = (DEEP, LIVE)

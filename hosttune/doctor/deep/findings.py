@@ -8,6 +8,7 @@ bandwidth, PCIe per gen x width, NVLink per model, disk kinds) and cpu_peak (cor
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hosttune import nvml as nvmlmod
+from hosttune.doctor.deep.host import Toolkit
 from hosttune.doctor.deep.runner import JobResult
 from hosttune.doctor.model import Finding
 from hosttune.policy import bandwidth, cpu_peak, gpu_health, gpu_peak
@@ -426,4 +427,28 @@ def nvlink_finding(links: Mapping[int, Sequence[Mapping[str, Any]]]) -> Finding:
         return Finding(status="warn", actual=actual, expected=expected,
                        fix="nvidia-smi nvlink -s and -e (errors); on NVSwitch hosts check nvidia.fabric_manager; "
                            "a link that stays down after a reboot is a hardware (baseboard/bridge) fault")
+    return Finding(status="pass", actual=actual, expected=expected)
+
+
+def toolkit_finding(tk: Toolkit, install_fix: str) -> Finding:
+    """The NVIDIA Container Toolkit's pieces on a GPU host with docker or podman; `install_fix` is this distro's
+    install command (fixes.container_toolkit_install)."""
+    engines = [n for n, p in (("docker", tk.docker), ("podman", tk.podman)) if p]
+    if not engines:
+        return Finding(status="skip", actual="no docker or podman on this host", expected="")
+    expected = "nvidia-ctk installed; CDI spec for nvidia.com/gpu; docker: nvidia runtime or CDI"
+    if not tk.nvidia_ctk:
+        return Finding(status="warn", actual=f"{' and '.join(engines)} installed, nvidia-ctk missing",
+                       expected=expected, fix=install_fix)
+    problems, fixes = [], []
+    if not tk.cdi_specs:
+        problems.append("no CDI spec for nvidia.com/gpu in /etc/cdi or /var/run/cdi")
+        fixes.append("nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml")
+    if tk.docker and not (tk.docker_nvidia_runtime or tk.docker_cdi):
+        problems.append("docker's daemon.json has no nvidia runtime")
+        fixes.append("nvidia-ctk runtime configure --runtime=docker && systemctl restart docker")
+    actual = f"nvidia-ctk {tk.nvidia_ctk}; " + (", ".join(tk.cdi_specs) or "no CDI spec")
+    if problems:
+        return Finding(status="warn", actual=f"{actual}; " + "; ".join(problems), expected=expected,
+                       fix="\n".join(fixes))
     return Finding(status="pass", actual=actual, expected=expected)
