@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from hosttune.term import printable, redraw
 
@@ -104,7 +104,7 @@ def current(events: Sequence[Dict[str, Any]]) -> Optional[str]:
 class Progress:
     """One status line on stderr, redrawn in place, only when stderr is a terminal (never in pipes or logs)."""
 
-    def __init__(self, enabled: Optional[bool] = None, stream: Optional[IO[str]] = None) -> None:
+    def __init__(self, enabled: Optional[bool] = None, stream: Optional[TextIO] = None) -> None:
         self.stream = stream or sys.stderr
         self.enabled = redraw(self.stream) if enabled is None else enabled  # not on TERM=dumb: ESC [ K shows
         self._shown = False
