@@ -361,4 +361,8 @@ def test_as_root_the_hook_directory_must_pass_the_trust_rule(monkeypatch: pytest
     assert not job.hook and "--no-python" in job.argv  # the ranks keep the shim
     os.chmod(loose, 0o755)
     os.chmod(tmp_path, 0o755)
+    (loose / "sitecustomize.py").write_text("")
+    os.chmod(loose / "sitecustomize.py", 0o666)  # the directory is fine, the file anybody's to rewrite
+    assert hook.job_env({"PYTHONPATH": "/x"}) == {}
+    os.chmod(loose / "sitecustomize.py", 0o644)
     assert hook.job_env({"PYTHONPATH": "/x"}) == {"PYTHONPATH": f"{loose}{os.pathsep}/x"}

@@ -68,8 +68,10 @@ def job_env(environ: Mapping[str, str]) -> Dict[str, str]:
     from hosttune import trust
 
     try:
-        hook_dir = trust.check_path(HOOK_DIR, "the per-rank hook directory", kind="dir") if trust.is_root() \
-            else HOOK_DIR
+        hook_dir = HOOK_DIR
+        if trust.is_root():  # like any PYTHONPATH entry: the directory and the one file in it are root's alone
+            hook_dir = trust.check_path(HOOK_DIR, "the per-rank hook directory", kind="dir")
+            trust.check_path(os.path.join(hook_dir, "sitecustomize.py"), "the per-rank hook")
     except trust.Untrusted:
         return {}
     old = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != hook_dir]
