@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from hosttune import nvml as nvmlmod
 from hosttune.doctor.deep.host import Toolkit
 from hosttune.doctor.deep.runner import JobResult
+from hosttune.doctor.fixes import shell_path
 from hosttune.doctor.model import Finding
 from hosttune.policy import bandwidth, cpu_peak, gpu_health, gpu_peak
 
@@ -91,15 +92,16 @@ def torch_finding(job: JobResult, gpus_present: int, python: Optional[str]) -> F
         errs = job.errors("info")
         if errs:
             err = str(errs[0].get("error", "?"))
-            py = python or "python3"
+            py = shell_path(python) or "python3"  # a host-derived path reaches a fix only quoted (fixes.py)
             fix = f"{py} -m pip install torch" if "No module named" in err else \
                 f"run `{py} -c 'import torch'` for the whole error"
-            return Finding(status="fail", actual=f"import torch failed in {py}: {err}", expected=expected, fix=fix)
+            return Finding(status="fail", actual=f"import torch failed in {python or 'python3'}: {err}",
+                           expected=expected, fix=fix)
         f = absent(job, "info", expected)
         if f.status == "fail" or job.budget_cut or "time budget" in (job.start_error or ""):
             return f
         return Finding(status="fail", actual=f.actual, expected=expected,
-                       fix=f"run the interpreter by hand: {python or 'python3'} -c 'import torch'")
+                       fix=f"run the interpreter by hand: {shell_path(python) or 'python3'} -c 'import torch'")
     head = f"torch {info.get('version')} imports in {info.get('import_s', 0):.1f} s"
     if not gpus_present:
         return Finding(status="pass", actual=f"{head}; no GPU on this host", expected=expected)
