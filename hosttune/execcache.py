@@ -111,6 +111,23 @@ def _stat_key(path: str, listed: bool = True) -> Optional[Tuple[int, ...]]:
         st = os.lstat(path)
     except OSError:
         return None
+    key = _key_of(st, listed)
+    if stat.S_ISLNK(st.st_mode) and not (os.path.realpath(path) + "/").startswith(_VOLATILE_ROOTS):
+        # the link itself and what it leads to now (an alternatives target swapped); /etc/mtab -> /proc/self/mounts
+        # is the link only (procfs times are always now)
+        try:
+            key += _key_of(os.stat(path), listed)
+        except OSError:
+            key += (-1,)
+    return key
+
+
+def _times(key: Tuple[int, ...]) -> List[int]:
+    """The mtimes and ctimes in a `_stat_key` (a link's own and its target's); none for a directory's identity."""
+    return [key[i] for i in (3, 4, 11, 12) if len(key) >= 8 and (i < 8 or len(key) == 16)] or [0]
+
+
+def _key_of(st: os.stat_result, listed: bool) -> Tuple[int, ...]:
     if not listed and stat.S_ISDIR(st.st_mode):
         return (st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid)
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid, st.st_gid)
@@ -556,7 +573,7 @@ class Recorder:
         # Racily clean (git's word): a file changed within the filesystem's timestamp granularity of now could change
         # again with the same size and times. Such an entry is not written; the next run records it.
         recent = time.time_ns() - RACY_NS
-        young = [p for p, _, k in stats if k is not None and len(k) == 8 and max(k[3], k[4]) >= recent]
+        young = [p for p, _, k in stats if k is not None and max(_times(k)) >= recent]
         if young:
             explain(f"not recorded yet: {young[0]} changed less than {RACY_NS / 1e9:g} s ago")
             return None

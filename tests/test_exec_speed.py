@@ -147,13 +147,14 @@ def test_a_new_program_on_path_is_a_miss(work: Path, tmp_path: Path) -> None:
     env = _env(PATH=f"{bindir}:{os.environ['PATH']}")
     settle()
     run("--", "mytool", env=env, cwd=work)  # not found yet: exit 2, nothing recorded
-    tool = bindir / "mytool"
+    tool = tmp_path / "mytool-1.0"
     tool.write_text("#!/bin/sh\necho first\n")
     tool.chmod(0o755)
+    (bindir / "mytool").symlink_to(tool)  # as update-alternatives installs programs
     settle()
     runs = warm("--", "mytool", env=env, cwd=work)
     assert [r.stdout.strip() for r in runs] == ["first"] * len(runs)
-    tool.write_text("#!/bin/sh\necho second\n")  # the command's own file changed: planned again
+    tool.write_text("#!/bin/sh\necho second\n")  # the link's target changed, the link did not: planned again
     changed = run("--", "mytool", env=env, cwd=work)
     assert not replayed(changed) and changed.stdout.strip() == "second"
 
