@@ -25,6 +25,8 @@ AMP_MODES = ("auto", "bf16", "fp16", "off")
 DEVICES = ("auto", "cpu", "cuda")
 MODELS = ("gpt-tiny", "resnet-tiny", "custom")
 DATA_KINDS = ("windows", "lines", "shards")
+SHARD_MODES = ("none", "zero1", "fsdp")
+OFFLOAD_MODES = ("none", "cpu")
 CONFIG_LIMIT = 1 << 20  # bytes; a config is a few dozen lines
 
 
@@ -70,6 +72,9 @@ class Config:
     amp: str = "auto"  # auto | bf16 | fp16 | off
     compile: bool = False
     activation_checkpointing: bool = False  # transformer blocks only
+    # -- memory across ranks --
+    shard: str = "none"  # none (DDP) | zero1 (optimizer state sharded) | fsdp (parameters, gradients, optimizer state)
+    offload: str = "none"  # none | cpu: FSDP keeps the sharded state in host memory
     channels_last: bool = True  # image models only
     deterministic: Optional[bool] = None  # None = HOSTTUNE_DETERMINISTIC from the profile, else off
     cudnn_benchmark: Optional[bool] = None  # autotuned convolutions; None = on unless deterministic. Off helps
@@ -119,6 +124,10 @@ class Config:
                "prefetch_factor needs num_workers >= 1 (the main process does not prefetch)")
         _check(not (self.persistent_workers and self.num_workers == 0),
                "persistent_workers=true needs num_workers >= 1")
+        _check(self.shard in SHARD_MODES, f"shard must be one of {', '.join(SHARD_MODES)}, got {brief(self.shard)}")
+        _check(self.offload in OFFLOAD_MODES,
+               f"offload must be one of {', '.join(OFFLOAD_MODES)}, got {brief(self.offload)}")
+        _check(self.offload == "none" or self.shard == "fsdp", "offload=cpu needs shard=fsdp (it offloads FSDP's shards)")
         _check(self.data in DATA_KINDS, f"data must be one of {', '.join(DATA_KINDS)}, got {brief(self.data)}")
         _check(self.data == "windows" or self.model == "gpt-tiny",
                f"data={self.data} applies to gpt-tiny (the Python API takes your own dataset)")
