@@ -539,8 +539,10 @@ def test_runner_kills_workers_in_their_own_sessions(tmp_path: Path) -> None:
              "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], start_new_session=True)\n"
              "print(json.dumps({'event': 'start', 'what': 'nap', 'pid': p.pid}), flush=True)\n"
              "time.sleep(120)\n")
-    res = run_job("nap", [sys.executable, "-c", child], env=dict(os.environ), timeout=2.0)
-    assert res.timed_out and res.hung_on == "nap" and "while measuring nap" in res.failure()
+    res = run_job("nap", [sys.executable, "-c", child], env=dict(os.environ), timeout=60.0,
+                  measure_limit=lambda what: 1.5)  # the measurement's own limit, well inside the job's
+    assert res.timed_out and res.hung_on == "nap" and res.timeout_s == 1.5 and res.elapsed_s < 30
+    assert "timed out after 1.5 s while measuring nap" in res.failure()
     pid = res.events[0]["pid"]
     for _ in range(50):
         if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:

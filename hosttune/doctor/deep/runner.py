@@ -152,10 +152,12 @@ def kill_tree(pid: int) -> None:
 def run_job(name: str, argv: Sequence[str], *, env: Dict[str, str], timeout: float,
             progress: Optional[Progress] = None,
             tick: Optional[Callable[[Optional[str], Sequence[Dict[str, Any]]], None]] = None,
-            tick_s: float = 0.25) -> JobResult:
-    """Run `argv` (a probe) for at most `timeout` seconds; `tick(current measurement, events so far)` is called
-    every `tick_s` while it runs (NVML sampling during the GPU measurements)."""
+            tick_s: float = 0.25, measure_limit: Optional[Callable[[str], float]] = None) -> JobResult:
+    """Run `argv` (a probe) for at most `timeout` seconds, and each of its measurements for at most
+    `measure_limit(name)` seconds from its start line; `tick(current measurement, events so far)` is called every
+    `tick_s` while it runs (NVML sampling during the GPU measurements)."""
     start = time.monotonic()
+    doing: Tuple[Optional[str], float] = (None, start)  # the open measurement and since when
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
             proc = subprocess.Popen(list(argv), stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd="/", env=env,
@@ -163,25 +165,32 @@ def run_job(name: str, argv: Sequence[str], *, env: Dict[str, str], timeout: flo
         except OSError as exc:
             return JobResult(name=name, start_error=f"cannot run {argv[0]}: {exc.strerror or exc}")
         timed_out = False
+        limit = timeout
         try:
             while True:
                 left = timeout - (time.monotonic() - start)
                 if left <= 0:
                     timed_out = True
                     break
+                if doing[0] is not None and measure_limit is not None and \
+                        time.monotonic() - doing[1] > measure_limit(doing[0]):
+                    timed_out, limit = True, measure_limit(doing[0])
+                    break
                 try:
                     proc.wait(timeout=min(tick_s, left))
                     break
                 except subprocess.TimeoutExpired:
                     pass
-                if tick is not None or (progress is not None and progress.enabled):
+                if tick is not None or measure_limit is not None or (progress is not None and progress.enabled):
                     events = parse_events(_read_back(out, OUTPUT_LIMIT))
                     now = current(events)
+                    if now != doing[0]:
+                        doing = (now, time.monotonic())
                     if tick is not None:
                         tick(now, events)
                     if progress is not None:
-                        doing = now or ("finishing" if events else "starting")
-                        progress.show(f"doctor --deep: {name}: {doing} ({time.monotonic() - start:.0f} s)")
+                        what = now or ("finishing" if events else "starting")
+                        progress.show(f"doctor --deep: {name}: {what} ({time.monotonic() - start:.0f} s)")
         finally:
             if proc.returncode is None:  # not reaped yet, so its pid is still ours to kill (timeout, ^C)
                 kill_tree(proc.pid)
@@ -194,4 +203,4 @@ def run_job(name: str, argv: Sequence[str], *, env: Dict[str, str], timeout: flo
         err.seek(max(0, size - STDERR_TAIL))
         tail = err.read(STDERR_TAIL).decode("utf-8", "replace")
     return JobResult(name=name, events=parse_events(text), returncode=proc.returncode, timed_out=timed_out,
-                     timeout_s=timeout, elapsed_s=time.monotonic() - start, stderr_tail=tail)
+                     timeout_s=limit, elapsed_s=time.monotonic() - start, stderr_tail=tail)

@@ -39,6 +39,13 @@ JOB_TIMEOUTS = {"torch": 90.0, "gpu": 30.0, "gpu_per_device": 8.0, "allreduce": 
 BUDGET_S = 180.0  # the whole --deep part; an 8-GPU host needs about a minute
 
 
+def measure_limit(what: str) -> float:
+    """Seconds one measurement may take from its start line: `info` imports torch and initialises CUDA on every
+    GPU, an all-reduce includes torchrun's start and NCCL's init; a matmul, a copy or a read takes well under a
+    second, so 20 s means it is stuck (a GPU that stopped answering, an NFS server gone)."""
+    return 60.0 if what.split(" ")[0] in ("info", "allreduce") else 20.0
+
+
 @dataclass
 class DeepOptions:
     """How hard `--deep` measures. Tests shrink sizes (`small`) and timeouts."""
@@ -177,8 +184,9 @@ class DeepRun:
         if timeout <= 0:
             return JobResult(name=name, start_error=f"time budget of {self.options.budget_s:g} s spent before this "
                                                     "measurement started")
-        res = run_job(name, argv, env=env or self.env(), timeout=timeout, progress=self.progress, tick=tick)
-        if res.timed_out and timeout < limit:
+        res = run_job(name, argv, env=env or self.env(), timeout=timeout, progress=self.progress, tick=tick,
+                      measure_limit=measure_limit)
+        if res.timed_out and res.timeout_s == timeout and timeout < limit:
             res = dataclasses.replace(res, budget_cut=True)
         return res
 
