@@ -366,3 +366,22 @@ def test_as_root_the_hook_directory_must_pass_the_trust_rule(monkeypatch: pytest
     assert hook.job_env({"PYTHONPATH": "/x"}) == {}
     os.chmod(loose / "sitecustomize.py", 0o644)
     assert hook.job_env({"PYTHONPATH": "/x"}) == {"PYTHONPATH": f"{loose}{os.pathsep}/x"}
+
+
+def test_the_hook_imports_nothing_from_the_ranks_working_directory(job: Dict[str, Any], tmp_path: Path) -> None:
+    # site runs before Python puts the script's directory (or '' for -c/-m) on sys.path: what the hook imports comes
+    # from the standard library and the launcher's hosttune, never from a module planted where the rank starts.
+    real = launch.prepare(["python3", "x.py"])
+    path = handoff.write(handoff.payload(real, "m"))
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    for name in ("json", "tempfile", "hosttune", "typing", "ctypes", "stat"):
+        (planted / f"{name}.py").write_text(f"open({str(planted / (name + '.ran'))!r}, 'w').close()\n")
+    try:
+        env = _hook_env(job["env"], path, LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
+        r = subprocess.run([PY, "-c", "import os; print(os.environ['HOSTTUNE_LOCAL_RANK'])"], env=env, cwd=str(planted),
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        handoff.remove(path)
+    assert r.returncode == 0 and r.stdout == "0\n", r.stderr  # the plan was applied
+    assert sorted(p.name for p in planted.glob("*.ran")) == []
