@@ -385,3 +385,21 @@ def test_the_hook_imports_nothing_from_the_ranks_working_directory(job: Dict[str
         handoff.remove(path)
     assert r.returncode == 0 and r.stdout == "0\n", r.stderr  # the plan was applied
     assert sorted(p.name for p in planted.glob("*.ran")) == []
+
+
+@TWO_CPUS
+def test_hosttune_started_as_one_rank_of_any_launcher_plans_that_rank(job: Dict[str, Any]) -> None:
+    # `mpirun -np 2 hosttune exec -- python train.py`: hosttune itself is the rank (as under srun)
+    env = dict(job["env"], OMPI_COMM_WORLD_LOCAL_RANK="1", OMPI_COMM_WORLD_LOCAL_SIZE="2")
+    show = "import json, os; print(json.dumps([sorted(os.sched_getaffinity(0)), os.environ['OMP_NUM_THREADS']]))"
+    dry = subprocess.run([PY, "-m", "hosttune", "exec", "--dry-run", "--json", "--", PY, "-c", show], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    plan = json.loads(dry.stdout)
+    assert plan["kind"] == "rank" and [(r["local_rank"], r["local_world_size"]) for r in plan["ranks"]] == [(1, 2)]
+    r = subprocess.run([PY, "-m", "hosttune", "exec", "--", PY, "-c", show], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    cpus, threads = json.loads(r.stdout)
+    assert tuple(cpus) == launch.effective_cpus(plan["ranks"][0]["cpus"], os.sched_getaffinity(0))
+    assert len(cpus) < len(os.sched_getaffinity(0)) and threads == str(len(cpus))

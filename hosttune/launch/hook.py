@@ -56,7 +56,7 @@ from hosttune.policy import names
 HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rankhook")
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _SPAWN_CODE = ("from multiprocessing.spawn import spawn_main", "from multiprocessing.forkserver import main")
-_KINDS_WITH_TOP = ("plain", "srun")  # the launcher exec's into the user's program (torchrun/ranks: a launcher)
+_KINDS_WITH_TOP = ("plain", "srun", "rank")  # the launcher exec's into the user's program (not torchrun/launcher)
 
 
 # ---- launcher side --------------------------------------------------------------------------------------------

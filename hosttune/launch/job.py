@@ -12,7 +12,9 @@ Four shapes of job:
   deepspeed, mpirun/mpiexec, srun). It runs as given, supervised like torchrun; every rank applies its own plan at
   interpreter start through the per-rank hook (hook.py), for the local rank count the command line tells
   (`KnownLauncher.local_ranks`) or, when it does not, for the count the rank's own variables tell.
-- an srun task (SLURM_LOCALID set, no launcher): this process is one rank of the node's tasks.
+- an srun task (SLURM_LOCALID set, no launcher), or a rank of any other launcher that started hosttune itself
+  (kind "rank": `mpirun -np 2 hosttune exec -- ...`, `torchrun --no-python hosttune exec -- ...`; the variables
+  of rankvars.py): this process is one rank of the node's ranks.
 - anything else (plain): one rank that owns the whole allowed set. Its Python children still find their own
   plans through the hook: ranks an unknown launcher or the program itself starts with LOCAL_RANK & co.
   (Lightning), and multiprocessing children without rank variables (an even share of threads, one warning).
@@ -29,13 +31,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from hosttune.cpulist import format_cpulist as _cpulist
 from hosttune.errors import UserError
-from hosttune.launch.slurm import slurm_rank
+from hosttune.launch import rankvars
 from hosttune.launch.torchrun import TorchrunArgv, nproc_per_node, parse_torchrun, rewrite_torchrun
 
 
 @dataclass
 class Launch:
-    kind: str  # torchrun | srun | plain
+    kind: str  # torchrun | launcher | srun | rank | plain
     argv: List[str]  # what runs (torchrun rewritten; plain/srun: the command itself, maybe behind numactl)
     ranks: List[Any]  # RankPlan of each local rank known now (torchrun: --nproc-per-node of them)
     env: Dict[str, str]  # the environment the top process gets (torchrun: common env; plain: the rank's env)
@@ -123,9 +125,9 @@ def prepare(
                       touched={k: env_in.get(k) for k in common}, facts=facts, profile=prof,
                       no_bind=no_bind or bound_by is not None, override=override, bound_by=bound_by,
                       launcher=known, more_plans=more)
-    slurm = slurm_rank(env_in)
-    kind = "plain" if slurm is None else "srun"
-    local, size = (0, 1) if slurm is None else slurm
+    place = rankvars.place(env_in)  # `srun hosttune exec --`, `mpirun -np 2 hosttune exec --` ...: one rank of them
+    kind = "plain" if place is None else "srun" if place.source == rankvars.SLURM_RANK else "rank"
+    local, size = (0, 1) if place is None else (place.local_rank, place.local_world_size)
     plan = planmod.resolve(facts, prof, local, size, environ=env_in, override=override)
     more = _foreseen(facts, prof, env_in, override, None, {size})
     return Launch(kind=kind, argv=list(command), ranks=[plan], env=dict(plan.env),

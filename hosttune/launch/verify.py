@@ -156,8 +156,8 @@ def _hooked_place(launch: Launch, env: Mapping[str, str]) -> Any:
 
     if (launch.kind == "torchrun" and not launch.hook) or HOOK_DIR not in env.get("PYTHONPATH", "").split(os.pathsep):
         return None
-    if env.get(names.LOCAL_RANK) is not None and launch.kind == "srun":
-        return None  # the srun task itself: bound by the launcher before exec
+    if env.get(names.LOCAL_RANK) is not None and launch.kind in ("srun", "rank"):
+        return None  # the rank hosttune was started as: bound by the launcher before exec
     try:
         return rankvars.place(env)
     except UserError:
