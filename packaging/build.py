@@ -154,42 +154,31 @@ def debian_changelog(entries: list) -> str:
     return "\n".join(out)
 
 
-# Prints the click command tree of the hosttune package found first on sys.path (the snapshot's) as JSON.
-_CLI_DUMP = r"""
-import json, sys
-import click
-import hosttune
-from hosttune.cli import cli
+def _load_clidoc():  # type: ignore[no-untyped-def]
+    """packaging/clidoc.py (the generators), loaded by path: build.py runs as a script and as a test's module."""
+    import importlib.util
 
-def options(command):
-    names, takes_value = [], []
-    for param in command.params:
-        if isinstance(param, click.Option):
-            names += list(param.opts) + list(param.secondary_opts)
-            if not param.is_flag and not getattr(param, "count", False):
-                takes_value += list(param.opts)
-    return names, takes_value
-
-ctx = click.Context(cli)
-tree = {}
-for name in cli.list_commands(ctx):
-    command = cli.get_command(ctx, name)
-    opts, vals = options(command)
-    subs = {}
-    if isinstance(command, click.Group):
-        for sub in command.list_commands(ctx):
-            subs[sub] = options(command.get_command(ctx, sub))
-    tree[name] = {"options": opts, "takes_value": vals, "subcommands": subs}
-json.dump({"file": hosttune.__file__, "tree": tree}, sys.stdout)
-"""
+    spec = importlib.util.spec_from_file_location("hosttune_clidoc", str(PKG / "clidoc.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def bash_completion(src: Path) -> str:
-    """packaging/completion/hosttune.in filled with the commands and options of the snapshot's CLI."""
+clidoc = _load_clidoc()
+
+
+def cli_dump(src: Path) -> dict:
+    """The snapshot's click tree, names.py variables, monitor keys and tunables (clidoc.DUMP), from the snapshot."""
     env = dict(os.environ, PYTHONPATH=str(src), PYTHONDONTWRITEBYTECODE="1")
-    dump = json.loads(run([sys.executable, "-c", _CLI_DUMP], cwd=src, env=env))
+    dump = json.loads(run([sys.executable, "-c", clidoc.DUMP], cwd=src, env=env))
     if not Path(dump["file"]).resolve().is_relative_to(src.resolve()):
-        raise BuildError(f"the completion generator imported {dump['file']}, not the snapshot")
+        raise BuildError(f"the CLI dump imported {dump['file']}, not the snapshot")
+    return dump  # type: ignore[no-any-return]
+
+
+def bash_completion(dump: dict) -> str:
+    """packaging/completion/hosttune.in filled with the commands and options of the snapshot's CLI."""
     tree = dump["tree"]
     cases, value_opts = [], set()
     for name in sorted(tree):
@@ -199,7 +188,7 @@ def bash_completion(src: Path) -> str:
         if subs:
             cases.append(f'        {name}/) opts="{" ".join(sorted(subs) + node["options"] + ["--help"])}" ;;')
             for sub in sorted(subs):
-                sub_opts, sub_vals = subs[sub]
+                sub_opts, sub_vals = subs[sub]["options"], subs[sub]["takes_value"]
                 value_opts.update(sub_vals)
                 cases.append(f'        {name}/{sub}) opts="{" ".join(sub_opts + ["--help"])}" ;;')
         else:
@@ -232,7 +221,8 @@ def normalize(root: Path, epoch: int) -> None:
         if path.is_dir():
             path.chmod(0o755)
         else:
-            path.chmod(0o755 if path.parent == root / "bin" else 0o644)
+            executable = path.parent == root / "bin" or path == root / "contrib" / "slurm" / "hosttune-healthcheck"
+            path.chmod(0o755 if executable else 0o644)
         os.utime(str(path), (epoch, epoch))
 
 
@@ -272,8 +262,9 @@ def stage(stage_dir: Path, version: str, epoch: int, commit: str, overlay: Optio
     for unit in sorted((src / "systemd").glob("hosttune-*")):  # the monitor, the tune oneshot and its .path
         if unit.is_file() and unit.suffix in (".service", ".path", ".timer"):
             shutil.copy2(str(unit), str(stage_dir / "systemd" / unit.name))
-    # the monitor's Prometheus rules (and their promtool tests) and Grafana dashboard: /usr/share/hosttune/
-    for part in ("prometheus", "grafana"):
+    # the monitor's Prometheus rules (and their promtool tests) and Grafana dashboard, the Slurm health check
+    # wrapper and node-problem-detector's plugin config: /usr/share/hosttune/
+    for part in ("prometheus", "grafana", "slurm", "node-problem-detector"):
         shutil.copytree(str(src / "contrib" / part), str(stage_dir / "contrib" / part))
 
     bindir = stage_dir / "bin"
@@ -283,10 +274,20 @@ def stage(stage_dir: Path, version: str, epoch: int, commit: str, overlay: Optio
     # EL's own python3 tools run with -s (no ~/.local site-packages), so a user's pip install cannot break them.
     (bindir / "hosttune-rpm").write_text(launcher.replace("#!/usr/bin/python3\n", "#!/usr/bin/python3 -s\n", 1))
 
+    # Man pages and completions from the snapshot's own CLI, so they cannot drift from it.
+    dump = cli_dump(src)
+    try:
+        man1 = clidoc.man_hosttune((PKG / "hosttune.1.in").read_text(), dump, version, epoch)
+        man5 = clidoc.man_monitor_yaml((src / "conf" / "monitor.yaml").read_text(), dump, version, epoch)
+    except ValueError as exc:
+        raise BuildError(str(exc)) from None
     (stage_dir / "man").mkdir()
-    (stage_dir / "man" / "hosttune.1.gz").write_bytes(gzip_bytes((PKG / "hosttune.1").read_bytes()))
+    (stage_dir / "man" / "hosttune.1.gz").write_bytes(gzip_bytes(man1.encode()))
+    (stage_dir / "man" / "monitor.yaml.5.gz").write_bytes(gzip_bytes(man5.encode()))
     (stage_dir / "completion").mkdir()
-    (stage_dir / "completion" / "hosttune").write_text(bash_completion(src))
+    (stage_dir / "completion" / "hosttune").write_text(bash_completion(dump))
+    (stage_dir / "completion" / "_hosttune").write_text(clidoc.zsh(dump["tree"]))
+    (stage_dir / "completion" / "hosttune.fish").write_text(clidoc.fish(dump["tree"]))
     (stage_dir / "lintian").mkdir()
     shutil.copy2(str(PKG / "lintian-overrides"), str(stage_dir / "lintian" / NAME))
 
