@@ -9,7 +9,7 @@ and click 7.1 on EL9 has none of it). Python 3.9 compatible, standard library on
 
 import datetime
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 # Prints, as JSON, the click tree of the hosttune package first on sys.path (the snapshot's), with each command's
 # help and each option's help, kind and choices; the HOSTTUNE_* names of hosttune/policy/names.py with their
@@ -348,7 +348,8 @@ def zsh(tree: Dict[str, Any]) -> str:
             described = " ".join(s + "\\:" + re.sub(r"[()]", "", _zq(subs[s]["short"])).replace(" ", "\\ ")
                                  for s in sorted(subs))
             out.append("          if (( CURRENT == 2 )); then")
-            out.append("            _arguments " + " ".join(_zspecs(node)) + f" '1:subcommand:(({described}))' && ret=0")
+            out.append("            _arguments " + " ".join(_zspecs(node)) + f" '1:subcommand:(({described}))'"
+                       + " && ret=0")
             out.append("          else")
             out.append("            case $words[2] in")
             for s in sorted(subs):
