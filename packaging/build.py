@@ -336,7 +336,7 @@ def build(version: Optional[str], formats: List[str], out: Path, overlay: Option
 def package(nfpm: str, stage_dir: Path, version: str, epoch: int, commit: str, formats: List[str], out: Path,
             overlay: Optional[Path]) -> List[Path]:
     stage(stage_dir, version, epoch, commit, overlay)
-    config = (PKG / "nfpm.yaml").read_text()
+    config = (PKG / "nfpm.yaml").read_text().replace("@NVML_VERSION@", read_lock()["version"])
     # nfpm writes its chglog as changelog.Debian.gz, the name for non-native packages; the .deb is native
     # (version without a Debian revision), so it carries the rendered changelog.gz instead and nfpm gets no
     # changelog for it.
