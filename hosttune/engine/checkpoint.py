@@ -64,7 +64,7 @@ def rng_state(cuda: bool) -> Dict[str, Any]:
     """Every RNG stream as tensors and plain values: loadable with weights_only=True, no numpy pickles."""
     name, keys, pos, has_gauss, gauss = np.random.get_state()
     state: Dict[str, Any] = {"python": random.getstate(),
-                             "numpy": (str(name), keys.tolist(), int(pos), int(has_gauss), float(gauss)),
+                             "numpy": (str(name), np.asarray(keys).tolist(), int(pos), int(has_gauss), float(gauss)),
                              "torch": torch.get_rng_state()}
     if cuda:
         state["cuda"] = torch.cuda.get_rng_state_all()

@@ -104,8 +104,8 @@ class ResumableSampler(Sampler):
     """
 
     def __init__(self, dataset: Dataset, world_size: int, rank: int, seed: int, shuffle: bool = True):
-        self.inner = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed,
-                                        drop_last=True)
+        self.inner: DistributedSampler[int] = DistributedSampler(dataset, num_replicas=world_size, rank=rank,
+                                                                 shuffle=shuffle, seed=seed, drop_last=True)
         self.skip = 0
 
     def set_epoch(self, epoch: int, skip: int = 0) -> None:
@@ -239,9 +239,10 @@ class EpochBatches(Sampler):
 
     def __init__(self, dataset: Dataset, world: int, rank: int, seed: int, micro_batch_size: int,
                  lengths: Optional[Sequence[int]] = None):
-        self.inner = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=seed,
-                                        drop_last=True)
-        self.n, self.world, self.rank, self.seed, self.mbs = len(dataset), world, rank, seed, micro_batch_size
+        self.inner: DistributedSampler[int] = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True,
+                                                                 seed=seed, drop_last=True)
+        self.n = len(dataset)  # type: ignore[arg-type]
+        self.world, self.rank, self.seed, self.mbs = world, rank, seed, micro_batch_size
         self.lengths = lengths
         self.epoch, self.skip = 0, 0
 

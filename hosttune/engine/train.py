@@ -84,23 +84,25 @@ def build_preset_task(cfg: Config) -> Task:
                     notes={"chance_accuracy": round(1 / cfg.num_classes, 4)})
     if cfg.model == "gpt-tiny":
         windows = CharText(cfg.block_size, "train")
-        train: Dataset = windows
-        val: Dataset = CharText(cfg.block_size, "val")
+        text_train: Dataset = windows
+        text_val: Dataset = CharText(cfg.block_size, "val")
         if cfg.data == "lines":
-            train, val = CharLines(cfg.block_size, "train"), CharLines(cfg.block_size, "val")
+            text_train, text_val = CharLines(cfg.block_size, "train"), CharLines(cfg.block_size, "val")
         elif cfg.data == "shards":
             index = Path(cfg.data_path) if cfg.data_path else default_shards()
             try:
-                train = ShardedText(index, cfg.block_size, cfg.seed)
+                stream = ShardedText(index, cfg.block_size, cfg.seed)
             except ValueError as exc:
                 raise EngineError(str(exc)) from None
-            if train.chars != "".join(windows.chars):
+            if stream.chars != "".join(windows.chars):
                 raise EngineError(f"{index}: its vocabulary is not the bundled text's; gpt-tiny's val split needs it")
+            text_train = stream
         # Tensor cores want matrix sides in multiples of 64: the embedding/output layer's 62 rows become 64 (the
         # extra tokens never occur, so they only learn to be unlikely).
-        model = GPT(pad_to_multiple(windows.vocab_size, 64), cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd,
-                    cfg.dropout)
-        return Task(model, train, lm_loss, val, tokens_per_sample=cfg.block_size if cfg.data != "lines" else 0,
+        gpt = GPT(pad_to_multiple(windows.vocab_size, 64), cfg.block_size, cfg.n_layer, cfg.n_head, cfg.n_embd,
+                  cfg.dropout)
+        return Task(gpt, text_train, lm_loss, text_val,
+                    tokens_per_sample=cfg.block_size if cfg.data != "lines" else 0,
                     notes={"unigram_entropy": round(windows.unigram_entropy(), 4)})
     raise EngineError("model=custom needs the Python API (hosttune.engine.api.fit) with your own model")
 
@@ -452,9 +454,9 @@ def build(cfg: Config, task: Task, rt: Runtime) -> Trainer:
     image_model = any(isinstance(m, nn.Conv2d) for m in model.modules())
     channels_last = cfg.channels_last and image_model  # NHWC: what cuDNN/oneDNN conv kernels prefer
     if channels_last:
-        model = model.to(memory_format=torch.channels_last)
+        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     if hasattr(model, "activation_checkpointing"):
-        model.activation_checkpointing = cfg.activation_checkpointing
+        model.activation_checkpointing = cfg.activation_checkpointing  # type: ignore[assignment]
     optimizer = build_optimizer(model, cfg, rt)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_at(s, cfg) / cfg.lr)
     scaler_cls = getattr(torch.amp, "GradScaler", None)  # torch >= 2.3; torch.cuda.amp's before
@@ -511,7 +513,8 @@ def wrap_model(model: nn.Module, cfg: Config, rt: Runtime) -> Tuple[nn.Module, O
         model = sync_model = DDP(model, device_ids=[rt.local_rank] if rt.cuda else None,
                                  gradient_as_bucket_view=True)
     if cfg.compile:
-        model = torch.compile(model)  # compile the DDP wrapper: DDPOptimizer splits graphs at bucket boundaries
+        # Compile the DDP wrapper: DDPOptimizer splits graphs at bucket boundaries.
+        model = torch.compile(model)  # type: ignore[assignment]
     return model, sync_model
 
 
