@@ -403,3 +403,13 @@ def test_hosttune_started_as_one_rank_of_any_launcher_plans_that_rank(job: Dict[
     cpus, threads = json.loads(r.stdout)
     assert tuple(cpus) == launch.effective_cpus(plan["ranks"][0]["cpus"], os.sched_getaffinity(0))
     assert len(cpus) < len(os.sched_getaffinity(0)) and threads == str(len(cpus))
+
+
+def test_the_hooks_bootstrap_spells_the_handoff_variable_as_names_does() -> None:
+    # sitecustomize.py checks $HOSTTUNE_HANDOFF before it loads any of hosttune (a process with no plan imports
+    # nothing), so it spells the name itself: it must stay the one in policy/names.py.
+    from hosttune.policy import names
+
+    text = (Path(hook.HOOK_DIR) / "sitecustomize.py").read_text()
+    assert f'os.environ.get("{names.HANDOFF}")' in text
+    assert sorted(os.listdir(hook.HOOK_DIR)) in (["sitecustomize.py"], ["__pycache__", "sitecustomize.py"])
