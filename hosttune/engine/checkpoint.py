@@ -8,6 +8,10 @@ crash mid-save leaves only a `.tmp-step-*` directory, which the next save remove
 exists moves the old directory to `.replaced-step-*` only after the new one is complete, and deletes it only after
 the new one is in place; a crash between those two renames leaves the old one, which is still listed and loaded.
 
+A sharded run (shard=zero1/fsdp) also writes `dcp/` into the staging directory: every rank its shard of the model
+and optimizer through torch.distributed.checkpoint (`shard.save`, files fsynced), before anything else, so the same
+agree/rename/prune steps make it durable and visible with the rest, or not at all.
+
 Reading trusts nothing: files are loaded with `weights_only=True` (they hold only tensors and plain Python values,
 RNG states included, so no allow-list is needed and a planted pickle cannot run code), regular files only, and a
 checkpoint that fails to load or has the wrong shape is reported so the caller can fall back to an older one.
@@ -34,6 +38,8 @@ from hosttune.yamlio import brief
 STEP_RE = re.compile(r"^step-(\d+)$")
 REPLACED_RE = re.compile(r"^\.replaced-step-(\d+)$")  # an old copy of a step being saved again
 STAGE_PREFIX = ".tmp-step-"
+SHARDED_DIR = "dcp"  # a sharded run's model and optimizer (torch.distributed.checkpoint), inside step-N/
+SHARD_KINDS = ("none", "zero1", "fsdp")
 _SHARED_KEYS = {"model": dict, "optimizer": dict, "scheduler": dict, "scaler": dict, "step": int, "epoch": int,
                 "pos": int}
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
@@ -62,7 +68,7 @@ def atomic_save(obj: Any, path: Path) -> None:
 
 def rng_state(cuda: bool) -> Dict[str, Any]:
     """Every RNG stream as tensors and plain values: loadable with weights_only=True, no numpy pickles."""
-    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    name, keys, pos, has_gauss, gauss = np.random.get_state(legacy=True)  # the 5-tuple, not the dict form
     state: Dict[str, Any] = {"python": random.getstate(),
                              "numpy": (str(name), np.asarray(keys).tolist(), int(pos), int(has_gauss), float(gauss)),
                              "torch": torch.get_rng_state()}
@@ -160,8 +166,9 @@ def _save_error(ckpt_dir: Path, final: Path, exc: OSError) -> CheckpointError:
 
 
 def save(ckpt_dir: Path, step: int, rank: int, shared: Callable[[], Dict[str, Any]], rng: Dict[str, Any],
-         keep: int, agree: Agree = _alone) -> Path:
-    """Collective: every rank must call it at the same step. `shared()` is only called on rank 0.
+         keep: int, agree: Agree = _alone, sharded: Optional[Callable[[Path], None]] = None) -> Path:
+    """Collective: every rank must call it at the same step. `shared()` is only called on rank 0; `sharded(dir)`
+    (a collective itself: torch.distributed.checkpoint) on every rank, with `<stage>/dcp`.
 
     A file that cannot be written (full disk, quota, permissions) raises CheckpointError on every rank, with the
     staging directory removed and every existing checkpoint untouched; any other failure is re-raised as is
@@ -179,6 +186,8 @@ def save(ckpt_dir: Path, step: int, rank: int, shared: Callable[[], Dict[str, An
             failure = exc
     if agree(failure is None):  # the staging directory exists for everyone
         try:
+            if sharded is not None:  # first: it is collective, so every rank must reach it
+                sharded(stage / SHARDED_DIR)
             atomic_save(rng, stage / f"rng-rank{rank}.pt")
             if rank == 0:
                 atomic_save(shared(), stage / "state.pt")
@@ -269,6 +278,12 @@ def load(path: Path, rank: int, device: torch.device) -> Dict[str, Any]:
             raise Unusable(f"state.pt has no valid {key!r}")
     if not isinstance(state.get("config", {}), dict):
         raise Unusable("state.pt has no valid 'config'")
+    if state.get("shard", "none") not in SHARD_KINDS:
+        raise Unusable("state.pt has no valid 'shard'")
+    meta = path / SHARDED_DIR / ".metadata"
+    if state.get("shard", "none") != "none" and (meta.is_symlink() or not meta.is_file()):
+        raise Unusable(f"{SHARDED_DIR}/.metadata is missing (a sharded checkpoint keeps its model there)")
+    state["dir"] = path
     state["rng"], state["rng_problem"] = None, ""
     try:
         rng = _read(path / f"rng-rank{rank}.pt", torch.device("cpu"))

@@ -21,26 +21,19 @@ import contextlib
 import io
 import pickle
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional
 
 import torch
-import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch import nn
 from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
-from torch.distributed.checkpoint.state_dict import (
-    StateDictOptions,
-    get_model_state_dict,
-    get_state_dict,
-    set_model_state_dict,
-    set_state_dict,
-)
+from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
 
 from hosttune.fsio import fsync_dir
 
-DCP_DIR = "dcp"  # inside step-N/
+from .checkpoint import SHARDED_DIR as DCP_DIR  # inside step-N/
+
 SHARDED = ("zero1", "fsdp")
-_FLAT = StateDictOptions(flatten_optimizer_state_dict=True)
 
 
 # ---- wrapping ----
@@ -120,22 +113,39 @@ def full_norm(norm: torch.Tensor) -> torch.Tensor:
 
 # ---- checkpoints ----
 
+def optimizer_state(model: nn.Module, optimizer: torch.optim.Optimizer) -> Dict[str, Dict[str, Any]]:
+    """This rank's optimizer state keyed by parameter name ({name: {"step", "exp_avg", ...}}). ZeRO ranks hold
+    disjoint names and FSDP ranks shards (DTensors) of every name, so DCP's files cover each value exactly once
+    and any world size finds what it needs. (torch's flattened get_state_dict fails on the empty parameter group a
+    ZeRO partition can leave a rank.)"""
+    names = {id(p): name for name, p in model.named_parameters()}
+    local = local_optimizer(optimizer)
+    return {names[id(p)]: dict(local.state[p]) for group in local.param_groups for p in group["params"]
+            if p in local.state}
+
+
 def save(model: nn.Module, optimizer: torch.optim.Optimizer, where: Path) -> None:
     """Collective: every rank writes its shard of the model and optimizer into `where` (fsynced)."""
-    msd, osd = get_state_dict(model, local_optimizer(optimizer), options=_FLAT)
-    dcp.save({"model": msd, "optim": osd}, storage_writer=dcp.FileSystemWriter(str(where), sync_files=True))
+    state = {"model": get_model_state_dict(model), "optim": optimizer_state(model, optimizer)}
+    try:
+        dcp.save(state, storage_writer=dcp.FileSystemWriter(str(where), sync_files=True))
+    except BaseException as exc:  # noqa: BLE001 - CheckpointException (a BaseException) wraps each rank's error
+        raise _first_failure(exc) from None
     fsync_dir(where)
 
 
 def load(model: nn.Module, optimizer: torch.optim.Optimizer, where: Path) -> None:
-    """Collective: read model and optimizer from `where` resharded for this run's ranks. Raises RuntimeError when
-    the checkpoint does not fit (the caller words it)."""
-    # get_state_dict creates the optimizer's state (a zero-gradient, lr 0 step) so DCP has tensors to load into.
-    msd, osd = get_state_dict(model, local_optimizer(optimizer), options=_FLAT)
-    state = {"model": msd, "optim": osd}
+    """Collective: read model and optimizer from `where`, resharded for this run's ranks, in place. Raises
+    RuntimeError when the checkpoint does not fit (the caller words it). The optimizer's hyperparameters are not
+    in the checkpoint: they come from the config and the LR scheduler's state."""
+    from torch.distributed.checkpoint.state_dict import _init_optim_state
+
+    # DCP loads into existing tensors: AdamW's state is created by one zero-gradient step at lr 0 (what DCP's
+    # own get_state_dict does).
+    _init_optim_state(local_optimizer(optimizer))
+    state = {"model": get_model_state_dict(model), "optim": optimizer_state(model, optimizer)}
     _dcp_load(state, where)
-    set_state_dict(model, local_optimizer(optimizer), model_state_dict=state["model"],
-                   optim_state_dict=state["optim"], options=_FLAT)
+    set_model_state_dict(model, state["model"])
 
 
 def load_model(model: nn.Module, where: Path) -> None:
@@ -150,22 +160,21 @@ def _dcp_load(state: Dict[str, Any], where: Path) -> None:
     try:
         dcp.load(state, storage_reader=SafeReader(str(where)), planner=SafePlanner())
     except BaseException as exc:  # noqa: BLE001 - CheckpointException is a BaseException; one line for the user
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        failures = getattr(exc, "failures", None)  # CheckpointException: {rank: (exception, traceback)}
-        if failures:
-            exc = next(iter(failures.values()))[0]
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise RuntimeError(f"{DCP_DIR}/: {type(exc).__name__}: {first}") from None
+        inner = _first_failure(exc)
+        first = (str(inner).strip().splitlines() or [type(inner).__name__])[0]
+        raise RuntimeError(f"{DCP_DIR}/: {type(inner).__name__}: {first}") from None
 
 
-def dcp_complete(step_dir: Path) -> Optional[str]:
-    """Why `step_dir`'s sharded part cannot be used (None when it can): a save that crashed never renamed its
-    directory into place, so this only catches a directory damaged later."""
-    meta = step_dir / DCP_DIR / ".metadata"
-    if meta.is_symlink() or not meta.is_file():
-        return f"{DCP_DIR}/.metadata is missing"
-    return None
+def _first_failure(exc: BaseException) -> BaseException:
+    """The exception behind DCP's CheckpointException ({rank: (exception, traceback)}): an OSError stays an
+    OSError, so a full disk is reported as one (checkpoint._save_error). Interrupts pass through."""
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        raise exc
+    failures = getattr(exc, "failures", None)
+    if failures:
+        inner = next(iter(failures.values()))
+        return inner[0] if isinstance(inner, tuple) else inner
+    return exc
 
 
 # ---- reading DCP checkpoints without running their pickles ----

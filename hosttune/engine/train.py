@@ -36,6 +36,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset, default_colla
 from hosttune.yamlio import brief
 
 from . import checkpoint as ckpt
+from . import shard
 from .config import Config
 from .data import (
     IGNORE_INDEX,
@@ -408,21 +409,34 @@ class TrainState:
     step: int = 0
     epoch: int = 0
     samples: int = 0  # samples of `epoch` this rank has consumed: the data position, independent of batch size
+    shard: str = "none"  # zero1/fsdp: model and optimizer go to the checkpoint's dcp/ (shard.save), not state.pt
 
     def shared_state(self, cfg: Config, world: int) -> Dict[str, Any]:
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+        sharded = self.shard in shard.SHARDED
+        return {"model": {} if sharded else self.model.state_dict(),
+                "optimizer": {} if sharded else self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict(), "step": self.step,
                 "epoch": self.epoch, "pos": self.samples // cfg.micro_batch_size, "samples": self.samples,
-                "world_size": world, "config": cfg.to_dict()}
+                "world_size": world, "config": cfg.to_dict(), "shard": self.shard}
 
     def rank_state(self, cuda: bool) -> Dict[str, Any]:
         return {"rng": ckpt.rng_state(cuda), "loader": self.loader_gen.get_state()}
 
     def load_shared(self, state: Dict[str, Any]) -> None:
-        """Raises RuntimeError/ValueError/KeyError/... when the state does not fit (the caller words it)."""
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        """Raises RuntimeError/ValueError/KeyError/... when the state does not fit (the caller words it).
+        Collective when the checkpoint is sharded (every rank reads its part of dcp/, resharded to this run)."""
+        written = state.get("shard", "none")
+        if written in shard.SHARDED:
+            shard.load(self.model, self.optimizer, Path(state["dir"]) / shard.DCP_DIR)
+        elif self.shard in shard.SHARDED:
+            raise ValueError(f"it was written with shard={written}; resume it with shard={written}")
+        else:
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
+        if written in shard.SHARDED:  # ZeroRedundancyOptimizer hands its own groups' lr to the inner optimizer
+            for group, lr in zip(self.optimizer.param_groups, self.scheduler.get_last_lr()):
+                group["lr"] = lr
         self.scaler.load_state_dict(state["scaler"])
         self.step, self.epoch = state["step"], state["epoch"]
 
@@ -442,7 +456,7 @@ class Trainer:
 
     state: TrainState
     model: nn.Module  # what the loop calls: wrapped for data parallelism, maybe compiled
-    sync_model: Optional[nn.Module]  # the DDP wrapper (its no_sync() skips the all-reduce), None on one rank
+    sync_model: Any  # the DDP wrapper or shard.GradSync (its no_sync() defers gradient sync), None on one rank
     data: "TrainData"
     channels_last: bool
     flops_per_step: int = 0  # for MFU; 0 = not counted
@@ -457,21 +471,20 @@ def build(cfg: Config, task: Task, rt: Runtime) -> Trainer:
         model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     if hasattr(model, "activation_checkpointing"):
         model.activation_checkpointing = cfg.activation_checkpointing  # type: ignore[assignment]
+    data = TrainData(task, cfg, rt, channels_last)
+    # FLOPs for MFU: counted once, only when the device's peak is known, before the RNG streams are seeded (and
+    # restored on a resume), on a copy of the unwrapped model, with every RNG stream put back: counting changes
+    # nothing.
+    peak = peak_tflops(cfg.peak_tflops, rt.device, mfu_dtype(rt))
+    flops = cfg.grad_accum * count_step_flops(model, data.sample_batch(), task.loss_fn, rt.autocast) if peak else 0
+    wrapped, sync_model = wrap_model(model, cfg, rt)  # before the optimizer: FSDP replaces the parameters
     optimizer = build_optimizer(model, cfg, rt)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_at(s, cfg) / cfg.lr)
     scaler_cls = getattr(torch.amp, "GradScaler", None)  # torch >= 2.3; torch.cuda.amp's before
     scaler = (scaler_cls("cuda", enabled=rt.amp_dtype == torch.float16) if scaler_cls is not None
               else torch.cuda.amp.GradScaler(enabled=rt.amp_dtype == torch.float16))
-    wrapped, sync_model = wrap_model(model, cfg, rt)
-    data = TrainData(task, cfg, rt, channels_last)
-    state = TrainState(model, optimizer, scheduler, scaler, data.loader_gen)
-    trainer = Trainer(state, wrapped, sync_model, data, channels_last)
-    # FLOPs for MFU: counted once, only when the device's peak is known, before the RNG streams are seeded (and
-    # restored on a resume), on a copy of the model, with every RNG stream put back: counting changes nothing.
-    trainer.peak_tflops = peak_tflops(cfg.peak_tflops, rt.device, mfu_dtype(rt))
-    if trainer.peak_tflops:
-        trainer.flops_per_step = cfg.grad_accum * count_step_flops(model, data.sample_batch(), task.loss_fn,
-                                                                   rt.autocast)
+    state = TrainState(model, optimizer, scheduler, scaler, data.loader_gen, shard=cfg.shard)
+    trainer = Trainer(state, wrapped, sync_model, data, channels_last, flops, peak)
     seed_all(cfg.seed + rt.rank)  # per-rank streams: different dropout masks on each rank
     return trainer
 
@@ -489,10 +502,14 @@ def build_optimizer(model: nn.Module, cfg: Config, rt: Runtime) -> torch.optim.O
     The seam for optimizer-state sharding (ZeroRedundancyOptimizer)."""
     decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
-    return torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                              {"params": no_decay, "weight_decay": 0.0}],
-                             lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
-                             **({"fused": True} if fused_optimizer_ok(rt.device) else {}))
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    # FSDP with offload=cpu steps on the host-side shards: fused only if the CPU has it.
+    where = torch.device("cpu") if cfg.offload == "cpu" else rt.device
+    kwargs: Dict[str, Any] = dict(lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
+                                  **({"fused": True} if fused_optimizer_ok(where) else {}))
+    if cfg.shard == "zero1" and rt.world > 1:
+        return shard.zero_optimizer(groups, **kwargs)
+    return torch.optim.AdamW(groups, **kwargs)
 
 
 def fused_optimizer_ok(device: torch.device) -> bool:
@@ -506,9 +523,12 @@ def fused_optimizer_ok(device: torch.device) -> bool:
 
 
 def wrap_model(model: nn.Module, cfg: Config, rt: Runtime) -> Tuple[nn.Module, Optional[nn.Module]]:
-    """(what the loop calls, the wrapper whose no_sync() defers gradient sync). The seam for FSDP."""
-    sync_model = None
-    if rt.world > 1:
+    """(what the loop calls, the wrapper whose no_sync() defers gradient sync). FSDP shards `model` in place."""
+    sync_model: Any = None
+    if rt.world > 1 and cfg.shard == "fsdp":
+        model = shard.fully_shard_model(model, rt.amp_dtype, cfg.offload, rt.cuda)
+        sync_model = shard.GradSync(model)
+    elif rt.world > 1:
         # bucket_cap default; gradient_as_bucket_view saves one gradient-sized copy per step.
         model = sync_model = DDP(model, device_ids=[rt.local_rank] if rt.cuda else None,
                                  gradient_as_bucket_view=True)
@@ -623,7 +643,9 @@ class TrainData:
 def save_checkpoint(state: TrainState, cfg: Config, rt: Runtime) -> None:
     try:
         ckpt.save(rt.ckpt_dir, state.step, rt.rank, lambda: state.shared_state(cfg, rt.world),
-                  state.rank_state(rt.cuda), cfg.keep_checkpoints, rt.agree)
+                  state.rank_state(rt.cuda), cfg.keep_checkpoints, rt.agree,
+                  sharded=(lambda where: shard.save(state.model, state.optimizer, where))
+                  if state.shard in shard.SHARDED else None)
     except ckpt.CheckpointError as exc:
         raise EngineError(str(exc)) from None
 
@@ -754,7 +776,7 @@ def train_loop(cfg: Config, task: Task, rt: Runtime, tr: Trainer, metrics: Metri
 def optimizer_step(st: TrainState, cfg: Config) -> torch.Tensor:
     """Unscale, clip, step (skipped by the scaler on fp16 overflow), zero, advance the schedule; the grad norm."""
     st.scaler.unscale_(st.optimizer)  # clip true gradients, not fp16-scaled ones
-    grad_norm = torch.nn.utils.clip_grad_norm_(st.model.parameters(), cfg.grad_clip or math.inf)
+    grad_norm = shard.full_norm(torch.nn.utils.clip_grad_norm_(st.model.parameters(), cfg.grad_clip or math.inf))
     st.scaler.step(st.optimizer)  # skips the update if fp16 gradients overflowed
     st.scaler.update()
     st.optimizer.zero_grad(set_to_none=True)  # frees gradient memory; the next backward writes, not adds
