@@ -9,12 +9,14 @@ RUNTIME_APT := numactl libnuma1 libjemalloc2 libtcmalloc-minimal4
 # and the package stage's mmdebstrap/lintian/rpm/rpmlint/systemd-nspawn; a real single-node Slurm (munge, slurmctld,
 # slurmd, srun/scontrol) for `doctor --slurm` and srun + exec; prometheus-node-exporter scrapes the monitor's textfile;
 # openmpi-bin: real `mpirun -np 2` ranks under exec (tests/test_exec_launchers.py).
+# zsh, fish, man-db: the generated completions run in the real shells, the man pages render clean
+# (tests/test_cli_papercuts.py).
 # python3-click/yaml/psutil/distro: the .deb's own dependencies, so tests and bench/ can run hosttune as it ships (on
 # the distro's /usr/bin/python3, tests/test_exec_speed.py as another user, bench/bench_launch.py's overhead).
 TEST_APT := $(RUNTIME_APT) hwloc libgoogle-perftools4 systemd procps util-linux tuned \
 	python3-click python3-yaml python3-psutil python3-distro \
 	mmdebstrap lintian rpm rpmlint systemd-container munge slurmctld slurmd slurm-client prometheus-node-exporter \
-	openmpi-bin
+	openmpi-bin zsh fish man-db
 # promtool (checks the monitor's textfile and alert rules) from Debian's prometheus package, unpacked, never
 # installed: installing it would start a Prometheus server.
 PROMTOOL := build/promtool/usr/bin/promtool
