@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import io
 import pickle
+import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
@@ -128,7 +129,8 @@ def save(model: nn.Module, optimizer: torch.optim.Optimizer, where: Path) -> Non
     """Collective: every rank writes its shard of the model and optimizer into `where` (fsynced)."""
     state = {"model": get_model_state_dict(model), "optim": optimizer_state(model, optimizer)}
     try:
-        dcp.save(state, storage_writer=dcp.FileSystemWriter(str(where), sync_files=True))
+        with _one_process_quiet():
+            dcp.save(state, storage_writer=dcp.FileSystemWriter(str(where), sync_files=True))
     except BaseException as exc:  # noqa: BLE001 - CheckpointException (a BaseException) wraps each rank's error
         raise _first_failure(exc) from None
     fsync_dir(where)
@@ -158,11 +160,21 @@ def load_model(model: nn.Module, where: Path) -> None:
 
 def _dcp_load(state: Dict[str, Any], where: Path) -> None:
     try:
-        dcp.load(state, storage_reader=SafeReader(str(where)), planner=SafePlanner())
+        with _one_process_quiet():
+            dcp.load(state, storage_reader=SafeReader(str(where)), planner=SafePlanner())
     except BaseException as exc:  # noqa: BLE001 - CheckpointException is a BaseException; one line for the user
         inner = _first_failure(exc)
         first = (str(inner).strip().splitlines() or [type(inner).__name__])[0]
         raise RuntimeError(f"{DCP_DIR}/: {type(inner).__name__}: {first}") from None
+
+
+@contextlib.contextmanager
+def _one_process_quiet() -> Iterator[None]:
+    """Without a process group (one rank, or export) DCP warns on every call that it assumes one process: it
+    does, and that is what we want."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+        yield
 
 
 def _first_failure(exc: BaseException) -> BaseException:

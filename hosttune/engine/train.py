@@ -467,6 +467,8 @@ def build(cfg: Config, task: Task, rt: Runtime) -> Trainer:
     model = task.model.to(rt.device)
     image_model = any(isinstance(m, nn.Conv2d) for m in model.modules())
     channels_last = cfg.channels_last and image_model  # NHWC: what cuDNN/oneDNN conv kernels prefer
+    # FSDP2 shards only contiguous parameters (NotImplementedError for NHWC conv weights in torch 2.13).
+    channels_last = channels_last and not (cfg.shard == "fsdp" and rt.world > 1)
     if channels_last:
         model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     if hasattr(model, "activation_checkpointing"):
