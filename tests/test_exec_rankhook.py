@@ -288,7 +288,7 @@ def test_mp_spawn_children_warned_once_and_get_an_even_share(job: Dict[str, Any]
     assert r.returncode == 0, r.stderr
     warned = [line for line in r.stderr.splitlines() if line.startswith("hosttune:")]
     assert len(warned) == 1, r.stderr  # once per job, not once per child
-    assert "2 multiprocessing child" in warned[0] and "torchrun" in warned[0]
+    assert "torch.multiprocessing.spawn started 2 ranks" in warned[0] and "torchrun" in warned[0]
     kids = [json.loads(p.read_text()) for p in sorted(job["out"].glob("child-*.json"))]
     assert len(kids) == 2
     job_threads = len(os.sched_getaffinity(0))  # physical cores here (no SMT on this machine's vCPUs)
@@ -413,3 +413,26 @@ def test_the_hooks_bootstrap_spells_the_handoff_variable_as_names_does() -> None
     text = (Path(hook.HOOK_DIR) / "sitecustomize.py").read_text()
     assert f'os.environ.get("{names.HANDOFF}")' in text
     assert sorted(os.listdir(hook.HOOK_DIR)) in (["sitecustomize.py"], ["__pycache__", "sitecustomize.py"])
+
+
+POOL = """\
+import multiprocessing as mp, os
+
+def threads(_):
+    return os.environ.get("OMP_NUM_THREADS")
+
+if __name__ == "__main__":
+    with mp.get_context("spawn").Pool(2) as pool:
+        print(",".join(pool.map(threads, range(4))))
+"""
+
+
+@TWO_CPUS
+def test_a_spawn_pools_workers_get_an_even_share_without_a_warning(job: Dict[str, Any]) -> None:
+    (job["dir"] / "pool.py").write_text(POOL)
+    r = subprocess.run([PY, "-m", "hosttune", "exec", "--", PY, "pool.py"], env=job["env"], cwd=str(job["dir"]),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "hosttune" not in r.stderr, r.stderr  # workers, not ranks: nothing to fix
+    job_threads = len(os.sched_getaffinity(0))
+    assert set(r.stdout.strip().split(",")) == {str(max(1, job_threads // 2))}

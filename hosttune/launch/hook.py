@@ -18,7 +18,9 @@ What a process does, by what it finds (`role`):
 - spawn: a multiprocessing child (spawn, forkserver) without rank variables, e.g. torch.multiprocessing.spawn.
   It gets OMP_NUM_THREADS/MKL_NUM_THREADS = an even share of the job's threads (the plan's threads for the job
   divided by the number of such children: the count the parent's hook recorded for torch.multiprocessing.spawn,
-  or the siblings it can see, whichever is larger), and the job gets ONE warning line with the fix.
+  or the siblings it can see, whichever is larger). torch.multiprocessing.spawn's processes are ranks, so the job
+  also gets ONE warning line with the fix (start it under torchrun); a spawn Pool's or DataLoader's workers only
+  get the share.
 - top: the job's own program in a plain or srun job (the launcher already bound it before exec). If it later makes
   itself local rank 0 and starts its other ranks with LOCAL_RANK (Lightning's `Trainer(strategy="ddp")` run as
   `python train.py`), it rebinds itself to rank 0's plan when it starts the first of them (all its threads, and
@@ -246,7 +248,7 @@ def spawn_share(data: Mapping[str, Any], environ: Mapping[str, str]) -> Tuple[in
     if job_threads < 1:
         job_threads = len(os.sched_getaffinity(0))
     counted = 0
-    hint = environ.get(names.SPAWN_PROCS, "")
+    hint = environ.get(names.SPAWN_PROCS, "").split(":", 1)[0]  # N (torch.multiprocessing.spawn) or N:pool
     if hint.isdigit():
         counted = int(hint)
     siblings = 0
@@ -287,16 +289,20 @@ def _first_to_say(handoff_path: str, launch_id: str) -> bool:
 
 
 def apply_spawn(data: Mapping[str, Any], handoff_path: str, environ: MutableMapping[str, str]) -> None:
+    """A multiprocessing child without rank variables: an even share of the job's threads. The warning is said
+    (once per job) for torch.multiprocessing.spawn's processes, which are ranks; a Pool's or a spawn DataLoader's
+    workers are not ranks and only get the share."""
     share, n, job_threads = spawn_share(data, environ)
     env = rank_env({k: str(share) for k in THREAD_VARS}, data, environ)
     _set_env(env, environ)
-    if not _first_to_say(handoff_path, environ.get(names.LAUNCH_ID, "")):
+    ranks = environ.get(names.SPAWN_PROCS, "").isdigit()  # torch.multiprocessing.spawn's, not a Pool's
+    if not ranks or not _first_to_say(handoff_path, environ.get(names.LAUNCH_ID, "")):
         return
     threads = env.get("OMP_NUM_THREADS") or environ.get("OMP_NUM_THREADS", "?")
-    _say(f"{n} multiprocessing child process(es) of this job have no rank variables (torch.multiprocessing.spawn "
-         f"or a spawn/forkserver Pool), so they are not bound per rank; each gets OMP_NUM_THREADS={threads} "
-         f"(an even share of the job's {job_threads}). Fix: start the job under torchrun "
-         f"(hosttune exec -- torchrun --nproc-per-node={n} SCRIPT) and read LOCAL_RANK instead of spawning")
+    _say(f"torch.multiprocessing.spawn started {n} ranks without rank variables, so hosttune cannot bind them per "
+         f"rank; each gets OMP_NUM_THREADS={threads} (an even share of the job's {job_threads}). Fix: start the "
+         f"job under torchrun (hosttune exec -- torchrun --nproc-per-node={n} SCRIPT) and read LOCAL_RANK instead "
+         f"of spawning")
 
 
 # ---- the top process: Lightning-style ranks started after the fact, torch.multiprocessing.spawn counted --------
@@ -356,12 +362,14 @@ class _TopWatch:
 
 
 class _SpawnCounter:
-    """A meta path finder that wraps torch.multiprocessing.spawn.start_processes when the program imports it."""
+    """A meta path finder that, when the program imports them, wraps torch.multiprocessing.spawn.start_processes
+    (its processes are ranks: $HOSTTUNE_SPAWN_PROCS=N while they start) and multiprocessing.pool.Pool.__init__ (a
+    spawn/forkserver Pool's workers: N:pool), so each child knows how many share the job's threads."""
 
-    WATCHED = "torch.multiprocessing.spawn"
+    WATCHED = ("torch.multiprocessing.spawn", "multiprocessing.pool")
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != self.WATCHED:
+        if name not in self.WATCHED:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -375,6 +383,18 @@ class _SpawnCounter:
         return None
 
 
+def _with_count(count: str, call: Callable[[], Any]) -> Any:
+    old = os.environ.get(names.SPAWN_PROCS)
+    os.environ[names.SPAWN_PROCS] = count
+    try:
+        return call()
+    finally:
+        if old is None:
+            os.environ.pop(names.SPAWN_PROCS, None)
+        else:
+            os.environ[names.SPAWN_PROCS] = old
+
+
 class _WrappingLoader:
     def __init__(self, loader: Any) -> None:
         self.loader = loader
@@ -384,24 +404,31 @@ class _WrappingLoader:
 
     def exec_module(self, module: Any) -> None:
         self.loader.exec_module(module)
-        original = getattr(module, "start_processes", None)
-        if original is None or getattr(original, "_hosttune", False):
-            return
+        start = getattr(module, "start_processes", None)
+        if start is not None and not getattr(start, "_hosttune", False):
+            def start_processes(fn: Any, args: Any = (), nprocs: int = 1, *a: Any, **kw: Any) -> Any:
+                return _with_count(str(nprocs), lambda: start(fn, args, nprocs, *a, **kw))
 
-        def start_processes(fn: Any, args: Any = (), nprocs: int = 1, *a: Any, **kw: Any) -> Any:
-            old = os.environ.get(names.SPAWN_PROCS)
-            os.environ[names.SPAWN_PROCS] = str(nprocs)
-            try:
-                return original(fn, args, nprocs, *a, **kw)
-            finally:
-                if old is None:
-                    os.environ.pop(names.SPAWN_PROCS, None)
-                else:
-                    os.environ[names.SPAWN_PROCS] = old
+            start_processes._hosttune = True  # type: ignore[attr-defined]
+            start_processes.__wrapped__ = start  # type: ignore[attr-defined]
+            module.start_processes = start_processes
+        pool = getattr(module, "Pool", None)
+        init = getattr(pool, "__init__", None)
+        if pool is not None and init is not None and not getattr(init, "_hosttune", False):
+            def __init__(self: Any, processes: Any = None, *a: Any, **kw: Any) -> None:
+                ctx = kw.get("context") or (a[3] if len(a) > 3 else None)
+                try:
+                    method = (ctx or module.get_context()).get_start_method()
+                except Exception:  # noqa: BLE001 - a context we cannot ask: count siblings instead
+                    method = "fork"
+                if method not in ("spawn", "forkserver"):
+                    init(self, processes, *a, **kw)  # forked workers run no hook: nothing to tell them
+                    return
+                n = processes if isinstance(processes, int) and processes > 0 else (os.cpu_count() or 1)
+                _with_count(f"{n}:pool", lambda: init(self, processes, *a, **kw))
 
-        start_processes._hosttune = True  # type: ignore[attr-defined]
-        start_processes.__wrapped__ = original  # type: ignore[attr-defined]
-        module.start_processes = start_processes
+            __init__._hosttune = True  # type: ignore[attr-defined]
+            pool.__init__ = __init__
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.loader, name)
