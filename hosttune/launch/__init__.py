@@ -6,7 +6,10 @@ The package, one concern per module:
 - torchrun.py   torchrun's argv taken apart and rewritten to start each rank through the shim
 - slurm.py      an srun task's local rank and its node's task count
 - binding.py    CPU/memory binding of this process (sched_setaffinity, set_mempolicy, numactl fallback)
-- handoff.py    launcher -> shim: the payload, its writer and its checked reader
+- handoff.py    launcher -> shim/hook: the payload, its writers and its checked reader
+- hook.py       the per-rank hook: every Python rank applies its own plan at interpreter start (rankhook/ on
+                the job's PYTHONPATH holds its sitecustomize.py)
+- rankvars.py   a rank's place on the node from its launcher's variables (LOCAL_RANK, Open MPI, MPICH, PMI, Slurm)
 - procfs.py     /proc readers (status, environ, numa_maps, children, the launch marker)
 - verify.py     --verify: each running rank compared with its plan
 - supervise.py  run: exec or supervise, forward signals, sweep, exit status
@@ -42,7 +45,8 @@ _EXPORTS: Dict[str, str] = {
     "run": "supervise",
 }
 _RENAMED = {"handoff_payload": "payload"}
-_SUBMODULES = ("binding", "guardian", "handoff", "job", "procfs", "slurm", "supervise", "torchrun", "verify")
+_SUBMODULES = ("binding", "guardian", "handoff", "hook", "job", "procfs", "rankvars", "slurm", "supervise", "torchrun",
+               "verify")
 
 if TYPE_CHECKING:
     from hosttune.launch.binding import Binding, bind_self, effective_cpus, effective_mems, set_mempolicy
