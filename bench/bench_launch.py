@@ -189,7 +189,7 @@ def warm_cache(argv: List[str], env: Dict[str, str], work: str, tries: int = 6) 
         r = subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True)
         if r.returncode != 0:
             raise SystemExit(f"bench_launch: {' '.join(argv)} failed: {r.stderr[-1000:]}")
-        if "exec cache: entry" in r.stderr and "not recorded" not in r.stderr and "stale" not in r.stderr:
+        if "exec cache: replayed" in r.stderr:
             return True
         if "not recorded yet" in r.stderr:
             time.sleep(2.2)  # an input younger than the cache's racy window (2 s)

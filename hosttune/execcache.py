@@ -323,17 +323,18 @@ def fast_exec(args: List[str]) -> None:
         entry = None
     else:
         entry = load(path)
-        explain(f"no usable entry {path}" if entry is None else f"entry {path}")
+        if entry is None:
+            explain(f"no usable entry {path}")
     if entry is not None and entry[1] == dig:
         stale = _stale(entry)
         if stale:
             explain(f"stale: {stale}")
-        elif _replay(entry):  # pragma: no cover - _replay execs or returns False
+        elif _replay(entry, path):  # pragma: no cover - _replay execs or returns False
             return
     Recorder.start(args, path, dig)
 
 
-def _replay(entry: Tuple[Any, ...]) -> bool:
+def _replay(entry: Tuple[Any, ...], path: str) -> bool:
     """Bind, print and exec as recorded. False (nothing done that the full path would not redo) when it can't."""
     _, _, _, _, exe, argv, env_set, env_del, cpus, mempol, err, marker = entry
     if not os.access(exe, os.X_OK) or not os.path.isfile(exe):
@@ -354,6 +355,7 @@ def _replay(entry: Tuple[Any, ...]) -> bool:
     if err:
         sys.stderr.write(err)
         sys.stderr.flush()
+    explain(f"replayed {path}")
     try:
         os.execve(exe, list(argv), env)
     except OSError:
