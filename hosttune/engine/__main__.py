@@ -1,4 +1,5 @@
 """`python -m hosttune.engine --preset NAME | --config FILE [--set key=value]...`: one rank of the engine.
+`python -m hosttune.engine --export DIR --run-dir RUN`: the run's last checkpoint as torch.export/ONNX files.
 
 Run it alone, or under torchrun (`hosttune train --nproc N ...` does that through `hosttune exec`). The arguments
 are parsed and the config validated before torch is imported, so a typo costs milliseconds, not seconds.
@@ -29,6 +30,8 @@ def parser() -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--preset", choices=sorted(PRESETS), help="a bundled preset")
     src.add_argument("--config", metavar="FILE", help="YAML or JSON settings (may name a `preset:` to start from)")
+    src.add_argument("--export", metavar="DIR", help="write the --run-dir's last checkpoint as DIR/model.pt2 "
+                     "(torch.export) and DIR/model.onnx (with onnxscript), checked against it on validation samples")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override one setting (repeatable), e.g. --set steps=100 --set amp=off")
     p.add_argument("--run-dir", metavar="DIR", help="where metrics.jsonl, checkpoints and traces go "
@@ -46,10 +49,20 @@ def check_args(argv: List[str]) -> Optional[str]:
         args = parser().parse_args(argv)
     except ArgError as exc:
         return str(exc)
+    if args.export is not None:
+        return _export_usage(args)
     try:
         load_config(args.preset, args.config, args.sets, _overrides(args))
     except ConfigError as exc:
         return str(exc)
+    return None
+
+
+def _export_usage(args: argparse.Namespace) -> Optional[str]:
+    if not args.run_dir:
+        return "--export needs --run-dir RUN (the run whose last checkpoint to export)"
+    if args.sets or args.resume or args.profile_steps:
+        return "--export takes only --run-dir: the model's settings come from the checkpoint"
     return None
 
 
@@ -67,6 +80,13 @@ def _overrides(args: argparse.Namespace) -> Dict[str, Any]:
 def main(argv: Optional[List[str]] = None) -> int:
     try:
         args = parser().parse_args(argv)
+        if args.export is not None:
+            problem = _export_usage(args)
+            if problem:
+                raise ArgError(problem)
+            from .export import main as export_main  # imports torch
+
+            return export_main(args.run_dir, args.export)
         cfg = load_config(args.preset, args.config, args.sets, _overrides(args))
     except (ArgError, ConfigError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)

@@ -1,0 +1,313 @@
+"""Export: `python -m hosttune.engine --export DIR --run-dir RUN` turns a run's last checkpoint into files an
+inference stack loads without hosttune: DIR/model.pt2 (a torch.export ExportedProgram) and DIR/model.onnx (when
+onnxscript, which torch.onnx's exporter needs, is installed). Each file is read back and run on validation samples;
+its outputs must match the checkpoint's model within `TOLERANCE`, or the command fails.
+
+A sharded (zero1/fsdp) checkpoint is gathered into one full model on this process (DCP reshards on load: no process
+group needed). The batch dimension is dynamic, and for sequence models the sequence length up to block_size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sys
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Tuple
+
+import torch
+from torch import nn
+from torch.utils.data import IterableDataset, default_collate
+
+from hosttune import fsio
+from hosttune.term import printable
+
+from . import checkpoint as ckpt
+from . import shard
+from .config import Config, ConfigError
+
+# Absolute, on the model's outputs (logits), fp32 both sides. A re-traced graph may fuse or reorder float ops
+# (ONNX Runtime's kernels are not torch's): measured <= 2e-7 on the bundled presets; 1e-4 leaves room for deeper
+# models while any changed weight (a tampered or truncated file) moves outputs by far more.
+TOLERANCE = 1e-4
+SAMPLES = 16  # validation samples compared: one batch of 11 and one of 5 (the second checks the dynamic batch)
+
+
+class ExportError(Exception):
+    """Bad input (no run directory, no usable checkpoint, a custom model): one line, exit 2."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One exported file read back and compared with the checkpoint's model."""
+
+    format: str  # "torch.export" | "onnx"
+    path: str
+    samples: int
+    max_abs_diff: float
+    tolerance: float
+    skipped: str = ""  # why the outputs were not compared (e.g. no onnxruntime); "" when they were
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.skipped) or self.max_abs_diff <= self.tolerance  # NaN fails too
+
+
+def export_run(run_dir: Path, out_dir: Path, say: Callable[[str], None] = print,
+               tolerance: float = TOLERANCE) -> List[Check]:
+    """Export RUN's newest usable checkpoint into `out_dir` and check every file written; returns the checks."""
+    where, state = newest_checkpoint(run_dir, say)
+    cfg = saved_config(state, where)
+    model, val_set = build_model(cfg)
+    load_weights(model, state, where)
+    model.eval()
+    batches = validation_batches(val_set, SAMPLES)
+    out_dir = prepare_out_dir(out_dir)
+    checks: List[Check] = []
+    example = batches[0][0]
+    program, dynamic = export_program(model, example)
+    pt2 = out_dir / "model.pt2"
+    with fsio.atomic_writer(pt2, 0o644) as f:
+        torch.export.save(program, f)
+    say(f"hosttune.engine: export: {where} (step {state['step']}) -> {pt2} (torch.export; dynamic: {dynamic})")
+    checks.append(check_program(pt2, model, batches, tolerance))
+    onnx_path = out_dir / "model.onnx"
+    missing = _missing_onnx_modules()
+    if missing:
+        say(f"hosttune.engine: export: ONNX skipped: torch.onnx.export(dynamo=True) needs {' and '.join(missing)} "
+            f"(pip install {' '.join(missing)})")
+    else:
+        export_onnx(model, example, onnx_path, dynamic_shapes(model, example))
+        say(f"hosttune.engine: export: {where} (step {state['step']}) -> {onnx_path} (ONNX, opset from torch)")
+        checks.append(check_onnx(onnx_path, model, batches, tolerance))
+    for c in checks:
+        say(check_line(c))
+    summary = {"checkpoint": str(where), "step": state["step"], "config": cfg.to_dict(),
+               "checks": [dict(asdict(c), ok=c.ok) for c in checks]}
+    fsio.atomic_write(out_dir / "export.json", json.dumps(summary, indent=1, allow_nan=False,
+                                                          default=str) + "\n")
+    return checks
+
+
+def check_line(c: Check) -> str:
+    if c.skipped:
+        return f"hosttune.engine: export check: {c.format}: {c.path} written, outputs not compared: {c.skipped}"
+    verdict = "ok" if c.ok else "FAILED: outputs differ from the checkpoint's model"
+    return (f"hosttune.engine: export check: {c.format}: {c.samples} validation samples, max abs diff "
+            f"{c.max_abs_diff:.3g} (tolerance {c.tolerance:g}): {verdict}")
+
+
+# ---- the checkpoint's model ----
+
+def newest_checkpoint(run_dir: Path, say: Callable[[str], None]) -> Tuple[Path, Dict[str, Any]]:
+    if not run_dir.is_dir():
+        raise ExportError(f"{run_dir}: no such run directory")
+    ckpt_dir = run_dir / "checkpoints"
+    found = ckpt.list_checkpoints(ckpt_dir)
+    if not found:
+        raise ExportError(f"{ckpt_dir}: no checkpoint to export (train with --run-dir {run_dir} first)")
+    reasons = []
+    for path in reversed(found):
+        try:
+            return path, ckpt.load(path, 0, torch.device("cpu"))
+        except ckpt.Unusable as exc:
+            say(f"hosttune.engine: export: warning: skipping checkpoint {path.name}: {exc}")
+            reasons.append(f"{path.name}: {exc}")
+    raise ExportError(f"no usable checkpoint in {ckpt_dir}: {'; '.join(reasons[:3])}")
+
+
+def saved_config(state: Dict[str, Any], where: Path) -> Config:
+    known = {f.name for f in fields(Config)}
+    values = {k: v for k, v in state.get("config", {}).items() if k in known}
+    try:
+        cfg = Config(**values)
+    except ConfigError as exc:
+        raise ExportError(f"{where}/state.pt: its config is not valid here: {exc}") from None
+    if cfg.model == "custom":
+        raise ExportError(f"{where} holds a model=custom run (the Python API): its model class is yours, so export "
+                          f"it from Python with hosttune.engine.export.export_model(model, example, out_dir)")
+    return cfg
+
+
+def build_model(cfg: Config) -> Tuple[nn.Module, Any]:
+    from .train import EngineError, build_preset_task
+
+    cfg.data_path = ""  # the validation split is the bundled text's; the training shards are not needed
+    cfg.data = "windows" if cfg.data == "shards" else cfg.data
+    try:
+        task = build_preset_task(cfg)
+    except EngineError as exc:
+        raise ExportError(str(exc)) from None
+    return task.model, task.val_set
+
+
+def load_weights(model: nn.Module, state: Dict[str, Any], where: Path) -> None:
+    try:
+        if state.get("shard", "none") in shard.SHARDED:
+            shard.load_model(model, where / shard.DCP_DIR)  # gathers every rank's shard into the full tensors
+        else:
+            model.load_state_dict(state["model"])
+    except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ExportError(f"checkpoint {where} does not fit its own config's model: {first[:200]}") from None
+
+
+def validation_batches(val_set: Any, n: int) -> List[Tuple[torch.Tensor, torch.Tensor]]:
+    if val_set is None:
+        raise ExportError("the run has no validation set to compare the exported model on")
+    collate = getattr(val_set, "collate", None) or default_collate
+    if isinstance(val_set, IterableDataset):
+        items = []
+        for item in val_set:
+            items.append(item)
+            if len(items) == n:
+                break
+    else:
+        items = [val_set[i] for i in range(min(n, len(val_set)))]
+    if len(items) < 2:
+        raise ExportError("the validation set has fewer than 2 samples: nothing to compare the export on")
+    cut = max(1, len(items) - max(1, len(items) // 3))
+    return [collate(items[:cut]), collate(items[cut:])]
+
+
+def prepare_out_dir(out_dir: Path) -> Path:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ExportError(f"{out_dir}: exists and is not a directory")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ExportError(f"{out_dir}: cannot create it ({exc.strerror or exc})") from None
+    return out_dir
+
+
+# ---- torch.export ----
+
+def dynamic_shapes(model: nn.Module, example: torch.Tensor) -> Tuple[Dict[int, Any]]:
+    """Batch always; the sequence too for models with a block_size (positions exist only up to it)."""
+    from torch.export import Dim
+
+    dims: Dict[int, Any] = {0: Dim("batch", min=1, max=1 << 16)}
+    block = getattr(model, "block_size", None)
+    if isinstance(block, int) and example.dim() == 2 and block > 1:
+        dims[1] = Dim("seq", min=1, max=block)
+    return (dims,)
+
+
+def export_program(model: nn.Module, example: torch.Tensor) -> Tuple[Any, str]:
+    shapes = dynamic_shapes(model, example)
+    names = {0: "batch", 1: "sequence"}
+    program = torch.export.export(model, (example,), dynamic_shapes=shapes)
+    return program, " and ".join(names.get(d, f"dim {d}") for d in shapes[0])
+
+
+def export_model(model: nn.Module, example: torch.Tensor, out_dir: Path, tolerance: float = TOLERANCE) -> Check:
+    """Export your own (Python API) model: `example` is one input batch; checked on it and on its first half."""
+    model.eval()
+    out_dir = prepare_out_dir(Path(out_dir))
+    program, _ = export_program(model, example)
+    path = out_dir / "model.pt2"
+    with fsio.atomic_writer(path, 0o644) as f:
+        torch.export.save(program, f)
+    half = example[: max(1, len(example) // 2)]
+    return check_program(path, model, [(example, example), (half, half)], tolerance)
+
+
+@torch.no_grad()
+def check_program(path: Path, model: nn.Module, batches: List[Tuple[torch.Tensor, Any]], tolerance: float) -> Check:
+    """Load the written file (not the in-memory program) and compare it with `model` on every batch."""
+    loaded = torch.export.load(str(path)).module()
+    worst, n = 0.0, 0
+    for x, _ in batches:
+        worst = max(worst, _max_diff(loaded(x), model(x)))
+        n += len(x)
+    return Check("torch.export", str(path), n, worst, tolerance)
+
+
+def _max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    if a.shape != b.shape:
+        return float("inf")
+    d = (a.float() - b.float()).abs().max().item()
+    return d if d == d else float("inf")  # NaN (a broken program) counts as the worst difference
+
+
+# ---- ONNX ----
+
+def _missing_onnx_modules() -> List[str]:
+    import importlib.util
+
+    return [m for m in ("onnx", "onnxscript") if importlib.util.find_spec(m) is None]
+
+
+@contextlib.contextmanager
+def _quiet_onnx() -> Iterator[None]:
+    """torch.onnx logs a warning per torchvision op it cannot register and prints progress; neither is news."""
+    loggers = [logging.getLogger(n) for n in ("torch.onnx", "torch.onnx._internal.exporter._registration")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+            yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+def export_onnx(model: nn.Module, example: torch.Tensor, path: Path, shapes: Tuple[Dict[int, Any]]) -> None:
+    import warnings
+
+    with _quiet_onnx(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(model, (example,), dynamo=True, dynamic_shapes=shapes, verbose=False)
+        assert program is not None
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            program.save(str(tmp))
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+    fsio.fsync_dir(path.parent)
+
+
+@torch.no_grad()
+def check_onnx(path: Path, model: nn.Module, batches: List[Tuple[torch.Tensor, Any]], tolerance: float) -> Check:
+    import onnx
+
+    onnx.checker.check_model(str(path))  # structurally valid, whatever runs it
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return Check("onnx", str(path), 0, float("nan"), tolerance,
+                     skipped="onnxruntime is not installed (pip install onnxruntime) to run it")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    worst, n = 0.0, 0
+    for x, _ in batches:
+        out = torch.from_numpy(session.run(None, {name: x.numpy()})[0])
+        worst = max(worst, _max_diff(out, model(x)))
+        n += len(x)
+    return Check("onnx", str(path), n, worst, tolerance)
+
+
+def main(run_dir: str, out_dir: str) -> int:
+    """The CLI's `--export`: 0 when every file matched, 1 when one did not, 2 on bad input."""
+    def say(line: str) -> None:
+        print(printable(line), file=sys.stderr, flush=True)
+
+    try:
+        checks = export_run(Path(run_dir), Path(out_dir), say)
+    except ExportError as exc:
+        print(printable(f"hosttune.engine: error: {exc}"), file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(printable(f"hosttune.engine: error: cannot write the export into {out_dir}: {exc.strerror or exc}"),
+              file=sys.stderr)
+        return 2
+    return 0 if all(c.ok for c in checks) else 1
+
