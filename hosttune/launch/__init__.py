@@ -3,7 +3,7 @@
 The package, one concern per module:
 - job.py        the job model: `prepare` (detect once, pick the job's shape, plan every known rank), `Launch`,
                 what --dry-run prints
-- torchrun.py   torchrun's argv taken apart and rewritten to start each rank through the shim
+- torchrun.py   torchrun's argv taken apart; rewritten to start each rank through the shim (--no-python)
 - slurm.py      an srun task's local rank and its node's task count
 - binding.py    CPU/memory binding of this process (sched_setaffinity, set_mempolicy, numactl fallback)
 - handoff.py    launcher -> shim/hook: the payload, its writers and its checked reader
