@@ -11,7 +11,6 @@ import contextlib
 import errno
 import os
 import stat
-import tempfile
 from typing import BinaryIO, Iterator, Union
 
 from hosttune.errors import UserError
@@ -47,6 +46,8 @@ def atomic_writer(path: PathLike, mode: int = 0o644, *, exclusive: bool = False,
     existing file (link(2) never replaces). Raises OSError; the temp file is removed on every failure."""
     p = os.fspath(path)
     d = os.path.dirname(p) or "."
+    import tempfile  # here, not at module level: every rank's hook imports fsio (tempfile costs ~6 ms)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(p)}.", suffix=".tmp", dir=d)  # O_EXCL, random name
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -14,10 +14,12 @@ re-pointed after the check changes nothing.
 
 import os
 import stat
-from pathlib import Path
-from typing import Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
 
 from hosttune.errors import UserError
+
+if TYPE_CHECKING:  # pathlib costs every rank's hook ~4 ms: imported where a Path is made
+    from pathlib import Path
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -172,8 +174,10 @@ def check_path(path: PathLike, what: str, *, kind: str = "file", owners: Optiona
                     f"{'root' if is_root() else 'you'}; fix: {fix_for(why, real, owners)}")
 
 
-def check_root_file(path: PathLike, what: str) -> Path:
+def check_root_file(path: PathLike, what: str) -> "Path":
     """As root: `check_path`; as an ordinary user only the file's type is checked (they can only hurt themselves)."""
+    from pathlib import Path
+
     if is_root():
         return Path(check_path(path, what))
     return Path(path)
