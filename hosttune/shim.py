@@ -82,7 +82,9 @@ def resolve_plan(
     # Plan with the user's own environment: undo what the launcher set for torchrun (its common env), so
     # LD_PRELOAD is not prepended twice and torchrun's OMP_NUM_THREADS is not taken for the user's choice.
     user_env = handoff.users_env((handoff_data or {}).get("touched"), environ)
-    rank_plan = planmod.resolve(facts, prof, local_rank, world, environ=user_env)
+    data = handoff_data or {}
+    rank_plan = planmod.resolve(facts, prof, local_rank, world, environ=user_env,
+                                override=bool(data.get("override")), bound_by=data.get("bound_by"))
     return rank_plan, facts.tools.libnuma, facts.tools.numactl, no_bind
 
 

@@ -121,3 +121,15 @@ def test_shim_on_the_handoff_path_imports_no_planner_detector_or_yaml(tmp_path: 
         assert not loaded & heavy, sorted(loaded & heavy)
     finally:
         handoff.remove(path)
+
+
+@pytest.mark.parametrize("override", [False, True])
+def test_a_rank_planned_again_follows_the_launchers_override(override: bool) -> None:
+    """An elastic world size re-plans inside the rank: `--override` must reach that plan too (profile wins), and
+    without it the caller's own OMP_NUM_THREADS stays."""
+    user = dict(os.environ, OMP_NUM_THREADS="7")
+    job = launch.prepare(["torchrun", "--nproc_per_node=2", "t.py"], environ=user, override=override)
+    assert job.ranks[0].env["OMP_NUM_THREADS"] == ("7" if not override else job.ranks[0].env["OMP_NUM_THREADS"])
+    payload = json.loads(json.dumps(launch.handoff_payload(job, "m")))
+    again = shim.resolve_plan(payload, 0, 3, _torchrun_env(job, user))[0]
+    assert (again.env["OMP_NUM_THREADS"] == "7") is (not override)

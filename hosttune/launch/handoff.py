@@ -84,6 +84,9 @@ def payload(launch: "Launch", marker: str) -> Dict[str, Any]:
         "top_env": dict(launch.env),
         "touched": launch.touched,
         "no_bind": launch.no_bind,
+        # a rank that plans again (a world size not foreseen) follows the same rules as the launcher did
+        "override": bool(getattr(launch, "override", False)),
+        "bound_by": getattr(launch, "bound_by", None),
     }
 
 
