@@ -60,6 +60,9 @@ _HOST_FILES = (
     "/proc/driver/nvidia/version",  # driver loaded, unloaded or upgraded
     "/proc/sys/kernel/hostname",  # generated profiles name the host
 )
+# What says how busy the host is right now: a full path that reads one of these is never recorded (the answer changes
+# from one second to the next, so no key could hold it).
+_LOAD_FILES = frozenset(("/proc/loadavg", "/proc/stat", "/proc/schedstat"))
 _STATUS_KEYS = (b"Cpus_allowed_list:", b"Mems_allowed_list:")  # the cpuset as this process sees it
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 # Audit events after which the window is not a pure computation ending in exec: never recorded.
@@ -509,7 +512,9 @@ class Recorder:
             self.spoil("a path relative to a directory descriptor")
             return
         path = os.path.normpath(os.path.join(os.getcwd(), path))
-        if path.startswith("/sys/fs/cgroup/"):
+        if path in _LOAD_FILES or path.startswith("/proc/pressure/"):
+            self.spoil(f"read {path}: a plan that follows the current load is made afresh every run")
+        elif path.startswith("/sys/fs/cgroup/"):
             self.contents.add(path)  # quota and limits change at run time without any other sign
         elif not (path + "/").startswith(_VOLATILE_ROOTS):
             self.paths.add(path)

@@ -273,3 +273,22 @@ def test_a_users_cache_that_others_could_write_is_ignored(other_user: Any, tmp_p
     settle()
     for _ in range(2):
         assert not replayed(run("--", "true", env=env, cwd=work, py=SYSTEM_PY, runner=as_user))
+
+
+def test_what_the_recorder_keys_and_what_it_refuses() -> None:
+    """/sys/fs/cgroup by content, other paths by stat, the rest of /proc and /sys by the digest's own list; a read of
+    the host's current load means the plan changes by the second: never recorded."""
+    rec = execcache.Recorder(["--", "true"], "/nonexistent/entry", b"d" * 32)
+    rec.saw("/sys/fs/cgroup/cpu.max")
+    rec.saw("/etc/hosts")
+    rec.saw("/proc/meminfo")
+    rec.saw(b"/usr/lib/x86_64-linux-gnu")
+    rec.saw("/etc", listed=True)
+    assert rec.contents == {"/sys/fs/cgroup/cpu.max"} and rec.listed == {"/etc"}
+    assert rec.paths == {"/etc/hosts", "/usr/lib/x86_64-linux-gnu", "/etc"} and rec.spoiled is None
+    rec.saw("x", dir_fd=3)
+    assert rec.spoiled is not None and "descriptor" in rec.spoiled
+    for path in ("/proc/loadavg", "/proc/stat", "/proc/pressure/cpu"):
+        rec = execcache.Recorder(["--", "true"], "/nonexistent/entry", b"d" * 32)
+        rec.saw(path)
+        assert rec.spoiled is not None and "load" in rec.spoiled, path
