@@ -1,0 +1,135 @@
+"""`python -m hosttune.engine --export DIR --run-dir RUN` (issue 14): the last checkpoint as a torch.export program
+(and ONNX with onnxscript), read back and compared with the checkpoint's model on validation samples within a
+stated tolerance; a tampered export fails the comparison; bad input is one line and exit 2. (The export of a
+shard=fsdp run is in test_engine_shard.py, next to the run it exports.)"""
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_engine_integration import env  # noqa: E402
+
+from hosttune.engine import export  # noqa: E402
+from hosttune.engine.__main__ import main  # noqa: E402
+from hosttune.engine.data import CharText  # noqa: E402
+from hosttune.engine.models import GPT  # noqa: E402
+
+TINY = ["--preset", "gpt-tiny", "--set", "n_layer=1", "--set", "n_embd=32", "--set", "n_head=2",
+        "--set", "block_size=16", "--set", "micro_batch_size=4", "--set", "warmup_steps=1", "--set", "steps=3",
+        "--set", "eval_batches=1", "--set", "amp=off", "--set", "device=cpu", "--set", "ckpt_interval=2"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 1-rank gpt-tiny run in-process (checkpoints at steps 2 and 3)."""
+    cwd = tmp_path_factory.mktemp("export")
+    assert main([*TINY, "--run-dir", str(cwd / "run")]) == 0
+    return cwd / "run"
+
+
+def checkpoint_model(run_dir: Path) -> GPT:
+    """The run's last checkpoint loaded independently of export.py."""
+    state = torch.load(run_dir / "checkpoints" / "step-0000003" / "state.pt", weights_only=True)
+    model = GPT(64, 16, 1, 2, 32)
+    model.load_state_dict(state["model"])
+    return model.eval()
+
+
+def test_cli_export_writes_a_program_that_matches_the_checkpoint(trained: Path, tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "hosttune.engine", "--export", str(tmp_path / "out"),
+                        "--run-dir", str(trained)], env=env(), capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "step-0000003 (step 3) -> " in r.stderr
+    assert "export check: torch.export: 16 validation samples, max abs diff" in r.stderr
+    assert "(tolerance 1e-05): ok" in r.stderr
+    report = json.loads((tmp_path / "out" / "export.json").read_text())
+    assert report["step"] == 3 and all(c["ok"] for c in report["checks"])
+    if importlib.util.find_spec("onnxscript") and importlib.util.find_spec("onnxruntime"):
+        assert "export check: onnx: 16 validation samples, max abs diff" in r.stderr
+        assert "(tolerance 0.0001): ok" in r.stderr and (tmp_path / "out" / "model.onnx").stat().st_size > 10_000
+        assert [c["format"] for c in report["checks"]] == ["torch.export", "onnx"]
+    else:
+        assert "ONNX skipped" in r.stderr
+    # Our own check of the file: load it, run it on validation windows of other batch sizes and lengths than the
+    # example it was traced with (dynamic batch and sequence), compare with the checkpoint's model.
+    program = torch.export.load(str(tmp_path / "out" / "model.pt2")).module()
+    model = checkpoint_model(trained)
+    val = CharText(16, "val")
+    for batch, length in ((1, 16), (7, 16), (3, 5)):
+        x = torch.stack([val[i][0][:length] for i in range(batch)])
+        with torch.no_grad():
+            assert (program(x) - model(x)).abs().max().item() <= export.TOLERANCE
+
+
+def test_without_onnxscript_onnx_is_skipped_in_one_line(trained: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.setattr(export, "_missing_onnx_modules", lambda: ["onnxscript"])
+    assert main(["--export", str(tmp_path / "out"), "--run-dir", str(trained)]) == 0
+    err = capsys.readouterr().err
+    assert "ONNX skipped: torch.onnx.export(dynamo=True) needs onnxscript (pip install onnxscript)" in err
+    assert not (tmp_path / "out" / "model.onnx").exists() and (tmp_path / "out" / "model.pt2").exists()
+
+
+def test_a_tampered_export_fails_the_comparison(trained: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(export, "_missing_onnx_modules", lambda: ["onnxscript"])  # torch.export is the subject
+    export.export_run(trained, tmp_path / "out", lambda line: None)
+    path = tmp_path / "out" / "model.pt2"
+    program = torch.export.load(str(path))
+    with torch.no_grad():
+        program.state_dict["blocks.0.mlp.0.weight"].add_(1e-3)  # one layer nudged: a stale or edited file
+    torch.export.save(program, str(path))
+    model = checkpoint_model(trained)
+    batches = export.validation_batches(CharText(16, "val"), export.SAMPLES)
+    check = export.check_program(path, model, batches, export.TOLERANCE)
+    assert not check.ok and check.max_abs_diff > export.TOLERANCE
+    assert "FAILED: outputs differ" in export.check_line(check)
+
+
+def test_cli_fails_when_a_check_fails(trained: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.setattr(export, "TOLERANCE", -1.0)  # an impossible bound: every comparison fails
+    monkeypatch.setattr(export, "_missing_onnx_modules", lambda: ["onnxscript"])
+    assert main(["--export", str(tmp_path / "out"), "--run-dir", str(trained)]) == 1
+    assert "FAILED: outputs differ from the checkpoint's model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--export", "OUT"], "--export needs --run-dir RUN"),
+    (["--export", "OUT", "--run-dir", "RUN", "--set", "steps=3"], "--export takes only --run-dir"),
+    (["--export", "OUT", "--run-dir", "nope"], "nope: no such run directory"),
+    (["--export", "OUT", "--run-dir", "empty"], "empty/checkpoints: no checkpoint to export"),
+    (["--export", "OUT", "--run-dir", "broken"], "no usable checkpoint in broken/checkpoints: step-0000001"),
+    (["--export", "OUT", "--preset", "gpt-tiny"], "not allowed with argument"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv: list, message: str, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "broken" / "checkpoints" / "step-0000001").mkdir(parents=True)
+    (tmp_path / "broken" / "checkpoints" / "step-0000001" / "state.pt").write_bytes(b"PK\x03\x04 truncated")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 + ("broken" in argv), err
+    assert "Traceback" not in err
+
+
+def test_a_custom_model_run_is_refused_with_the_python_way(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from hosttune.engine.api import fit
+
+    x = torch.randn(32, 4)
+    data = torch.utils.data.TensorDataset(x, (x[:, 0] > 0).long())
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    fit(model, data, torch.nn.functional.cross_entropy, steps=2, micro_batch_size=4, warmup_steps=1, device="cpu",
+        amp="off", run_dir=str(tmp_path / "run"))
+    assert main(["--export", str(tmp_path / "out"), "--run-dir", str(tmp_path / "run")]) == 2
+    assert "export_model(model, example, out_dir)" in capsys.readouterr().err
+    check = export.export_model(model, x[:8], tmp_path / "own")  # ... which works
+    assert check.ok and (tmp_path / "own" / "model.pt2").exists()
