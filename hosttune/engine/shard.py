@@ -145,17 +145,16 @@ def load(model: nn.Module, optimizer: torch.optim.Optimizer, where: Path) -> Non
     # DCP loads into existing tensors: AdamW's state is created by one zero-gradient step at lr 0 (what DCP's
     # own get_state_dict does).
     _init_optim_state(local_optimizer(optimizer))
-    state = {"model": get_model_state_dict(model), "optim": optimizer_state(model, optimizer)}
-    _dcp_load(state, where)
-    set_model_state_dict(model, state["model"])
+    msd = get_model_state_dict(model)
+    _dcp_load({"model": msd, "optim": optimizer_state(model, optimizer)}, where)
+    set_model_state_dict(model, msd)
 
 
 def load_model(model: nn.Module, where: Path) -> None:
     """The model alone, full (unsharded) on this process: for export. No process group needed."""
     msd = get_model_state_dict(model)
-    state = {"model": msd}
-    _dcp_load(state, where)
-    set_model_state_dict(model, state["model"])
+    _dcp_load({"model": msd}, where)  # in place: DCP fills the tensors it is given
+    set_model_state_dict(model, msd)
 
 
 def _dcp_load(state: Dict[str, Any], where: Path) -> None:
