@@ -20,6 +20,7 @@ import os
 import pwd
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -234,8 +235,15 @@ def test_deb_metadata_and_layout(pkgs: Dict[str, Path]) -> None:
                  "/lib/systemd/system/hosttune-tune-reapply.service",
                  "/usr/share/bash-completion/completions/hosttune", "/usr/share/man/man1/hosttune.1.gz",
                  "/usr/share/doc/hosttune/changelog.gz", "/usr/share/doc/hosttune/copyright",
-                 "/usr/share/doc/hosttune/LICENSE.nvidia-ml-py"):
+                 "/usr/share/doc/hosttune/LICENSE.nvidia-ml-py", "/usr/share/man/man5/monitor.yaml.5.gz",
+                 "/usr/share/zsh/vendor-completions/_hosttune", "/usr/share/fish/vendor_completions.d/hosttune.fish",
+                 "/usr/share/hosttune/node-problem-detector/hosttune-doctor.json",
+                 "/usr/share/hosttune/slurm/hosttune-healthcheck", f"{site}/commands/train_rank.py"):
         assert path in files, f"{path} missing from the .deb"
+    assert re.search(r"^-rwxr-xr-x root/root .* \./usr/share/hosttune/slurm/hosttune-healthcheck$", listing, flags=re.M)
+    lock = dict(line.split("=", 1) for line in (REPO / "packaging" / "nvidia-ml-py.lock").read_text().splitlines()
+                if line and not line.startswith("#"))
+    assert f"nvidia-ml-py {lock['version']}" in " ".join(info.split())  # the vendored bindings, named
     profiles = committed_profiles(str(pkgs["commit"]))
     assert profiles and all(f"/usr/share/hosttune/profiles/{p}" in files for p in profiles)
     assert not any("__pycache__" in f or f.endswith(".pyc") for f in files)
@@ -266,15 +274,25 @@ def test_rpm_metadata_and_layout(pkgs: Dict[str, Path]) -> None:
                  "/usr/lib/systemd/system/hosttune-tune-reapply.path",
                  "/usr/lib/systemd/system/hosttune-tune-reapply.service",
                  "/usr/share/bash-completion/completions/hosttune", "/usr/share/hosttune/profiles",
-                 "/usr/share/licenses/hosttune/LICENSE.nvidia-ml-py", "/etc/hosttune"):
+                 "/usr/share/licenses/hosttune/LICENSE.nvidia-ml-py", "/etc/hosttune",
+                 "/usr/share/man/man5/monitor.yaml.5.gz", "/usr/share/zsh/site-functions/_hosttune",
+                 "/usr/share/fish/vendor_completions.d/hosttune.fish", "/usr/share/hosttune/slurm/hosttune-healthcheck",
+                 "/usr/share/hosttune/node-problem-detector/hosttune-doctor.json"):
         assert path in files, f"{path} missing from the .rpm"
+    lock = dict(line.split("=", 1) for line in (REPO / "packaging" / "nvidia-ml-py.lock").read_text().splitlines()
+                if line and not line.startswith("#"))
+    provides = sh(["rpm", "-qp", "--provides", rpm]).stdout.splitlines()
+    assert f"bundled(python3-nvidia-ml-py) = {lock['version']}" in provides, provides
     assert not any("__pycache__" in f or f.endswith(".pyc") for f in files)
     assert not any(f.startswith("/lib/") for f in files)
     scripts = sh(["rpm", "-qp", "--scripts", rpm]).stdout
     for section in ("postinstall scriptlet", "preuninstall scriptlet", "postuninstall scriptlet"):
         assert section in scripts
     assert "systemctl stop hosttune-monitor.service" in scripts and "enable --now" not in scripts
-    assert not re.search(r"systemctl (--\S+ )*(enable|start|preset)", scripts), scripts  # installing enables nothing
+    assert not re.search(r"systemctl (--\S+ )*(enable|start)", scripts), scripts  # installing enables nothing itself
+    # %systemd_post's preset, on first install only: the distribution's (or the admin's) preset policy decides
+    post = scripts.split("postinstall scriptlet", 1)[1].split("scriptlet", 1)[0]
+    assert re.search(r'if \[ "\$1" -eq 1 \][^\n]*\n(\s*#[^\n]*\n)*\s*systemctl --no-reload preset \$UNITS', post), post
     changelog = sh(["rpm", "-qp", "--changelog", rpm]).stdout
     assert re.search(r"^\* .* - " + re.escape(f"{pkgs['version']}-1") + "$", changelog, flags=re.M), changelog
 
@@ -292,7 +310,10 @@ def test_vendored_pynvml_matches_pinned_wheel(pkgs: Dict[str, Path], tmp_path: P
     sh(["dpkg-deb", "-x", str(pkgs["deb"]), str(tmp_path)])
     assert (tmp_path / "usr/lib/python3/dist-packages/hosttune/_vendor/pynvml.py").read_bytes() == expected
     man = gzip.decompress((tmp_path / "usr/share/man/man1/hosttune.1.gz").read_bytes()).decode()
-    assert man.startswith(".TH HOSTTUNE 1")
+    assert ".TH HOSTTUNE 1" in man and ".SH ENVIRONMENT" in man and "\\fBHOSTTUNE_PYTHON\\fR" in man
+    assert f'"hosttune {pkgs["version"]}"' in man  # generated at build time from the snapshot's CLI
+    man5 = gzip.decompress((tmp_path / "usr/share/man/man5/monitor.yaml.5.gz").read_bytes()).decode()
+    assert man5.startswith(".TH MONITOR.YAML 5") and "\\fBtextfile_dir\\fR" in man5
 
 
 def complete(script: Path, line: str) -> List[str]:
@@ -314,6 +335,7 @@ def test_bash_completion_follows_the_cli(pkgs: Dict[str, Path], tmp_path: Path) 
     assert complete(script, "hosttune profile generate --ba") == ["--base"]
     assert complete(script, "hosttune doctor --root /tmp --js") == ["--json"]
     assert complete(script, "hosttune exec --profile p.yaml -- torchrun --nproc") == []
+    assert "bash" in complete(script, "hosttune exec --profile p.yaml -- bas")  # the command after `--`
     assert "--interval" in complete(script, "hosttune monitor --")
 
 
@@ -447,6 +469,47 @@ def test_debian12_install_run_purge(pkgs: Dict[str, Path], tmp_path: Path) -> No
                                    "/etc/systemd/system/hosttune-tune.service",
                                    "/etc/systemd/system/hosttune-monitor.service"])
         assert left == [], f"left after purge: {left}"
+
+
+def test_deb_train_finds_the_torch_of_a_venv(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+    """The .deb runs hosttune on /usr/bin/python3, which has no torch: `train` says what to install (exit 2, one
+    line); with `--python` of a venv that has torch it trains, printing a progress line per log interval into a
+    pipe. The venv's torch is this machine's, bind-mounted read-only into the root (same Python minor as bookworm's)
+    and put on the venv's path with a .pth file: no copy of torch, no download."""
+    torch = pytest.importorskip("torch")
+    site = Path(torch.__file__).resolve().parent.parent
+    with debian_root("bookworm", tmp_path) as root:
+        apt_install(root, str(pkgs["deb"]))
+        minor = root.run(["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]).stdout.strip()
+        if minor != f"{sys.version_info[0]}.{sys.version_info[1]}":
+            pytest.skip(f"this machine's torch is for Python {sys.version_info[:2]}, bookworm's python3 is {minor}")
+        args = ["--nproc", "1", "--preset", "gpt-tiny", "--set", "steps=4", "--set", "log_interval=2",
+                "--run-dir", "/tmp/run"]
+        none = root.run(["/usr/bin/hosttune", "train", *args], check=False)
+        err = none.stderr.strip().splitlines()
+        assert none.returncode == 2 and len(err) == 1 and "Traceback" not in none.stderr, none.stderr
+        assert "no interpreter with torch" in err[0] and "/usr/bin/python3" in err[0] and "--python" in err[0]
+
+        mnt = root.path / "opt" / "host-site"
+        mnt.mkdir(parents=True)
+        sh(["mount", "--bind", "-o", "ro", str(site), str(mnt)])
+        root.mounted.append(mnt)
+        root.run(["python3", "-m", "venv", "--without-pip", "/opt/torchvenv"])
+        # torchrun --standalone meets at localhost and its agent advertises the host name: minbase has no
+        # /etc/hosts, so write the one Debian's installer writes (the chroot shares this machine's host name)
+        (root.path / "etc" / "hosts").write_text(f"127.0.0.1\tlocalhost\n127.0.1.1\t{socket.gethostname()}\n"
+                                                 "::1\tlocalhost ip6-localhost ip6-loopback\n")
+        pth = root.path / "opt" / "torchvenv" / "lib" / f"python{minor}" / "site-packages" / "host-site.pth"
+        pth.write_text("/opt/host-site\n")
+        started = time.monotonic()
+        run = root.run(["/usr/bin/hosttune", "train", "--python", "/opt/torchvenv/bin/python", *args], check=False,
+                       timeout=300)
+        print(f"train through the .deb took {time.monotonic() - started:.1f}s")
+        assert run.returncode == 0, run.stdout + run.stderr
+        progress = [line for line in run.stderr.splitlines() if line.startswith("hosttune.engine: step ")]
+        assert [line.split(" loss ")[0] for line in progress] == ["hosttune.engine: step 2/4",
+                                                                   "hosttune.engine: step 4/4"], run.stderr
+        assert (root.path / "tmp" / "run" / "metrics.jsonl").is_file()
 
 
 def test_deb_upgrade_keeps_edited_conffile(pkgs: Dict[str, Path], tmp_path: Path) -> None:
