@@ -293,7 +293,17 @@ def test_torchrun_ranks_keep_the_users_env_or_override_it(fake_nvml: Any, tmp_pa
             proc.communicate()
     assert proc.returncode == 0, stderr
     assert len(ranks) == 2, stderr
-    for renv in ranks:
+    # A Python rank applies its plan inside the interpreter (the per-rank hook), which /proc/PID/environ (the
+    # environment the rank was started with) does not show: the thread and allocator variables are the ones each
+    # rank reported from its own os.environ; LD_PRELOAD must already be in the start environment to work at all.
+    reports = {}
+    for f in out.glob("rank-*.json"):
+        rep = json.loads(f.read_text())
+        reports[rep["local_rank"]] = rep["env"]
+    assert sorted(reports) == ["0", "1"], stderr
+    for started, renv in zip(ranks, [reports["0"], reports["1"]]):
+        if "LD_PRELOAD" in started:
+            renv = dict(renv, LD_PRELOAD=started["LD_PRELOAD"])
         if override:
             assert renv["OMP_NUM_THREADS"] != "3" and renv["MKL_NUM_THREADS"] == renv["OMP_NUM_THREADS"]
             assert renv[CUDA] == renv[GENERIC] == "expandable_segments:True"

@@ -34,7 +34,8 @@ def report(extra):
         "affinity": sorted(os.sched_getaffinity(0)),
         "mems_allowed": status.get("Mems_allowed_list"),
         "mempolicy": policy,
-        "env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "MKL_", "HOSTTUNE_", "MALLOC_"))
+        "env": {k: v for k, v in os.environ.items()
+                if k.startswith(("OMP_", "MKL_", "HOSTTUNE_", "MALLOC_", "PYTORCH_"))
                 or k in ("LD_PRELOAD", "LOCAL_WORLD_SIZE")},
         "jemalloc_mapped": "libjemalloc" in maps,
         "argv": sys.argv,
