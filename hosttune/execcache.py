@@ -359,6 +359,9 @@ def _replay(entry: Tuple[Any, ...], path: str) -> bool:
         sys.stderr.write(err)
         sys.stderr.flush()
     explain(f"replayed {path}")
+    from hosttune.sigexec import default_handlers_for_exec
+
+    default_handlers_for_exec()
     try:
         os.execve(exe, list(argv), env)
     except OSError:

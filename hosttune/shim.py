@@ -29,6 +29,7 @@ from hosttune.errors import UserError
 from hosttune.launch import handoff, rankvars
 from hosttune.launch.binding import bind_self
 from hosttune.policy import names
+from hosttune.sigexec import default_handlers_for_exec
 
 
 def _say(msg: str) -> None:
@@ -156,6 +157,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             _say(f"rank {local_rank}: {note}")
         if binding.prefix:
             args = [*binding.prefix, "--", *args]
+    default_handlers_for_exec()  # a signal caught just now is acted on, not lost in the exec
     try:
         os.execvpe(args[0], args, env)
     except FileNotFoundError:

@@ -185,4 +185,7 @@ def cmd(nproc: int, profile: Optional[str], python: Optional[str], dry_run: bool
     sys.stderr.flush()
     # Replace this process: signals from the terminal or a scheduler reach exec directly, and its exit code
     # (the job's) becomes ours with nothing in between.
+    from hosttune.sigexec import default_handlers_for_exec
+
+    default_handlers_for_exec()
     os.execv(argv[0], argv)

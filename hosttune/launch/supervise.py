@@ -24,6 +24,7 @@ from hosttune.launch.job import Launch
 from hosttune.launch.procfs import alive, marked_processes
 from hosttune.launch.verify import RankCheck, verify_pass, verify_report
 from hosttune.policy import names
+from hosttune.sigexec import default_handlers_for_exec
 
 DEFAULT_GRACE_S = 40.0  # torchrun waits 30 s for its workers after SIGTERM before SIGKILL; give it that and more
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -104,6 +105,7 @@ def run(launch: Launch, *, verify: bool = False) -> int:
             exe = binding.prefix[0]
     if not verify:
         sys.stdout.flush()
+        default_handlers_for_exec()  # a Ctrl-C caught just now is acted on, not lost in the exec
         try:
             os.execve(exe, argv, env)
         except OSError as exc:
