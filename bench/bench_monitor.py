@@ -12,8 +12,10 @@ Three processes run side by side for the same wall time (each is charged only it
   - the baseline: a loop that forks one `cat /proc/meminfo /proc/loadavg /proc/stat` per sample, the
     "nvidia-smi every second" pattern with the cheapest possible child.
 Startup is excluded: counting starts after the first sample is written. Goal: < 0.5 % of one core, < 40 MB RSS.
-The textfile goes to a tmpfs (/dev/shm), as the unit's /run/hosttune is one: on ext4, replacing a file by rename
-forces its data out first (auto_da_alloc), which alone cost 0.7-4 ms per sample on this machine.
+The textfile goes to a tmpfs (/dev/shm) here, to measure the sampler rather than the disk. The unit writes it to
+/var/lib/hosttune/textfile (persistent, so node_exporter still reads a valid file after a stop): on ext4, replacing
+a file by rename forces its data out first (auto_da_alloc), measured at 4.1 ms wall and 0.33 ms CPU per write on
+this machine against 0.26 and 0.08 ms on tmpfs; at one write per sample interval that is noise.
 """
 
 import json
