@@ -99,7 +99,7 @@ def test_sharded_runs_learn_like_ddp_and_checkpoint_through_dcp(runs: Path, mode
     last = runs / mode / "checkpoints" / "step-0000008"
     state = torch.load(last / "state.pt", weights_only=True)
     assert state["shard"] == mode and state["model"] == {} and state["optimizer"] == {}  # they live in dcp/
-    meta = shard.SafeReader(str(last / "dcp")).read_metadata()
+    meta = shard.safe_reader(last / "dcp").read_metadata()
     qkv = meta.state_dict_metadata["model.blocks.0.attn.qkv.weight"]
     # FSDP: every parameter is split between the ranks' files; ZeRO: parameters are whole, the AdamW state of
     # each parameter is held (and written) by one rank only.

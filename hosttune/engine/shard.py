@@ -18,6 +18,7 @@ directory is input like any other, so both go through allow-lists here (`SafeRea
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import pickle
 import warnings
@@ -25,14 +26,15 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
 import torch
-import torch.distributed.checkpoint as dcp
 from torch import nn
-from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
-from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
 
 from hosttune.fsio import fsync_dir
 
 from .checkpoint import SHARDED_DIR as DCP_DIR  # inside step-N/
+
+# torch.distributed.checkpoint is imported only where it is used, never with this module: importing it (with FSDP
+# and DTensor behind it) made 2 of 5 plain DDP gloo runs hang at exit here - ProcessGroupGloo's destructor joins
+# its worker thread with the GIL held while that thread waits for the GIL to free a finished work's tensor.
 
 SHARDED = ("zero1", "fsdp")
 
@@ -127,6 +129,9 @@ def optimizer_state(model: nn.Module, optimizer: torch.optim.Optimizer) -> Dict[
 
 def save(model: nn.Module, optimizer: torch.optim.Optimizer, where: Path) -> None:
     """Collective: every rank writes its shard of the model and optimizer into `where` (fsynced)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict
+
     state = {"model": get_model_state_dict(model), "optim": optimizer_state(model, optimizer)}
     try:
         with _one_process_quiet():
@@ -140,7 +145,11 @@ def load(model: nn.Module, optimizer: torch.optim.Optimizer, where: Path) -> Non
     """Collective: read model and optimizer from `where`, resharded for this run's ranks, in place. Raises
     RuntimeError when the checkpoint does not fit (the caller words it). The optimizer's hyperparameters are not
     in the checkpoint: they come from the config and the LR scheduler's state."""
-    from torch.distributed.checkpoint.state_dict import _init_optim_state
+    from torch.distributed.checkpoint.state_dict import (
+        _init_optim_state,
+        get_model_state_dict,
+        set_model_state_dict,
+    )
 
     # DCP loads into existing tensors: AdamW's state is created by one zero-gradient step at lr 0 (what DCP's
     # own get_state_dict does).
@@ -152,15 +161,20 @@ def load(model: nn.Module, optimizer: torch.optim.Optimizer, where: Path) -> Non
 
 def load_model(model: nn.Module, where: Path) -> None:
     """The model alone, full (unsharded) on this process: for export. No process group needed."""
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
+
     msd = get_model_state_dict(model)
     _dcp_load({"model": msd}, where)  # in place: DCP fills the tensors it is given
     set_model_state_dict(model, msd)
 
 
 def _dcp_load(state: Dict[str, Any], where: Path) -> None:
+    import torch.distributed.checkpoint as dcp
+
+    reader, planner = _safe_classes()
     try:
         with _one_process_quiet():
-            dcp.load(state, storage_reader=SafeReader(str(where)), planner=SafePlanner())
+            dcp.load(state, storage_reader=reader(str(where)), planner=planner())
     except BaseException as exc:  # noqa: BLE001 - CheckpointException is a BaseException; one line for the user
         inner = _first_failure(exc)
         first = (str(inner).strip().splitlines() or [type(inner).__name__])[0]
@@ -208,31 +222,39 @@ class _Unpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a checkpoint's metadata")
 
 
-class SafeReader(dcp.FileSystemReader):
-    """FileSystemReader whose `.metadata` may only name DCP's own metadata classes (and torch's dtypes/sizes):
-    a planted pickle is refused instead of run."""
-
-    def read_metadata(self, *args: Any, **kwargs: Any) -> Any:
-        path = Path(str(self.path)) / ".metadata"
-        with open(path, "rb") as f:
-            metadata = _Unpickler(f).load()
-        if getattr(metadata, "storage_meta", None) is None:
-            from torch.distributed.checkpoint.metadata import StorageMeta
-
-            metadata.storage_meta = StorageMeta()
-        metadata.storage_meta.load_id = self.load_id
-        return metadata
+def safe_reader(path: Path) -> Any:
+    """A DCP FileSystemReader for `path` whose `.metadata` may only name DCP's own metadata classes (and torch's
+    dtypes/sizes): a planted pickle is refused instead of run."""
+    return _safe_classes()[0](str(path))
 
 
-class SafePlanner(DefaultLoadPlanner):
-    """Non-tensor values (the optimizer's lr, betas, ...) are loaded with weights_only=True."""
+@functools.lru_cache(maxsize=None)
+def _safe_classes() -> Any:
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
 
-    def load_bytes(self, read_item: Any, value: io.BytesIO) -> None:
-        obj = torch.load(value, weights_only=True)
-        if self.flatten_state_dict:
-            from torch.distributed.checkpoint._traverse import set_element
+    class SafeReader(dcp.FileSystemReader):
+        def read_metadata(self, *args: Any, **kwargs: Any) -> Any:
+            path = Path(str(self.path)) / ".metadata"
+            with open(path, "rb") as f:
+                metadata = _Unpickler(f).load()
+            if getattr(metadata, "storage_meta", None) is None:
+                from torch.distributed.checkpoint.metadata import StorageMeta
 
-            set_element(self.original_state_dict, self.mappings[read_item.dest_index.fqn], obj)
-        else:
-            self.state_dict[read_item.dest_index.fqn] = obj
+                metadata.storage_meta = StorageMeta()
+            metadata.storage_meta.load_id = self.load_id
+            return metadata
 
+    class SafePlanner(DefaultLoadPlanner):
+        """Non-tensor values are loaded with weights_only=True (DCP's own planner unpickles them)."""
+
+        def load_bytes(self, read_item: Any, value: io.BytesIO) -> None:
+            obj = torch.load(value, weights_only=True)
+            if self.flatten_state_dict:
+                from torch.distributed.checkpoint._traverse import set_element
+
+                set_element(self.original_state_dict, self.mappings[read_item.dest_index.fqn], obj)
+            else:
+                self.state_dict[read_item.dest_index.fqn] = obj
+
+    return SafeReader, SafePlanner
