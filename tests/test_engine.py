@@ -82,7 +82,7 @@ def test_bad_config_cli_exits_2_with_one_line(tmp_path: Path) -> None:
         (["--config", str(bad_yaml)], f"{bad_yaml}:2: not valid YAML"),  # the one YAML loader's format
         (["--config", str(unknown)], f"{unknown}: unknown key 'warmup' (did you mean 'warmup_steps'?)"),
         (["--preset", "gpt-tiny", "--profile-steps", "x"], "profile_steps must be WAIT,WARMUP,ACTIVE"),
-        ([], "one of the arguments --preset --config is required"),
+        ([], "one of the arguments --preset --config --export is required"),
     ]
     for args, message in cases:
         r = engine(*args, cwd=tmp_path)
