@@ -485,6 +485,8 @@ def build(cfg: Config, task: Task, rt: Runtime) -> Trainer:
     scaler_cls = getattr(torch.amp, "GradScaler", None)  # torch >= 2.3; torch.cuda.amp's before
     scaler = (scaler_cls("cuda", enabled=rt.amp_dtype == torch.float16) if scaler_cls is not None
               else torch.cuda.amp.GradScaler(enabled=rt.amp_dtype == torch.float16))
+    if rt.amp_dtype == torch.float16 and cfg.shard == "fsdp" and rt.world > 1:
+        scaler = shard.grad_scaler(rt.device.type)  # overflow in one rank's shard must skip the step on all
     state = TrainState(model, optimizer, scheduler, scaler, data.loader_gen, shard=cfg.shard)
     trainer = Trainer(state, wrapped, sync_model, data, channels_last, flops, peak)
     seed_all(cfg.seed + rt.rank)  # per-rank streams: different dropout masks on each rank
