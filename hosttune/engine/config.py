@@ -127,7 +127,8 @@ class Config:
         _check(self.shard in SHARD_MODES, f"shard must be one of {', '.join(SHARD_MODES)}, got {brief(self.shard)}")
         _check(self.offload in OFFLOAD_MODES,
                f"offload must be one of {', '.join(OFFLOAD_MODES)}, got {brief(self.offload)}")
-        _check(self.offload == "none" or self.shard == "fsdp", "offload=cpu needs shard=fsdp (it offloads FSDP's shards)")
+        _check(self.offload == "none" or self.shard == "fsdp",
+               "offload=cpu needs shard=fsdp (it offloads FSDP's shards)")
         _check(self.data in DATA_KINDS, f"data must be one of {', '.join(DATA_KINDS)}, got {brief(self.data)}")
         _check(self.data == "windows" or self.model == "gpt-tiny",
                f"data={self.data} applies to gpt-tiny (the Python API takes your own dataset)")

@@ -255,26 +255,33 @@ def run(cfg: Config, task: Task) -> Dict[str, Any]:
 
 def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
     rt = setup(cfg)
+    finished = False
     try:
-        trainer = build(cfg, task, rt)
-        metrics = Metrics(rt.run_dir, rt.rank == 0, cfg.steps, 0)
-        resumed_from = load_checkpoint(trainer.state, cfg, rt, metrics, trainer.data.epoch_len)
-        if rt.rank == 0 and resumed_from is None:
-            metrics.write({"event": "start", "world_size": rt.world, "device": str(rt.device),
-                           "amp": str(rt.amp_dtype).replace("torch.", "") if rt.amp_dtype else "off",
-                           "deterministic": rt.deterministic, "channels_last": trainer.channels_last,
-                           "loader": trainer.data.settings.__dict__, "config": cfg.to_dict(), **task.notes})
-        result = train_loop(cfg, task, rt, trainer, metrics, stop)
-        if resumed_from is None or trainer.state.step > resumed_from:  # the final (or the SIGTERM) checkpoint
-            save_checkpoint(trainer.state, cfg, rt)  # (a finished run resumed again has nothing new to save)
-        summary = summarize(cfg, task, rt, trainer, result)
-        metrics.write(summary)
-        metrics.close()
-        if rt.rank == 0:
-            print(summary_line(summary), file=sys.stderr, flush=True)
+        summary = _train(cfg, task, rt, stop)  # everything holding the process group (DDP) is freed on return
+        finished = True
         return summary
     finally:
-        teardown(rt)
+        teardown(rt, finished)
+
+
+def _train(cfg: Config, task: Task, rt: Runtime, stop: Dict[str, bool]) -> Dict[str, Any]:
+    trainer = build(cfg, task, rt)
+    metrics = Metrics(rt.run_dir, rt.rank == 0, cfg.steps, 0)
+    resumed_from = load_checkpoint(trainer.state, cfg, rt, metrics, trainer.data.epoch_len)
+    if rt.rank == 0 and resumed_from is None:
+        metrics.write({"event": "start", "world_size": rt.world, "device": str(rt.device),
+                       "amp": str(rt.amp_dtype).replace("torch.", "") if rt.amp_dtype else "off",
+                       "deterministic": rt.deterministic, "channels_last": trainer.channels_last,
+                       "loader": trainer.data.settings.__dict__, "config": cfg.to_dict(), **task.notes})
+    result = train_loop(cfg, task, rt, trainer, metrics, stop)
+    if resumed_from is None or trainer.state.step > resumed_from:  # the final (or the SIGTERM) checkpoint
+        save_checkpoint(trainer.state, cfg, rt)  # (a finished run resumed again has nothing new to save)
+    summary = summarize(cfg, task, rt, trainer, result)
+    metrics.write(summary)
+    metrics.close()
+    if rt.rank == 0:
+        print(summary_line(summary), file=sys.stderr, flush=True)
+    return summary
 
 
 # ---- setup: where and how this rank runs ----
@@ -378,8 +385,15 @@ def setup(cfg: Config) -> Runtime:
     return rt
 
 
-def teardown(rt: Runtime) -> None:
-    """Destroy the process group if the engine created it; a group the caller made is the caller's."""
+def teardown(rt: Runtime, finished: bool = False) -> None:
+    """Destroy the process group if the engine created it; a group the caller made is the caller's.
+
+    After a finished run every rank first meets in a barrier. Its wait releases the GIL, so gloo's worker threads
+    can drop the last collectives' tensors (which needs the GIL) before the group's destructor joins those threads
+    while holding it: without that, a rank could hang forever at exit (seen under load, torch 2.13).
+    """
+    if finished and rt.world > 1 and dist.is_initialized():
+        rt.barrier()
     if rt.flag_group is not None and rt.flag_group is not dist.group.WORLD and dist.is_initialized():
         dist.destroy_process_group(rt.flag_group)
     rt.flag_group = None
