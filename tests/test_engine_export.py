@@ -133,3 +133,10 @@ def test_a_custom_model_run_is_refused_with_the_python_way(tmp_path: Path, capsy
     assert "export_model(model, example, out_dir)" in capsys.readouterr().err
     check = export.export_model(model, x[:8], tmp_path / "own")  # ... which works
     assert check.ok and (tmp_path / "own" / "model.pt2").exists()
+
+
+def test_hosttune_train_refuses_export_which_is_one_process() -> None:
+    from hosttune.engine.__main__ import check_args
+
+    assert "run it as one process" in check_args(["--export", "OUT", "--run-dir", "RUN"])
+    assert check_args(["--export", "OUT"]) == "--export needs --run-dir RUN (the run whose last checkpoint to export)"

@@ -49,8 +49,9 @@ def check_args(argv: List[str]) -> Optional[str]:
         args = parser().parse_args(argv)
     except ArgError as exc:
         return str(exc)
-    if args.export is not None:
-        return _export_usage(args)
+    if args.export is not None:  # `hosttune train` would run it on every rank at once
+        return (_export_usage(args) or "--export is not training: run it as one process, "
+                "python -m hosttune.engine --export DIR --run-dir RUN")
     try:
         load_config(args.preset, args.config, args.sets, _overrides(args))
     except ConfigError as exc:
