@@ -104,6 +104,13 @@ def test_sharded_runs_learn_like_ddp_and_checkpoint_through_dcp(runs: Path, mode
     # FSDP: every parameter is split between the ranks' files; ZeRO: parameters are whole, the AdamW state of
     # each parameter is held (and written) by one rank only.
     assert len(qkv.chunks) == (2 if mode == "fsdp" else 1)
+    files: Dict[str, set] = {}
+    for index, info in meta.storage_data.items():
+        if index.fqn.startswith("optim.") and index.fqn.endswith(".exp_avg"):
+            files.setdefault(index.fqn, set()).add(info.relative_path)
+    per_key = {len(f) for f in files.values()}
+    assert per_key == ({2} if mode == "fsdp" else {1}), files  # zero1: each statistic lives on one rank...
+    assert set().union(*files.values()) == {"__0_0.distcp", "__1_0.distcp"}  # ... and both ranks hold some
     assert sorted(p.name for p in (last / "dcp").iterdir()) == [".metadata", "__0_0.distcp", "__1_0.distcp"]
     full = dcp_contents(last, runs)
     assert set(full["optim"]) == {n for n, _ in GPT(64, 16, 2, 2, 32).named_parameters()}
