@@ -243,3 +243,31 @@ def test_shard_settings_are_checked_and_oom_advice_follows_them() -> None:
     assert "--set offload=cpu" in advice and "shard=fsdp" not in advice
     advice = "\n".join(oom_advice(load_config("gpt-tiny", None, base + ["shard=fsdp", "offload=cpu"])))
     assert "more GPUs" in advice and "--set" not in advice.split("reduce fragmentation")[0]
+
+
+def test_a_failed_sharded_save_keeps_the_last_checkpoint_and_is_one_line(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DCP part goes through checkpoint.save's staging: a full disk while writing it leaves no step dir, no
+    staging dir, the previous checkpoint in place, and one line naming the cause."""
+    import errno
+
+    from hosttune.engine.api import fit
+    from hosttune.engine.train import EngineError
+
+    x = torch.randn(32, 4, generator=torch.Generator().manual_seed(0))
+    data = torch.utils.data.TensorDataset(x, (x[:, 0] > 0).long())
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    common = dict(micro_batch_size=4, warmup_steps=1, device="cpu", amp="off", shard="fsdp", run_dir=str(tmp_path))
+    fit(model, data, torch.nn.functional.cross_entropy, steps=2, **common)  # one rank: DCP format all the same
+    assert (tmp_path / "checkpoints" / "step-0000002" / "dcp" / ".metadata").is_file()
+    real_save = shard.save
+
+    def full_disk(model, optimizer, where):
+        real_save(model, optimizer, where)  # the files are there, then the disk fills up
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(shard, "save", full_disk)
+    with pytest.raises(EngineError, match="cannot save checkpoint step-0000004 .*No space left on device.*"
+                                          "step-0000002, is kept"):
+        fit(model, data, torch.nn.functional.cross_entropy, steps=4, resume=True, **common)
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step-0000002"]
