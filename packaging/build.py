@@ -196,6 +196,7 @@ def bash_completion(dump: dict) -> str:
             cases.append(f'        {name}/) opts="{" ".join(node["options"] + ["--help"] + extra)}" ;;')
     template = (PKG / "completion" / "hosttune.in").read_text()
     return (template.replace("@COMMANDS@", " ".join(sorted(tree)))
+            .replace("@TUNABLES@", " ".join(tid for tid, _ in dump["tunables"]))
             .replace("@GROUPS@", " ".join(sorted(n for n in tree if tree[n]["subcommands"])))
             .replace("@VALUE_OPTIONS@", " ".join(sorted(value_opts)))
             .replace("@CASES@", "\n".join(cases)))
@@ -286,8 +287,8 @@ def stage(stage_dir: Path, version: str, epoch: int, commit: str, overlay: Optio
     (stage_dir / "man" / "monitor.yaml.5.gz").write_bytes(gzip_bytes(man5.encode()))
     (stage_dir / "completion").mkdir()
     (stage_dir / "completion" / "hosttune").write_text(bash_completion(dump))
-    (stage_dir / "completion" / "_hosttune").write_text(clidoc.zsh(dump["tree"]))
-    (stage_dir / "completion" / "hosttune.fish").write_text(clidoc.fish(dump["tree"]))
+    (stage_dir / "completion" / "_hosttune").write_text(clidoc.zsh(clidoc.completion_tree(dump)))
+    (stage_dir / "completion" / "hosttune.fish").write_text(clidoc.fish(clidoc.completion_tree(dump)))
     (stage_dir / "lintian").mkdir()
     shutil.copy2(str(PKG / "lintian-overrides"), str(stage_dir / "lintian" / NAME))
 

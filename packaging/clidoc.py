@@ -273,6 +273,21 @@ def man_monitor_yaml(conf: str, dump: Dict[str, Any], version: str, epoch: int) 
     return "\n".join(lines)
 
 
+def completion_tree(dump: Dict[str, Any]) -> Dict[str, Any]:
+    """The click tree with the values an option takes that click does not know as choices: `tune ... --only`
+    takes a tunable's id."""
+    import copy
+
+    tree = copy.deepcopy(dump["tree"])
+    ids = [tid for tid, _ in dump.get("tunables", [])]
+    tune = tree.get("tune", {})
+    for node in [tune] + list(tune.get("subcommands", {}).values()):
+        for param in node.get("params", []):
+            if "--only" in param["opts"] and not param["choices"]:
+                param["choices"] = ids
+    return tree
+
+
 # ---- zsh ----------------------------------------------------------------------------------------------------------
 
 def _zq(text: str) -> str:

@@ -37,8 +37,8 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Any]:
     dump = build.cli_dump(REPO)
     out = tmp_path_factory.mktemp("generated")
     (out / "hosttune").write_text(build.bash_completion(dump))
-    (out / "_hosttune").write_text(build.clidoc.zsh(dump["tree"]))
-    (out / "hosttune.fish").write_text(build.clidoc.fish(dump["tree"]))
+    (out / "_hosttune").write_text(build.clidoc.zsh(build.clidoc.completion_tree(dump)))
+    (out / "hosttune.fish").write_text(build.clidoc.fish(build.clidoc.completion_tree(dump)))
     template = (REPO / "packaging" / "hosttune.1.in").read_text()
     (out / "hosttune.1").write_text(build.clidoc.man_hosttune(template, dump, "9.9", 1764547200))
     conf = (REPO / "conf" / "monitor.yaml").read_text()
@@ -116,6 +116,7 @@ def test_bash_exec_dashdash_completes_the_command(generated: Dict[str, Any]) -> 
     assert "python3" in bash_complete(script, "hosttune exec --profile p.yaml --verify -- pytho")
     assert str(REPO / "README.md") in bash_complete(script, f"hosttune exec -- cat {REPO}/READ")
     assert bash_complete(script, "hosttune exec --pro") == ["--profile"]  # before `--`: hosttune's own options
+    assert bash_complete(script, "hosttune tune apply --only thp") == ["thp", "thp_defrag"]  # tunable ids
 
 
 # zsh completion cannot run without a terminal: drive an interactive zsh on a pty (zsh/zpty) and print every match
@@ -164,6 +165,7 @@ def test_zsh_completion_follows_the_cli(generated: Dict[str, Any], tmp_path: Pat
     assert "--base" in zsh_complete(fpath, "hosttune profile generate --ba", tmp_path)
     assert "--interval" in zsh_complete(fpath, "hosttune monitor --", tmp_path)
     assert "python3" in zsh_complete(fpath, "hosttune exec --profile p -- pytho", tmp_path)
+    assert zsh_complete(fpath, "hosttune tune apply --only thp", tmp_path) == ["thp", "thp_defrag"]
 
 
 def fish_complete(script: Path, line: str) -> List[str]:
@@ -182,6 +184,7 @@ def test_fish_completion_follows_the_cli(generated: Dict[str, Any]) -> None:
     assert sorted(fish_complete(script, "hosttune profile ")) == ["generate", "list", "show"]
     assert "--base" in fish_complete(script, "hosttune profile generate --ba")
     assert "python3" in fish_complete(script, "hosttune exec --profile p -- pytho")
+    assert sorted(fish_complete(script, "hosttune tune apply --only thp")) == ["thp", "thp_defrag"]
 
 
 def test_every_command_and_option_is_in_every_completion_and_the_man_page(generated: Dict[str, Any]) -> None:
