@@ -39,7 +39,7 @@ setup-demo:
 setup:
 	$(call apt_install,$(TEST_APT))
 	@if [ ! -x $(PROMTOOL) ] && ! command -v promtool >/dev/null && command -v apt-get >/dev/null; then \
-	  mkdir -p build/promtool-dl && cd build/promtool-dl && apt-get download -qq prometheus && \
+	  mkdir -p build/promtool-dl && cd build/promtool-dl && { apt-get download -qq prometheus || { apt-get update -qq && apt-get download -qq prometheus; }; } && \
 	  dpkg-deb -x prometheus_*.deb ../promtool; fi
 	$(PIP) install -q --disable-pip-version-check "$(TORCH_PIN)"
 	@# the pin again: dev's launchers (accelerate, lightning, deepspeed) depend on torch, and pip must fail rather
