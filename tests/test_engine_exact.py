@@ -258,7 +258,7 @@ fit(model, Augmented(), nn.functional.cross_entropy, steps=8, micro_batch_size=8
 if dist.is_initialized():
     t = torch.ones(1)
     dist.all_reduce(t)
-    sys.stdout.write(f"GROUP_ALIVE {int(t.item())}\n")  # one write: two ranks share the pipe
+    sys.stdout.write(f"GROUP_ALIVE {int(t.item())}\\n")  # one write: two ranks share the pipe
     sys.stdout.flush()
     dist.destroy_process_group()
 '''
