@@ -16,7 +16,7 @@ from typing import Dict, List
 import pytest
 
 from hosttune.commands import train
-from tests.conftest import run_cli
+from tests.conftest import OtherUser, run_cli
 
 ARGS = ["--dry-run", "--preset", "gpt-tiny", "--set", "steps=3"]
 
@@ -168,3 +168,24 @@ def test_progress_lines_without_a_terminal(tmp_path: Path, capsys: pytest.Captur
     other = Metrics(tmp_path, False, 6, 0)  # ranks other than 0 print nothing
     other.progress(2, 1.0)
     assert capsys.readouterr().err == ""
+
+
+def test_yaml_fallback_dir_owned_by_another_user_is_not_handed_to_root_ranks(
+        other_user: OtherUser, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ranks append PyYAML's directory to their sys.path: as root, one another user can write is never given."""
+    import importlib.machinery
+    import importlib.util
+
+    home = Path(other_user.home)
+    planted = home / "site"
+    (planted / "yaml").mkdir(parents=True)
+    (planted / "yaml" / "__init__.py").write_text("")
+    for p in (planted, planted / "yaml", planted / "yaml" / "__init__.py"):
+        os.chown(p, 65534, 65534)
+    spec = importlib.machinery.ModuleSpec("yaml", None, is_package=True)
+    spec.submodule_search_locations = [str(planted / "yaml")]
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: spec if name == "yaml" else None)
+    assert train._yaml_dir() is None
+    os.chown(planted, 0, 0)
+    os.chown(home, 0, 0)
+    assert train._yaml_dir() == str(planted)  # the same directory, root's alone: handed on

@@ -21,6 +21,7 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 
 import click
 
+from hosttune import trust
 from hosttune.detect import torchenv
 from hosttune.detect._io import HostIO, trusted_which
 from hosttune.errors import UserError
@@ -134,7 +135,13 @@ def _yaml_dir() -> Optional[str]:
     spec = importlib.util.find_spec("yaml")
     if spec is None or not spec.submodule_search_locations:
         return None
-    return os.path.dirname(os.path.abspath(list(spec.submodule_search_locations)[0]))
+    where = os.path.dirname(os.path.abspath(list(spec.submodule_search_locations)[0]))
+    if trust.is_root():  # it goes on the ranks' sys.path: as root, only a directory root alone can write
+        try:
+            return trust.check_path(where, "PyYAML's directory", kind="dir")
+        except trust.Untrusted:
+            return None
+    return where
 
 
 def build_argv(nproc: int, engine_args: Sequence[str], profile: Optional[str] = None,
