@@ -252,7 +252,11 @@ def test_a_users_cache_that_others_could_write_is_ignored(other_user: Any, tmp_p
     home = other_user.home
     work = home / "work"
     other_user.run(["mkdir", "-p", str(work)])
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(REPO), "PYTHONPROFILEIMPORTTIME": "1",
+    # the other user's own copy of hosttune: the checkout may sit in a directory they cannot enter (mktemp -d: 0700)
+    src = home / "src"
+    shutil.copytree(REPO / "hosttune", src / "hosttune", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "profiles", src / "hosttune" / "profiles")  # where an installed package has them
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(src), "PYTHONPROFILEIMPORTTIME": "1",
            "PYTHONDONTWRITEBYTECODE": "1", "HOSTTUNE_ETC_DIR": str(tmp_path / "no-etc"), names.EXEC_CACHE: "explain"}
 
     def as_user(argv: List[str], env: Dict[str, str], cwd: str) -> "subprocess.CompletedProcess[str]":
