@@ -7,5 +7,6 @@
 - `gpu_peak.match` / `gpu_peak.dense_peak_tflops`: a GPU model's dense peak TFLOP/s per dtype (doctor --deep,
   engine MFU).
 - `names`: every HOSTTUNE_* environment variable.
+- `dirs`: where hosttune's own directories are (/run, /var/lib, /var/log, /etc), each movable by a variable.
 Root trust is `hosttune.trust`, YAML is `hosttune.yamlio`, atomic writes are `hosttune.fsio`.
 """

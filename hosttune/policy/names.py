@@ -4,6 +4,9 @@
 PROFILE = "HOSTTUNE_PROFILE"  # the profile to use (a name or a path)
 PROFILE_PATH = "HOSTTUNE_PROFILE_PATH"  # extra profile directories, colon-separated, later wins
 ETC_DIR = "HOSTTUNE_ETC_DIR"  # /etc/hosttune elsewhere (tests, captured hosts)
+RUNTIME_DIR = "HOSTTUNE_RUNTIME_DIR"  # /run/hosttune elsewhere (root's handoffs and exec cache; policy/dirs.py)
+STATE_DIR = "HOSTTUNE_STATE_DIR"  # /var/lib/hosttune elsewhere (policy/dirs.py)
+LOG_DIR = "HOSTTUNE_LOG_DIR"  # /var/log/hosttune elsewhere (policy/dirs.py)
 PYTHON = "HOSTTUNE_PYTHON"  # the training interpreter
 STOP_GRACE = "HOSTTUNE_STOP_GRACE"  # seconds between a forwarded signal and SIGKILL (default 40)
 EXEC_CACHE = "HOSTTUNE_EXEC_CACHE"  # "0": `hosttune exec` neither reads nor writes its start-up cache

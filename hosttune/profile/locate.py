@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from hosttune.policy import names
+from hosttune.policy import dirs, names
 
 DEFAULT_BASE = "throughput"  # what a host without a configured profile runs: generated from it on the fly
 _EXTS = (".yaml", ".yml")
@@ -87,7 +87,7 @@ def _config_home(environ: Mapping[str, str]) -> Path:
 
 def _etc_dir(environ: Mapping[str, str]) -> Path:
     # HOSTTUNE_ETC_DIR exists so tests (run as root on a shared host) never touch the real /etc/hosttune.
-    return Path(environ.get(names.ETC_DIR) or "/etc/hosttune")
+    return Path(dirs.etc_dir(environ))
 
 
 def search_path(environ: Optional[Mapping[str, str]] = None) -> List[Path]:
