@@ -8,6 +8,7 @@ verify's answer, and `hosttune tune`'s own tests cover the reading.
 
 import io
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -314,7 +315,43 @@ def test_path_unit_watches_the_monitors_request_file() -> None:
     assert "Type=oneshot" in service and not any(line.startswith("RemainAfterExit=") for line in service)
     # the monitor's RuntimeDirectory= is where the request is written, and the monitor gains nothing for it
     unit = (REPO / "systemd" / "hosttune-monitor.service").read_text()
-    assert "RuntimeDirectory=hosttune\n" in unit and "DynamicUser=yes\n" in unit and "CapabilityBoundingSet=\n" in unit
+    assert f"RuntimeDirectory={os.path.basename(daemon.RUNTIME_DIR)}\n" in unit
+    assert "DynamicUser=yes\n" in unit and "CapabilityBoundingSet=\n" in unit
+
+
+def test_no_unit_names_roots_runtime_directory() -> None:
+    """Issue 22 item 5: RuntimeDirectory=hosttune was root's /run/hosttune (handoffs, exec cache); systemd chowned it
+    to the monitor's dynamic user at start and deleted it at stop. No unit may name it, in a setting or a comment."""
+    from hosttune.policy import dirs
+
+    units = sorted((REPO / "systemd").iterdir())
+    assert units
+    root_runtime = re.compile(re.escape(dirs.RUNTIME) + r"(?![-\w.])")
+    for unit in units:
+        text = unit.read_text()
+        assert not root_runtime.search(text), unit.name
+        for line in text.splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() in ("RuntimeDirectory", "StateDirectory", "CacheDirectory"):
+                assert os.path.basename(dirs.RUNTIME) not in value.split(), (unit.name, line)
+    assert daemon.RUNTIME_DIR != dirs.RUNTIME and not daemon.RUNTIME_DIR.startswith(dirs.RUNTIME + "/")
+
+
+@pytest.mark.parametrize("given, expected", [
+    ({}, daemon.RUNTIME_DIR),
+    ({"RUNTIME_DIRECTORY": "/run/hosttune-monitor"}, "/run/hosttune-monitor"),
+    ({"RUNTIME_DIRECTORY": "/run/a:/run/b"}, "/run/a"),
+    ({"RUNTIME_DIRECTORY": "relative/dir"}, daemon.RUNTIME_DIR),
+    ({"RUNTIME_DIRECTORY": "/run/hosttune"}, daemon.RUNTIME_DIR),  # root's: never the monitor's, whoever set it
+    ({"RUNTIME_DIRECTORY": "/run/hosttune/"}, daemon.RUNTIME_DIR),
+])
+def test_the_monitors_runtime_dir_comes_from_systemd_and_is_never_roots(
+        given: Dict[str, str], expected: str) -> None:
+    assert daemon.runtime_dir(given) == expected
+    assert daemon.runtime_dir({}) != "/run/hosttune"
+    cfg = MonitorConfig(log_dir="/nonexistent", textfile_dir="")
+    assert daemon.Monitor(cfg, io.StringIO(), io.StringIO(), environ=given).reapply_path == \
+        os.path.join(expected, daemon.REAPPLY_NAME)
 
 
 def test_path_unit_and_tune_service_verify_clean(tmp_path: Path) -> None:

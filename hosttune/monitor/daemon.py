@@ -8,8 +8,9 @@ Under systemd (Type=notify) it sends READY=1, WATCHDOG=1 and STOPPING=1 over $NO
 
 Tunables: every `tune_check_interval` it runs `hosttune.tune.verify` (read-only; the unit's ProtectSystem=strict
 and ProtectKernelTunables= still allow reading /proc/sys and /sys) and logs a drift once, and its clear. With
-`reapply: true` it stays unprivileged: it rewrites `tune-reapply` in its RuntimeDirectory, and
-hosttune-tune-reapply.path starts the root oneshot hosttune-tune.service, which re-applies what `tune apply` saved.
+`reapply: true` it stays unprivileged: it rewrites `tune-reapply` in its own RuntimeDirectory (/run/hosttune-monitor,
+never root's /run/hosttune), and hosttune-tune-reapply.path starts the root oneshot hosttune-tune-reapply.service,
+which re-applies what `tune apply` saved.
 The file's content is for people; root reads nothing the monitor wrote.
 """
 
@@ -22,7 +23,7 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any, Dict, List, Optional, Set
+from typing import IO, Any, Dict, List, Mapping, Optional, Set
 
 from hosttune import fsio, nvml
 from hosttune.errors import UserError
@@ -41,9 +42,13 @@ from hosttune.monitor.sinks import (
     write_dir,
 )
 from hosttune.monitor.xid import KmsgXids, describe
+from hosttune.policy import dirs
 
 ERROR_PERIOD_S = 60.0  # a repeating error is printed at most this often
-RUNTIME_DIR = "/run/hosttune"  # the unit's RuntimeDirectory=; systemd also passes it as $RUNTIME_DIRECTORY
+# The unit's RuntimeDirectory=hosttune-monitor, watched by hosttune-tune-reapply.path; systemd passes it as
+# $RUNTIME_DIRECTORY. Never root's runtime directory (policy/dirs.runtime_dir: handoffs, exec cache): under the unit it
+# is chowned to the dynamic user at start and deleted at stop.
+RUNTIME_DIR = "/run/hosttune-monitor"
 REAPPLY_NAME = "tune-reapply"  # watched by systemd/hosttune-tune-reapply.path
 KMSG = "/dev/kmsg"  # the XID fallback where NVML does not deliver XID events
 XID_WAIT_MS = 1  # nvmlEventSetWait_v2's timeout per sample: pending events return at once, none costs 1 ms
@@ -51,6 +56,15 @@ XID_WAIT_MS = 1  # nvmlEventSetWait_v2's timeout per sample: pending events retu
 # GPUs, 4 ms of CPU in the Python wrapper alone): read at most this often and repeated in between (they are counters,
 # and the alert on a link down waits minutes)
 NVLINK_PERIOD_S = 30.0
+
+
+def runtime_dir(environ: Mapping[str, str]) -> str:
+    """The monitor's runtime directory: the first of systemd's $RUNTIME_DIRECTORY (systemd >= 240, colon-separated,
+    absolute), else RUNTIME_DIR. Root's own runtime directory is never it, whoever passed it."""
+    given = environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
+    if not given.startswith("/") or os.path.normpath(given) == os.path.normpath(dirs.runtime_dir(environ)):
+        return RUNTIME_DIR
+    return given
 
 
 class Notifier:
@@ -151,8 +165,7 @@ class Monitor:
         self.cfg = cfg
         env = os.environ if environ is None else environ
         self.root = Path(root)
-        # systemd >= 240 passes the RuntimeDirectory= paths (colon-separated) in $RUNTIME_DIRECTORY
-        self.reapply_path = os.path.join(env.get("RUNTIME_DIRECTORY", "").split(":")[0] or RUNTIME_DIR, REAPPLY_NAME)
+        self.reapply_path = os.path.join(runtime_dir(env), REAPPLY_NAME)
         self.tune_drift: Dict[str, bool] = {}  # last tune check: tunable id -> drifted (for the textfile)
         self._tune_unchecked = ""  # why the last tune check could not run (said once until a check works)
         self.say = Say(out, err, env.get("JOURNAL_STREAM", ""))
