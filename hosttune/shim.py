@@ -38,15 +38,15 @@ def _say(msg: str) -> None:
 
 
 def checked_env(plan_env: Mapping[str, str], environ: Mapping[str, str]) -> Dict[str, str]:
-    """As root, every loader/interpreter variable the plan sets (LD_PRELOAD, PYTHONPATH, PYTHONSTARTUP, ...) must
-    pass the root trust rule again here, right before exec: a library re-pointed since the launcher checked it, or a
-    plan that did not come from a checked profile, stops the rank (Untrusted). Values already in the environment
-    torchrun gave us, minus what the launcher added, are the caller's own and not the plan's to judge."""
+    """As root, every variable the plan sets passes `trust.check_env_value` again here, right before exec: loader and
+    interpreter variables (LD_PRELOAD, PYTHONPATH, CUDA_INJECTION64_PATH, ...) must name only root's files, code-valued
+    ones are refused, and any other value that names a path is refused. A library re-pointed since the launcher
+    checked it, or a plan that did not come from a checked profile, stops the rank (Untrusted). Values already in the
+    environment torchrun gave us, minus what the launcher added, are the caller's own and not the plan's to judge."""
     if not trust.is_root():
         return dict(plan_env)
     for key, value in plan_env.items():
-        risky = key in trust.PATH_LIST_ENV or key in trust.CODE_ENV or key.startswith("LD_")
-        if risky and environ.get(key) != value:
+        if environ.get(key) != value:
             trust.check_env_value(key, value, "the launcher's plan")
     return dict(plan_env)
 

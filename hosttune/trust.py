@@ -25,20 +25,39 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 ELF_MAGIC = b"\x7fELF"
 
+# Variables that make a program load a shared library (a preload, an audit, injection, tool or plugin library) named
+# by their value. As root every entry must be an absolute path to a root-owned ELF file (`check_library`), whatever
+# the value looks like: a bare name is looked up by the loader wherever its search path points.
+LIBRARY_ENV: FrozenSet[str] = frozenset({
+    "LD_PRELOAD", "LD_AUDIT", "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "OMP_TOOL_LIBRARIES",
+    "KMP_TOOL_LIBRARIES", "NCCL_NET_PLUGIN", "NCCL_TUNER_PLUGIN", "NCCL_PROFILER_PLUGIN",
+})
+# Plugin variables whose literal "none" turns the plugin off (no library is loaded).
+_PLUGIN_OFF = frozenset({"NCCL_NET_PLUGIN", "NCCL_TUNER_PLUGIN", "NCCL_PROFILER_PLUGIN"})
 # Variables that make a program load code or read its configuration from a path. As root each is as dangerous as
-# LD_PRELOAD: a value pointing at a user's directory runs that user's code as root.
+# LD_PRELOAD: a value pointing at a user's directory runs that user's code as root. The library variables are in
+# it too, so code that asks "does this name a path?" covers them. TMPDIR, HOME and the cache directories are here
+# because what is cached there is code (torch's inductor and Triton kernels, torch extensions, torch.hub and
+# Hugging Face remote-code modules, CUDA's JIT cache); CC/CXX because inductor and Triton run the compiler.
 PATH_LIST_ENV: FrozenSet[str] = frozenset({
     "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GCONV_PATH", "PATH", "PYTHONPATH", "PYTHONHOME",
     "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONPYCACHEPREFIX", "BASH_ENV", "ENV", "PERL5LIB", "PERLLIB", "RUBYLIB",
     "NODE_PATH", "LOCPATH", "NLSPATH", "TERMINFO", "TERMINFO_DIRS", "HOSTALIASES", "RESOLV_HOST_CONF",
     "SSL_CERT_FILE", "SSL_CERT_DIR", "MALLOC_TRACE", "LD_DEBUG_OUTPUT", "LD_PROFILE_OUTPUT", "TORCHINDUCTOR_CACHE_DIR",
     "TRITON_CACHE_DIR", "CUDA_CACHE_PATH", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "PYTHONBREAKPOINT_PATH",
-})
+    "TMPDIR", "HOME", "XDG_CACHE_HOME", "TORCH_HOME", "TORCH_EXTENSIONS_DIR", "HF_HOME", "HF_MODULES_CACHE",
+    "TRITON_HOME", "PYTORCH_KERNEL_CACHE_PATH", "PYTHON_EGG_CACHE", "NUMBA_CACHE_DIR", "NCCL_CONF_FILE",
+    "NCCL_TOPO_FILE", "NCCL_GRAPH_FILE", "GIT_EXEC_PATH", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "CC", "CXX",
+}) | LIBRARY_ENV
 # Variables whose value is code or a command line, not a path: no check makes them safe from a profile as root.
 CODE_ENV: FrozenSet[str] = frozenset({
     "PYTHONBREAKPOINT", "PYTHONINSPECT", "PERL5OPT", "RUBYOPT", "NODE_OPTIONS", "JAVA_TOOL_OPTIONS", "PROMPT_COMMAND",
-    "SHELLOPTS", "BASHOPTS", "PS4", "LD_BIND_NOW_HOOK", "IFS",
+    "SHELLOPTS", "BASHOPTS", "PS4", "LD_BIND_NOW_HOOK", "IFS", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_ASKPASS",
+    "SSH_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_CONFIG_PARAMETERS", "GIT_EDITOR", "GIT_PAGER",
+    "EDITOR", "VISUAL", "PAGER", "BROWSER", "LESSOPEN", "LESSCLOSE",
 })
+# Names of that kind spelled with a counter (git's GIT_CONFIG_KEY_0=core.sshCommand, GIT_CONFIG_VALUE_0=...).
+CODE_ENV_PREFIXES: Tuple[str, ...] = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
 # Interpreter start-up variables a caller's environment may carry (kept by `su`/`sudo -E`). hosttune drops them when
 # it starts an interpreter of its own as root, unless their paths pass `check_path`.
 PYTHON_START_ENV: Tuple[str, ...] = (
@@ -85,9 +104,9 @@ def problem(path: PathLike, *, kind: str = "file",
     except (OSError, ValueError) as exc:
         return real, f"does not exist ({getattr(exc, 'strerror', None) or exc})"
     if kind == "file" and not stat.S_ISREG(st.st_mode):
-        return real, "is not a regular file"
+        return real, f"is not a regular file (it is {_kind_of(st.st_mode)})"
     if kind == "dir" and not stat.S_ISDIR(st.st_mode):
-        return real, "is not a directory"
+        return real, f"is not a directory (it is {_kind_of(st.st_mode)})"
     why = _mode_problem(real, st, owners, sticky_ok=False)
     if why:
         return real, why
@@ -108,6 +127,15 @@ def problem(path: PathLike, *, kind: str = "file",
         parent = os.path.dirname(parent)
 
 
+def _kind_of(mode: int) -> str:
+    for test, name in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a link"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "something else"
+
+
 def _mode_problem(path: str, st: os.stat_result, owners: FrozenSet[int], sticky_ok: bool) -> Optional[str]:
     if st.st_uid not in owners:
         return f"{path} is owned by {_owner_name(st.st_uid)}"
@@ -125,8 +153,17 @@ def fix_for(why: str, real: str, owners: Optional[FrozenSet[int]] = None) -> str
     or could write is moved, never blessed in place: that user can swap it again whatever its own mode."""
     owners = trusted_owners() if owners is None else owners
     move = "move it (after checking its contents) to a directory only root can write, such as /etc/hosttune"
+    if why.startswith("is not a directory"):
+        # Say what kind is needed: "use a root-owned file" for a file where a directory belongs sends people round.
+        return (f"a directory is needed at {real}, not {why.split('(it is ', 1)[-1].rstrip(')')}: move it aside "
+                f"and create the directory (mkdir -m 755 {real})")
+    if why.startswith("is not a regular file"):
+        return (f"a regular file is needed at {real}, not {why.split('(it is ', 1)[-1].rstrip(')')}: name a file "
+                f"owned by root that only root can write")
     if os.path.isfile(real) and _foreign_ancestor(real, owners):
         return move
+    if " writable by " in why and not why.startswith("its directory ") and _is_shared_tmp(real):
+        return f"use a directory only root can write, not {real} (everybody may create entries there)"
     if why.startswith("its directory "):
         bad = why[len("its directory "):].split(" is ", 1)[0]
         if " writable by " in why and _is_shared_tmp(bad):
@@ -137,7 +174,8 @@ def fix_for(why: str, real: str, owners: Optional[FrozenSet[int]] = None) -> str
         return f"{check}chown root: {real} && chmod go-w {real}"
     if " writable by " in why:
         return f"chmod go-w {real}"
-    return f"use a root-owned file instead of {real}"
+    what = "directory" if os.path.isdir(real) else "file"
+    return f"use a root-owned {what} instead of {real}"
 
 
 def _foreign_ancestor(real: str, owners: FrozenSet[int]) -> bool:
@@ -168,8 +206,10 @@ def check_path(path: PathLike, what: str, *, kind: str = "file", owners: Optiona
     if why is None:
         return real
     shown = f"{path}" if os.fspath(path) == real else f"{path} (-> {real})"
-    if why.startswith("does not exist") or why.startswith("cannot be resolved") or why.startswith("is not a"):
+    if why.startswith("does not exist") or why.startswith("cannot be resolved"):
         raise Untrusted(f"{what} {shown} {why}")
+    if why.startswith("is not a"):
+        raise Untrusted(f"{what} {shown} {why}; fix: {fix_for(why, real, owners)}")
     raise Untrusted(f"refusing {what} {shown}: {why}, so another user could change what runs as "
                     f"{'root' if is_root() else 'you'}; fix: {fix_for(why, real, owners)}")
 
@@ -238,16 +278,49 @@ def _short(value: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+# Where a value holds an absolute path (or a home- or dot-relative one): at its start, or after a character that
+# cannot be part of a relative path's name (`=`, `:`, `,`, a space, a quote ...). "a/b" or "1/2" do not count; a
+# web address is taken out first (it names no file here). Compiled on first use: every rank's hook imports trust.
+_PATH_IN_VALUE = r"(?:^|[^\w.~-])(?:~[\w.-]*|\.{1,2})?/"
+_WEB_ADDRESS = r"\bhttps?://\S*"
+
+
+def names_a_path(value: str) -> bool:
+    """`value` is or contains an absolute path (or a `~/`, `./`, `../` one)."""
+    import re
+
+    return bool(re.search(_PATH_IN_VALUE, re.sub(_WEB_ADDRESS, "", value, flags=re.IGNORECASE)))
+
+
+def is_code_env(name: str) -> bool:
+    """A variable whose value is code or a command line (or another LD_* loader switch): refused from a profile as
+    root, whatever its value."""
+    return (name in CODE_ENV or name.startswith(CODE_ENV_PREFIXES)
+            or (name.startswith("LD_") and name not in PATH_LIST_ENV))
+
+
 def check_env_value(name: str, value: str, where: str) -> str:
-    """A profile's `env:` entry as root: code-valued variables are refused; path-valued ones must name only trusted
-    paths (each list entry resolved and checked; a missing entry is refused, as it could be created later). Returns
-    the value to use (entries resolved). As an ordinary user the value is returned unchanged."""
+    """A profile's (or a plan's) `env:` entry as root. Returns the value to use (entries resolved); raises Untrusted
+    with one line. As an ordinary user the value is returned unchanged.
+
+    The rule is an allow-list, not a deny-list: code-valued variables (`is_code_env`) are refused; variables known
+    to load a library (LIBRARY_ENV) must name root-owned ELF files by absolute path, whatever the value looks like;
+    other known path-valued variables (PATH_LIST_ENV) must name only trusted absolute paths (each list entry
+    resolved and checked; a missing entry is refused, as it could be created later); any other variable whose value
+    is or contains a path is refused, since hosttune cannot tell what that program does with it. A value with no
+    path (OMP_NUM_THREADS=4, NCCL_DEBUG=INFO) passes."""
     if not is_root():
         return value
-    if name in CODE_ENV or name.startswith("LD_") and name not in PATH_LIST_ENV:
+    if is_code_env(name):
         raise Untrusted(f"{where}: refusing env {name} while running as root: its value is code or changes how "
                         f"programs load code; remove it from the profile")
     if name not in PATH_LIST_ENV:
+        if names_a_path(value):
+            raise Untrusted(f"{where}: refusing env {name}={_short(value)} as root: the value names a path, and "
+                            f"hosttune does not know what {name} does with it (another user's file there could run "
+                            f"as root); remove it from the profile")
+        return value
+    if name in _PLUGIN_OFF and value.strip().lower() == "none":
         return value
     # ld.so splits LD_PRELOAD at spaces and colons; every other list here is colon-separated.
     parts = value.replace(" ", ":").split(":") if name == "LD_PRELOAD" else value.split(":")
@@ -260,9 +333,11 @@ def check_env_value(name: str, value: str, where: str) -> str:
                                 f"current directory; remove it")
             continue
         if not part.startswith("/"):
-            raise Untrusted(f"{where}: refusing env {name} entry {_short(part)} as root: not an absolute path")
-        if name in ("LD_PRELOAD", "LD_AUDIT"):
-            out.append(check_library(part, f"env {name} entry"))
+            hint = " (a bare name is looked up wherever the loader searches: name the library itself)" \
+                if name in LIBRARY_ENV else ""
+            raise Untrusted(f"{where}: refusing env {name} entry {_short(part)} as root: not an absolute path{hint}")
+        if name in LIBRARY_ENV:
+            out.append(check_library(part, f"{where}: env {name} entry"))
         else:
             out.append(check_path(part, f"{where}: env {name} entry", kind="any", owners=frozenset({0})))
     return ":".join(out) if name != "LD_PRELOAD" else " ".join(out)

@@ -240,6 +240,69 @@ def test_root_keeps_path_valued_env_of_roots_own_directories_resolved(tmp_path: 
     assert p.env["PYTHONHASHSEED"] == "0"
 
 
+# ---- issue 22 item 8: the env: rule is an allow-list as root --------------------------------------------------
+
+
+def code_loading_value(name: str, other: OtherUser) -> str:
+    """What the other user would set `name` to: a library, a command or a directory of their own."""
+    if name == "GIT_SSH_COMMAND":
+        key = other.write("ssh/key", "not a key\n")
+        return f"ssh -i {key} -o ProxyCommand={other.home}/ssh/run"
+    if name == "TMPDIR":
+        other.write("tmp/torchinductor_root/.keep", "")
+        return str(other.home / "tmp")
+    return str(other.write(f"lib/lib{name.lower()}.so", "\x7fELF not really\n", 0o755))
+
+
+@needs_root
+@pytest.mark.parametrize("name", ["CUDA_INJECTION64_PATH", "OMP_TOOL_LIBRARIES", "KMP_TOOL_LIBRARIES",
+                                  "NCCL_NET_PLUGIN", "GIT_SSH_COMMAND", "TMPDIR"])
+def test_root_refuses_code_loading_env_naming_another_users_files(name: str, other_user: OtherUser,
+                                                                  tmp_path: Path) -> None:
+    """Each of these passed the old deny-list unchanged as root: a library, a command or a cache directory (torch's
+    inductor and Triton kernels live under $TMPDIR) of the other user's would run as root. Refused when the profile
+    is loaded, and again by the shim/hook before a rank starts (a plan that did not come from a checked profile)."""
+    from hosttune.shim import checked_env
+
+    value = code_loading_value(name, other_user)
+    f = env_profile(tmp_path, f"  {name}: {json.dumps(value)}\n")
+    msg = str(pytest.raises(UserError, profile.load, str(f)).value)
+    assert f"{f}:3" in msg and f"env {name}" in msg and "\n" not in msg, msg
+    assert ("while running as root" if name == "GIT_SSH_COMMAND" else "owned by nobody") in msg, msg
+    with pytest.raises(trust.Untrusted, match=f"the launcher's plan: (refusing )?env {name}"):
+        checked_env({name: value, "OMP_NUM_THREADS": "4"}, {})
+
+
+@needs_root
+def test_root_refuses_an_unknown_env_value_that_names_a_path(tmp_path: Path) -> None:
+    f = env_profile(tmp_path, "  SOME_TOOL_PLUGIN: 'mode=fast,path=/usr/lib/x.so'\n")
+    msg = str(pytest.raises(UserError, profile.load, str(f)).value)
+    assert f"{f}:3: refusing env SOME_TOOL_PLUGIN=" in msg and "names a path" in msg and "\n" not in msg
+
+
+@needs_root
+def test_root_refuses_a_library_variable_given_a_bare_name(tmp_path: Path) -> None:
+    """A bare name is found wherever the loader searches: the library itself must be named."""
+    f = env_profile(tmp_path, "  NCCL_NET_PLUGIN: aws-ofi\n")
+    msg = str(pytest.raises(UserError, profile.load, str(f)).value)
+    assert "refusing env NCCL_NET_PLUGIN entry 'aws-ofi' as root: not an absolute path" in msg
+
+
+@needs_root
+def test_root_keeps_benign_env_and_roots_own_libraries_and_directories(tmp_path: Path) -> None:
+    libc = os.path.realpath("/lib/x86_64-linux-gnu/libc.so.6")
+    if not os.path.exists(libc):
+        pytest.skip("no x86_64 libc at the Debian path")
+    tmp = root_dir(tmp_path, "roots-tmp")
+    f = env_profile(tmp_path, f"  OMP_NUM_THREADS: '4'\n  NCCL_DEBUG: INFO\n  CUBLAS_WORKSPACE_CONFIG: ':4096:8'\n"
+                              f"  HF_ENDPOINT: https://hf.example/models\n  TMPDIR: {tmp}\n"
+                              f"  CUDA_INJECTION64_PATH: {libc}\n  NCCL_NET_PLUGIN: none\n")
+    env = profile.load(str(f)).env
+    assert env["OMP_NUM_THREADS"] == "4" and env["NCCL_DEBUG"] == "INFO" and env["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+    assert env["HF_ENDPOINT"] == "https://hf.example/models" and env["TMPDIR"] == os.path.realpath(tmp)
+    assert env["CUDA_INJECTION64_PATH"] == libc and env["NCCL_NET_PLUGIN"] == "none"
+
+
 @pytest.mark.parametrize("euid", [0, 1000])
 def test_ld_audit_in_a_profile_is_refused_always(euid: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     f = tmp_path / "audit.yaml"
