@@ -25,11 +25,13 @@ def effective_cpus(plan_cpus: Sequence[int], allowed: Iterable[int]) -> Tuple[in
     return cpus or tuple(sorted(allowed_set))
 
 
-def effective_mems(plan: Any) -> Tuple[str, Tuple[int, ...]]:
-    """(policy, nodes) the rank really gets: plan nodes inside Mems_allowed; ("none", ()) when nothing is left."""
+def effective_mems(plan: Any, allowed: Optional[Sequence[int]] = None) -> Tuple[str, Tuple[int, ...]]:
+    """(policy, nodes) the rank really gets: plan nodes inside Mems_allowed (`allowed`; None: this process's own,
+    from /proc/self/status); ("none", ()) when nothing is left. An unreadable Mems_allowed keeps the plan's nodes."""
     if plan.mem_policy not in ("bind", "preferred") or not plan.mems:
         return "none", ()
-    allowed = self_mems_allowed()
+    if allowed is None:
+        allowed = self_mems_allowed()
     nodes = tuple(sorted(set(plan.mems) & set(allowed))) if allowed else tuple(sorted(plan.mems))
     if not nodes:
         return "none", ()
