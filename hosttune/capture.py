@@ -298,9 +298,10 @@ def is_archive(dest: str) -> bool:
     return dest.endswith((".tar.gz", ".tgz"))
 
 
-def capture(dest: str, python: Optional[str] = None) -> Dict[str, Any]:
-    """`facts --capture DEST`: a directory, or with DEST ending in .tar.gz/.tgz that directory packed (replaced
-    atomically, never half-written)."""
+def capture(dest: str, python: Optional[str] = None, force: bool = False) -> Dict[str, Any]:
+    """`facts --capture DEST`: a directory, or with DEST ending in .tar.gz/.tgz that directory packed (written
+    atomically, never half-written). An existing archive is refused unless `force` (then replaced atomically): a
+    support bundle sent earlier, or any file of the same name, is not silently lost."""
     if not is_archive(dest):
         try:
             return capture_tree(Path(dest), python)
@@ -309,16 +310,20 @@ def capture(dest: str, python: Optional[str] = None) -> Dict[str, Any]:
     out = Path(dest)
     if out.is_dir():
         raise UserError(f"--capture {dest}: is a directory")
+    if os.path.lexists(out) and not force:
+        raise UserError(f"--capture {dest}: exists; name a new file, or add --force to replace it")
     if not out.parent.is_dir():
         raise UserError(f"--capture {dest}: {out.parent} is not a directory")
     name = re.sub(r"\.(tar\.gz|tgz)$", "", out.name) or "capture"
     work = Path(tempfile.mkdtemp(prefix=".hosttune-capture-", dir=out.parent))
     try:
         manifest = capture_tree(work / name, python)
-        with fsio.atomic_writer(out, 0o600) as fh:
+        with fsio.atomic_writer(out, 0o600, exclusive=not force) as fh:  # exclusive: link(2) never replaces
             with tarfile.open(fileobj=fh, mode="w:gz") as tar:
                 tar.add(str(work / name), arcname=name)  # links stay links (dereference=False)
     except OSError as exc:
+        if isinstance(exc, FileExistsError) and str(out) in (exc.filename, exc.filename2):  # made while we ran
+            raise UserError(f"--capture {dest}: exists; name a new file, or add --force to replace it") from None
         raise UserError(f"--capture {dest}: cannot write: {exc.strerror or exc}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -101,13 +101,17 @@ def render(f: Facts) -> str:
 @click.option("--capture", "capture", metavar="DEST", default=None,
               help="Write the proc/sys/etc files that --root reads into the new directory DEST (or DEST.tar.gz), "
                    "for support.")
-def cmd(root: Optional[str], python: Optional[str], as_json: bool, capture: Optional[str]) -> None:
+@click.option("--force", "force", is_flag=True,
+              help="With --capture DEST.tar.gz: replace an existing DEST.tar.gz (refused without it).")
+def cmd(root: Optional[str], python: Optional[str], as_json: bool, capture: Optional[str], force: bool) -> None:
     """Detect what this host is (CPU, NUMA, GPUs, drivers, torch, storage)."""
     from hosttune.detect import collect
     from hosttune.detect._io import trusted_which
 
     if capture is not None and root is not None:
         raise UserError("--capture and --root: --capture records this host, not a captured one")
+    if force and capture is None:
+        raise UserError("--force goes with --capture DEST.tar.gz (it replaces an existing archive)")
     if root is not None and not os.path.isdir(root):
         raise UserError(f"--root {root}: {'not a directory' if os.path.exists(root) else 'no such directory'}")
     if python is not None:
@@ -119,7 +123,7 @@ def cmd(root: Optional[str], python: Optional[str], as_json: bool, capture: Opti
     if capture is not None:
         from hosttune import capture as capturing
 
-        manifest = capturing.capture(capture, python)
+        manifest = capturing.capture(capture, python, force=force)
         if as_json:
             click.echo(json.dumps(manifest, indent=2))
             return
