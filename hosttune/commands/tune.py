@@ -35,13 +35,25 @@ def apply_cmd(dry_run: bool, only: Sequence[str], root: Optional[str], boot: boo
 
     core.check_ids(only)
     core.uid_check(Path(root) if root else None, dry_run, "apply")
-    changes = core.apply(_root(root), only=tuple(only), dry_run=dry_run, boot=boot)
+    changes, skipped = core.apply_report(_root(root), only=tuple(only), dry_run=dry_run, boot=boot)
     if as_json:
-        click.echo(json.dumps({"dry_run": dry_run, "changes": [c.to_dict() for c in changes]}, indent=2))
+        click.echo(json.dumps({"dry_run": dry_run, "changes": [c.to_dict() for c in changes],
+                               "skipped": [{"id": s.id, "reason": s.reason} for s in skipped]}, indent=2))
         return
+    # a skipped tunable is not "already right": each one is said, with its reason
+    for s in skipped:
+        click.echo(f"skipped {s.id}: {printable(s.reason)}")
     if not changes:
-        which = ", ".join(only) + (" is" if len(only) == 1 else " are") if only else "every tunable is"
-        click.echo(f"nothing to change: {which} already right" if not boot else "nothing to re-apply")
+        if boot:
+            click.echo("nothing to re-apply")
+            return
+        right = [t for t in (only or core.TUNABLE_IDS) if t not in {s.id for s in skipped}]
+        if right:
+            which = (", ".join(right) + (" is" if len(right) == 1 else " are")) if only else \
+                ("every tunable is" if not skipped else "every other tunable is")
+            click.echo(f"nothing to change: {which} already right")
+        else:
+            click.echo("nothing to change")
         return
     verb = "would change" if dry_run else "changed"
     for c in changes:

@@ -26,6 +26,13 @@ THROUGHPUT_MALLOC_CONF = (
 THP_MODES = ("madvise", "never", "always")
 THP_DEFRAG_MODES = ("madvise", "defer+madvise", "defer", "never", "always")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# `tune:` text values end up in kernel attributes, limits.d, a systemd mount drop-in and tuned.conf (as root): each
+# has a strict pattern (matched whole; no newline, comma, space or shell/INI syntax can pass). What the pattern allows
+# is what the file or attribute accepts, not more.
+GOVERNOR_PATTERN = r"[a-z][a-z0-9_]{0,14}"  # cpufreq governor names (CPUFREQ_NAME_LEN 16 with the NUL)
+EPP_PATTERN = r"[a-z][a-z_]{0,31}"  # energy_performance_preference names (balance_performance ...)
+MEMLOCK_PATTERN = r"unlimited|0|[1-9][0-9]{0,17}"  # limits.conf(5): KiB or unlimited
+SHM_SIZE_PATTERN = r"(?:100|[1-9][0-9]?)%|[1-9][0-9]{0,15}[kKmMgGtT]?"  # tmpfs(5) size=: % of RAM or bytes[kmgt]
 # Preload/audit libraries run code in every rank (as root, too): only hosttune's checked allocator path may set them.
 _MANAGED_ENV = ("LD_PRELOAD", "LD_AUDIT")
 
@@ -42,6 +49,8 @@ class Setting:
     high: int = 0  # count: the largest number allowed
     doc: str = ""
     show: bool = True  # listed by `profile show` and written by `to_yaml` (meta keys are handled by their owners)
+    pattern: str = ""  # text: a regular expression the whole value must match (`hint` says it in words)
+    hint: str = ""
 
     @property
     def section(self) -> Optional[str]:
@@ -85,12 +94,18 @@ SETTINGS: Tuple[Setting, ...] = (
             doc="transparent_hugepage/defrag: madvise = direct compaction only for regions that ask for huge pages"),
     Setting("tune.numa_balancing", "bool", False, doc="kernel.numa_balancing on multi-node hosts (doctor: off)"),
     Setting("tune.swappiness", "count", 10, low=0, high=200, doc="vm.swappiness, the most allowed (doctor: <= 10)"),
-    Setting("tune.governor", "text", "performance", doc="CPU frequency governor where cpufreq exists"),
-    Setting("tune.epp", "text", "performance", doc="energy_performance_preference where the driver has it"),
+    Setting("tune.governor", "text", "performance", doc="CPU frequency governor where cpufreq exists (one the driver "
+            "offers in scaling_available_governors)", pattern=GOVERNOR_PATTERN,
+            hint="a cpufreq governor name (lower-case letters, digits, _; at most 15)"),
+    Setting("tune.epp", "text", "performance", doc="energy_performance_preference where the driver has it (one of "
+            "its energy_performance_available_preferences)", pattern=EPP_PATTERN,
+            hint="an energy_performance_preference name (lower-case letters and _)"),
     Setting("tune.nofile", "count", 65536, low=1024, high=1073741816,
             doc="soft open-files limit for new logins, the least allowed (hard: at least 1048576)"),
-    Setting("tune.memlock", "text", "unlimited", doc="locked-memory limit for new logins: unlimited or KiB"),
-    Setting("tune.shm_size", "text", "50%", doc="/dev/shm size: a tmpfs size= (50%, 16G)"),
+    Setting("tune.memlock", "text", "unlimited", doc="locked-memory limit for new logins: unlimited or KiB (quoted)",
+            pattern=MEMLOCK_PATTERN, hint="'unlimited' or a number of KiB, quoted"),
+    Setting("tune.shm_size", "text", "50%", doc="/dev/shm size: a tmpfs size= (50%, 16G)", pattern=SHM_SIZE_PATTERN,
+            hint="a tmpfs size: 1% to 100%, or a number with an optional k, m, g or t suffix (16G)"),
     Setting("tune.persistence", "bool", True, doc="NVIDIA persistence mode through nvidia-persistenced (GPUs only)"),
     Setting("env", "envmap", None, doc="literal extra environment, applied last"),
     Setting("fingerprint", "text", None, doc="hardware fingerprint of the host it was generated for", show=False),
@@ -133,6 +148,20 @@ class Tune:
     memlock: str = _TUNE_DEFAULT["memlock"]
     shm_size: str = _TUNE_DEFAULT["shm_size"]
     persistence: bool = _TUNE_DEFAULT["persistence"]
+
+    def __post_init__(self) -> None:
+        # However a Tune is made (a profile, the launcher's handoff, the boot re-apply's saved values, the API), its
+        # values are what the table allows: they reach kernel attributes and files under /etc as root.
+        check_tune(self)
+
+
+def check_tune(tune: "Tune") -> None:
+    """Every `tune:` value of `tune` against the table; one UserError naming the key (`tune.KEY: ...`)."""
+    def bad(key: str, msg: str, sect: Optional[str]) -> UserError:
+        return UserError(f"{sect}.{key}: {msg}" if sect else f"{key}: {msg}")
+
+    for f in dataclasses.fields(tune):
+        _check(BY_NAME[f"tune.{f.name}"], getattr(tune, f.name), bad)
 
 
 @dataclass(frozen=True)
@@ -221,6 +250,8 @@ def _check(s: Setting, v: Any, bad: Bad) -> None:
             raise bad(key, "must not contain a NUL byte", sect)
         if s.kind == "path" and v is not None and not v.startswith("/"):
             raise bad(key, "must be an absolute path", sect)
+        if s.pattern and v is not None and not re.fullmatch(s.pattern, v):
+            raise bad(key, f"must be {s.hint or 'of the form ' + s.pattern}, not {brief(v)}", sect)
     elif s.kind == "choice":
         if v is False and s.name == "memory_policy":  # YAML 1.1 reads a bare `no` as false
             v = "none"

@@ -9,6 +9,7 @@ the host as it was before hosttune touched it.
 import errno
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -16,8 +17,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from hosttune.detect._io import HostIO
 from hosttune.errors import UserError
 from hosttune.profile.settings import Tune
-from hosttune.tune.model import MARKER, STATE_FILE, STATE_SCHEMA, Change, Status
-from hosttune.tune.rootfs import Tree, iter_lines, selected
+from hosttune.tune.model import MARKER, STATE_SCHEMA, Change, Status, state_rel
+from hosttune.tune.rootfs import Tree, check_line, iter_lines, selected
 from hosttune.tune.tunables import BY_ID, TUNABLE_IDS, TUNABLES, Tunable, limit_value
 
 Undo = Callable[[], None]
@@ -56,10 +57,14 @@ def parse_blocks(text: Optional[str], reasons: Optional[Dict[str, str]] = None) 
 
 
 def render_blocks(blocks: Dict[str, List[str]], reasons: Dict[str, str]) -> str:
+    """The text of one of hosttune's files; a line with a newline or control character in it is an OSError (the
+    values were validated by the settings table: this is the last line of defence)."""
     out = [MARKER]
     for tid in TUNABLE_IDS:
         if tid in blocks:
             out += [f"# {tid}: {reasons.get(tid, '')}".rstrip()] + blocks[tid]
+    for line in out:
+        check_line(line, f"a line of hosttune's file ({', '.join(blocks)})")
     return "\n".join(out) + "\n"
 
 
@@ -78,20 +83,128 @@ def _read_ours(tree: Tree, rel: str) -> Optional[str]:
 # ---------------------------------------------------------------------------------------------------------------
 # State
 
+def _trust_state(tree: Tree, rel: str) -> None:
+    """As root on the live host, the state file (or, before the first apply, the nearest directory of its place that
+    exists) must be root's alone (`hosttune.trust`): revert writes what it says into kernel attributes, and
+    $HOSTTUNE_STATE_DIR may name any directory."""
+    if not tree.live:
+        return
+    from hosttune import trust
+
+    if not trust.is_root():
+        return
+    path = tree.path(rel)
+    if os.path.lexists(path):
+        trust.check_path(path, "tune state file")
+        return
+    d = os.path.dirname(path)
+    while not os.path.lexists(d) and d != "/":
+        d = os.path.dirname(d)
+    trust.check_path(d, "tune state directory", kind="dir")
+
+
+# A runtime value saved before the first apply, or one applied: one line of printable ASCII (what a kernel
+# attribute, a mount option or systemctl shows), bounded.
+_SAVED_VALUE = re.compile(r"[\x20-\x7e]{0,256}")
+# A tuned file saved for revert (active_profile, profile_mode): text without control characters but tab and newline.
+_SAVED_TEXT = re.compile(r"[^\x00-\x08\x0b-\x1f\x7f]{0,4096}")
+_STATE_KEYS = ("schema", "before", "applied", "made_dirs", "tuned", "unit_enabled")
+
+
+def own_dirs(tree: Tree) -> List[str]:
+    """The directories apply may create (and revert may remove when empty): those above hosttune's own files."""
+    from hosttune.tune import tuned
+
+    files = [state_rel(tree.root), tuned.ACTIVE_REL, tuned.MODE_REL] + [t.persist for t in TUNABLES if t.persist] \
+        + [f"{d}/tuned.conf" for d in tuned.PROFILE_RELS]
+    out: List[str] = []
+    for f in files:
+        parts = f.split("/")[:-1]
+        out += ["/".join(parts[:i + 1]) for i in range(len(parts))]
+    return list(dict.fromkeys(out))
+
+
+def check_state(data: Any, tree: Tree) -> Dict[str, Any]:
+    """`data` when it has the state file's shape, every path in it one its tunable owns; else one UserError line.
+    What revert writes comes from here: nothing outside a tunable's own targets, no value that is not one line."""
+    from hosttune.tune import tuned
+
+    where = tree.path(state_rel(tree.root))
+
+    def bad(what: str) -> UserError:
+        return UserError(f"{where}: not hosttune's tune state ({what}); `hosttune tune apply` wrote none like it")
+
+    def value(v: Any, what: str) -> None:
+        if v is not None and not (isinstance(v, str) and _SAVED_VALUE.fullmatch(v)):
+            raise bad(f"{what} is not a one-line value")
+
+    if not isinstance(data, dict) or data.get("schema") != STATE_SCHEMA:
+        raise bad(f"schema {STATE_SCHEMA} expected")
+    extra = [k for k in data if k not in _STATE_KEYS]
+    if extra:
+        raise bad(f"unknown key {str(extra[0])[:40]!r}")
+    before, applied = data.get("before", {}), data.get("applied", {})
+    if not isinstance(before, dict) or not isinstance(applied, dict):
+        raise bad("before and applied must be mappings")
+    for tid, targets in before.items():
+        t = BY_ID.get(tid)
+        if t is None or not isinstance(targets, dict):
+            raise bad(f"before: {str(tid)[:40]!r} is not a tunable with saved values")
+        for rel, old in targets.items():
+            if not isinstance(rel, str) or not t.own or not re.fullmatch(t.own, rel):
+                raise bad(f"before.{tid}: {str(rel)[:60]!r} is not one of {tid}'s own paths")
+            value(old, f"before.{tid}")
+    for tid, v in applied.items():
+        if tid not in BY_ID:
+            raise bad(f"applied: {str(tid)[:40]!r} is not a tunable")
+        if v is None:
+            raise bad(f"applied.{tid} is empty")
+        value(v, f"applied.{tid}")
+    made = data.get("made_dirs", [])
+    allowed = own_dirs(tree)
+    if not isinstance(made, list) or not all(isinstance(d, str) and d in allowed for d in made):
+        raise bad("made_dirs names a directory hosttune does not make")
+    if not isinstance(data.get("unit_enabled", False), bool):
+        raise bad("unit_enabled must be true or false")
+    tuned_state = data.get("tuned")
+    if tuned_state is not None:
+        if not isinstance(tuned_state, dict) or set(tuned_state) - {"previous", "files"}:
+            raise bad("tuned must be a mapping of previous and files")
+        previous = tuned_state.get("previous")
+        try:
+            if previous is not None and (not isinstance(previous, str) or not tuned.check_names(previous, "tuned")):
+                raise ValueError("empty")
+        except ValueError:
+            raise bad("tuned.previous is not a tuned profile name") from None
+        files = tuned_state.get("files")
+        if files is not None:
+            if not isinstance(files, dict) or set(files) - {tuned.ACTIVE_REL, tuned.MODE_REL}:
+                raise bad("tuned.files may name only etc/tuned/active_profile and etc/tuned/profile_mode")
+            for saved in files.values():
+                if saved is None:
+                    continue
+                if not isinstance(saved, dict) or set(saved) != {"text", "mode"} \
+                        or not isinstance(saved["text"], str) or not _SAVED_TEXT.fullmatch(saved["text"]) \
+                        or not (isinstance(saved["mode"], int) and not isinstance(saved["mode"], bool)
+                                and 0 <= saved["mode"] <= 0o777):
+                    raise bad("tuned.files: each saved file is {text, mode}")
+    return data
+
+
 def load_state(tree: Tree) -> Optional[Dict[str, Any]]:
+    rel = state_rel(tree.root)
     try:
-        text = tree.read(STATE_FILE)
+        text = tree.read(rel)
     except OSError as exc:
-        raise UserError(f"{tree.path(STATE_FILE)}: cannot read: {exc.strerror or exc}") from None
+        raise UserError(f"{tree.path(rel)}: cannot read: {exc.strerror or exc}") from None
     if text is None:
         return None
+    _trust_state(tree, rel)
     try:
         data = json.loads(text)
     except ValueError:
-        raise UserError(f"{tree.path(STATE_FILE)}: not hosttune's tune state (bad JSON)") from None
-    if not isinstance(data, dict) or data.get("schema") != STATE_SCHEMA:
-        raise UserError(f"{tree.path(STATE_FILE)}: not hosttune's tune state (schema {STATE_SCHEMA} expected)")
-    return data
+        raise UserError(f"{tree.path(rel)}: not hosttune's tune state (bad JSON)") from None
+    return check_state(data, tree)
 
 
 def _new_state() -> Dict[str, Any]:
@@ -310,22 +423,23 @@ class _Txn:
         if old is not None:
             self.undo.append(lambda: self.tree.write_attr(rel, old))
 
-    def write_file(self, rel: str, text: Optional[str]) -> None:
-        prev = self.tree.read(rel)
+    def write_file(self, rel: str, text: Optional[str], mode: int = 0o644) -> None:
+        """Replace (or, with None, remove) `rel`; the undo puts back its exact bytes and permission bits."""
+        prev = self.tree.read_raw(rel)
         made: List[str] = []
         if text is None:
             if prev is None:
                 return
             self.tree.remove(rel)
         else:
-            self.tree.write_file(rel, text, made)
+            self.tree.write_file(rel, text, made, mode)
         self.made += made
 
         def undo() -> None:
             if prev is None:
                 self.tree.remove(rel)
             else:
-                self.tree.write_file(rel, prev)
+                self.tree.write_file(rel, prev[0], mode=prev[1])
             for d in reversed(made):
                 self.tree.rmdir_if_empty(d)
         self.undo.append(undo)
@@ -363,7 +477,12 @@ def _edit_blocks(txn: _Txn, rel: str, edits: Dict[str, Optional[List[str]]], rea
         txn.write_file(rel, new)
 
 
+_SIZE_OPT = re.compile(r"size=[0-9]{1,20}[kKmMgGtT%]?")
+
+
 def _remount_shm(size_opt: str) -> None:
+    if not _SIZE_OPT.fullmatch(size_opt):  # one option, never a list of them (`size=50%,exec,suid`)
+        raise OSError(errno.EINVAL, f"refusing /dev/shm mount options {size_opt[:60]!r}: one size= option expected")
     done = _tool("mount", ["-o", f"remount,{size_opt}", "/dev/shm"], 60)
     if done.returncode != 0:
         raise OSError(f"mount -o remount,{size_opt} /dev/shm: {done.stderr.strip() or done.returncode}")
@@ -383,7 +502,7 @@ def _apply_one(txn: _Txn, t: Tunable, st: Status, state: Dict[str, Any], boot: b
         # reports drift (sysfs has no file of its own that keeps it)
         state["applied"][t.id] = expected
         if t.boot:
-            written.append(tree.path(STATE_FILE))
+            written.append(tree.path(state_rel(tree.root)))
     elif t.kind == "shm":
         if tree.live:
             old = _mount_size(tree)
@@ -407,45 +526,60 @@ def apply(root: Path = Path("/"), only: Sequence[str] = (), dry_run: bool = Fals
           boot: bool = False) -> List[Change]:
     """Bring the tunables (`only`, else all) to the profile's values. `boot`: re-apply only the runtime values
     recorded by earlier applies (what hosttune-tune.service runs), writing no file."""
+    return apply_report(root, only, dry_run, profile, boot)[0]
+
+
+def apply_report(root: Path = Path("/"), only: Sequence[str] = (), dry_run: bool = False, profile: Any = None,
+                 boot: bool = False) -> Tuple[List[Change], List[Status]]:
+    """`apply`, and the tunables asked for that were skipped (each `Status` says why): a skipped tunable is not
+    "already right", and the CLI says so."""
     check_ids(only)
     tree = Tree(root)
     tune = tune_settings(profile)
     state = load_state(tree)
     if boot:
         if state is None:
-            return []
+            return [], []
         only = [tid for tid in state.get("applied", {}) if tid in BY_ID and BY_ID[tid].kind in ("attr", "shm")]
         if not only:
-            return []
+            return [], []
         tune = _boot_tune(tune, state)
     wanted = [t for t in TUNABLES if not only or t.id in only]
-    plan = [(t, st) for t in wanted for st in [_status(tree, t, tune, state)] if st.state == "drift"]
+    statuses = [(t, _status(tree, t, tune, state)) for t in wanted]
+    skipped = [st for _, st in statuses if st.state == "skip"]
+    plan = [(t, st) for t, st in statuses if st.state == "drift"]
     changes = [Change(t.id, st.actual, st.expected or "", st.reason, _persist_paths(tree, t)) for t, st in plan]
     if dry_run or not plan:
-        return changes
+        return changes, skipped
     work = state if state is not None else _new_state()
     txn = _Txn(tree)
     done: List[Change] = []
+    rel = state_rel(tree.root)
+    _trust_state(tree, rel)
+    stage = "state"
     try:
-        txn.makedirs(os.path.dirname(STATE_FILE))
+        txn.makedirs(os.path.dirname(rel))
         for (t, st), ch in zip(plan, changes):
             written = _apply_one(txn, t, st, work, boot)
             done.append(Change(ch.id, ch.before, ch.after, ch.reason, written))
+        stage = "tuned"
         _tuned_hook(tree, work, txn, boot)
+        stage = "unit"
         if not boot and any(BY_ID[c.id].boot for c in done):
             _enable_unit(tree, work, txn)
+        stage = "state"
         if not boot or work != state:
             work["made_dirs"] = list(dict.fromkeys(list(work.get("made_dirs", [])) + txn.made))
             _save_state(txn, work)
     except (OSError, ValueError, UserError) as exc:
-        failed = plan[len(done)][0].id if len(done) < len(plan) else "state"
+        failed = plan[len(done)][0].id if len(done) < len(plan) else stage
         left = txn.rollback()
         for d in reversed(txn.made):
             tree.rmdir_if_empty(d)
         why = getattr(exc, "strerror", None) and f"{exc.strerror}: {exc.filename}" or str(exc)  # type: ignore
         tail = "; the changes of this run were undone" + (f" except: {'; '.join(left)}" if left else "")
         raise UserError(f"tune apply: {failed}: {why}{tail}") from None
-    return done
+    return done, skipped
 
 
 UNIT = "hosttune-tune.service"
@@ -481,23 +615,23 @@ def _boot_tune(tune: Tune, state: Dict[str, Any]) -> Tune:
 def _persist_paths(tree: Tree, t: Tunable) -> Tuple[str, ...]:
     out = [tree.path(t.persist)] if t.persist else []
     if t.boot:
-        out.append(tree.path(STATE_FILE))
+        out.append(tree.path(state_rel(tree.root)))
     return tuple(out)
 
 
 def _save_state(txn: _Txn, state: Dict[str, Any]) -> None:
-    txn.write_file(STATE_FILE, json.dumps(state, indent=1, sort_keys=True) + "\n")
+    check_state(state, txn.tree)  # what the next run will accept (a value that could not pass is refused now)
+    txn.write_file(state_rel(txn.tree.root), json.dumps(state, indent=1, sort_keys=True) + "\n")
 
 
 def _tuned_hook(tree: Tree, state: Dict[str, Any], txn: _Txn, boot: bool) -> None:
     """When tuned runs, hand it hosttune's values in a profile that includes the active one, so it never undoes
-    them (hosttune.tune.tuned, owned by the tuned coexistence work)."""
+    them (hosttune.tune.tuned). Every write is a step of the transaction through the no-follow tree writer; the
+    first time, tuned's active_profile and profile_mode are saved as they are (text and mode) for revert."""
     if boot:
         return
-    try:
-        from hosttune.tune import tuned
-    except ImportError:
-        return
+    from hosttune.tune import tuned
+
     if not tuned.is_running(tree.root):
         return
     settings = {tid: str(v) for tid, v in state.get("applied", {}).items()}
@@ -506,15 +640,74 @@ def _tuned_hook(tree: Tree, state: Dict[str, Any], txn: _Txn, boot: bool) -> Non
             block = _persisted(tree, t)
             if block:
                 settings[t.id] = block[0].split("=", 1)[1].strip()
-    previous = tuned.active_profile(tree.root)
-    if previous == tuned.PROFILE_NAME:
+    current = tuned.active_profile(tree.root)
+    tuned.check_names(current, tree.path(tuned.ACTIVE_REL))  # what include= and tuned-adm will get: tuned's names
+    previous = current
+    if current == tuned.PROFILE_NAME:
         previous = (state.get("tuned") or {}).get("previous")
     if state.get("tuned") is None:
-        state["tuned"] = {"previous": previous}
-    tuned.write_profile(tree.root, previous, settings)
-    if tuned.active_profile(tree.root) != tuned.PROFILE_NAME:
+        files: Dict[str, Optional[Dict[str, Any]]] = {}
+        for rel in (tuned.ACTIVE_REL, tuned.MODE_REL):
+            raw = tree.read_raw(rel)
+            if raw is None:
+                files[rel] = None
+                continue
+            try:
+                text = raw[0].decode("utf-8")
+            except UnicodeDecodeError:
+                raise OSError(errno.EINVAL, "is not UTF-8 text: not touched", tree.path(rel)) from None
+            files[rel] = {"text": text, "mode": raw[1]}
+        state["tuned"] = {"previous": previous, "files": files}
+    conf = tuned.profile_rel(tree.root) + "/tuned.conf"
+    tuned.check_writable(tree, conf)
+    txn.write_file(conf, tuned.render_profile(previous, settings))
+    if current == tuned.PROFILE_NAME:
+        return
+    if tree.live:
         txn.call(lambda: tuned.switch(tree.root, tuned.PROFILE_NAME),
-                 (lambda: tuned.switch(tree.root, previous)) if previous else (lambda: None))
+                 (lambda: tuned.switch(tree.root, previous or "")) if previous else (lambda: tuned.off(tree.root)))
+        return
+    # a tree: what `tuned-adm profile hosttune` leaves on disk, each file keeping its permission bits
+    for rel, text in ((tuned.ACTIVE_REL, tuned.PROFILE_NAME + "\n"), (tuned.MODE_REL, "manual\n")):
+        raw = tree.read_raw(rel)
+        txn.write_file(rel, text, raw[1] if raw is not None else 0o644)
+
+
+def _revert_tuned(tree: Tree, saved: Dict[str, Any], txn: _Txn, changes: List[Change]) -> None:
+    """Give tuned back the profile that was active before the first apply, then put its active_profile and
+    profile_mode back exactly as they were (bytes and mode; removed when there were none), and remove hosttune's
+    profile (only a file carrying the marker). Every write through the no-follow tree writer."""
+    from hosttune.tune import tuned
+
+    previous = saved.get("previous")
+    files = saved.get("files")
+    now = tuned.active_profile(tree.root)
+    if tree.live:
+        if previous:
+            tuned.switch(tree.root, previous)
+        elif now == tuned.PROFILE_NAME:
+            tuned.off(tree.root)
+    elif files is None and previous:  # a state file from before the files were saved: what tuned-adm would leave
+        tuned.switch(tree.root, previous)
+    for rel, was in (files or {}).items():
+        have = tree.read_raw(rel)
+        if was is None:
+            txn.write_file(rel, None)
+        elif have is None or have != (was["text"].encode("utf-8"), was["mode"]):
+            txn.write_file(rel, was["text"], was["mode"])
+    if now != previous:
+        changes.append(Change("tuned", now, previous or "(none)", "the tuned profile active before the first apply",
+                              ()))
+    for d in tuned.PROFILE_RELS:
+        conf = f"{d}/tuned.conf"
+        try:
+            mine = tuned.ours(tree, conf)
+        except OSError:
+            continue  # a link there is not ours to follow
+        if mine:
+            txn.write_file(conf, None)
+            tree.rmdir_if_empty(d)
+            changes.append(Change("files", tree.path(conf), "removed", "hosttune's file", ()))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -534,15 +727,9 @@ def revert(root: Path = Path("/")) -> List[Change]:
         # it (hosttune's values), which would undo the restores below if they came first
         tuned_state = state.get("tuned") or {}
         if tuned_state:
-            from hosttune.tune import tuned
-
-            if tuned_state.get("previous"):
-                tuned.switch(tree.root, tuned_state["previous"])
-            tuned.remove_profile(tree.root)
+            _revert_tuned(tree, tuned_state, txn, changes)
         for tid, targets in state.get("before", {}).items():
-            t = BY_ID.get(tid)
-            if t is None or not isinstance(targets, dict):
-                continue
+            t = BY_ID[tid]  # check_state: a tunable, and each target one of its own paths
             for rel, old in targets.items():
                 if old is None:
                     continue
@@ -566,7 +753,7 @@ def revert(root: Path = Path("/")) -> List[Change]:
                 changes.append(Change("files", tree.path(rel), "removed", "hosttune's file", ()))
         if state.get("unit_enabled") and tree.live:
             _systemctl(["disable", UNIT], check=False)
-        tree.remove(STATE_FILE)
+        tree.remove(state_rel(tree.root))
     except (OSError, ValueError) as exc:
         raise UserError(f"tune revert: {exc}") from None
     for d in sorted(state.get("made_dirs", []), key=lambda p: -p.count("/")):

@@ -15,7 +15,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple, Union
 
 from hosttune.fsio import atomic_write, read_fd_bounded
 
@@ -24,6 +24,18 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 READ_LIMIT = 1 << 20
 _SELECTED = re.compile(r"\[([^\]\s]+)\]")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_line(text: str, where: str) -> str:
+    """`text` when it is one line without control characters; else OSError(EINVAL). The last line of defence of
+    every line tune writes (a kernel attribute, a line of limits.d, sysctl.d, a drop-in or tuned.conf): the values
+    are validated by the profile's settings table before, and this makes a newline that got past it harmless."""
+    if _CONTROL.search(text):
+        raise OSError(errno.EINVAL, f"refusing a value with a newline or control character ({text[:60]!r})", where)
+    return text
 
 
 def _parts(rel: str) -> List[str]:
@@ -89,6 +101,27 @@ class Tree:
         finally:
             os.close(fd)
 
+    def read_raw(self, rel: str) -> Optional[Tuple[bytes, int]]:
+        """(bytes, permission bits) of a regular file, None when it is absent; a link or special file raises
+        OSError. For files restored exactly by revert."""
+        parts = _parts(rel)
+        try:
+            dfd = self._dir(parts[:-1], create=False)
+        except FileNotFoundError:
+            return None
+        try:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, self.path(rel)) from None
+        finally:
+            os.close(dfd)
+        try:
+            return read_fd_bounded(fd, READ_LIMIT, self.path(rel)), stat.S_IMODE(os.fstat(fd).st_mode)
+        finally:
+            os.close(fd)
+
     def exists(self, rel: str) -> bool:
         try:
             return self.read(rel) is not None
@@ -103,6 +136,7 @@ class Tree:
 
     def write_attr(self, rel: str, value: str) -> None:
         """Write a kernel attribute in place (sysfs, /proc/sys); in a tree, as the kernel would show it."""
+        check_line(value, self.path(rel))
         parts = _parts(rel)
         dfd = self._dir(parts[:-1], create=False)
         try:
@@ -121,8 +155,10 @@ class Tree:
         finally:
             os.close(dfd)
 
-    def write_file(self, rel: str, text: str, made: Optional[List[str]] = None) -> None:
-        """Replace a configuration file atomically, creating its directories (recorded in `made`)."""
+    def write_file(self, rel: str, text: Union[str, bytes], made: Optional[List[str]] = None,
+                   mode: int = 0o644) -> None:
+        """Replace a configuration file atomically (permission bits `mode`), creating its directories (recorded in
+        `made`). A link or anything but a regular file at `rel` or on the way is refused, never followed."""
         parts = _parts(rel)
         dfd = self._dir(parts[:-1], create=True, made=made)
         try:
@@ -133,7 +169,7 @@ class Tree:
                 pass
             if st is not None and not stat.S_ISREG(st.st_mode):
                 raise OSError(errno.EEXIST, "exists and is not a regular file", self.path(rel))
-            atomic_write(f"/proc/self/fd/{dfd}/{parts[-1]}", text, 0o644)
+            atomic_write(f"/proc/self/fd/{dfd}/{parts[-1]}", text, mode)
         finally:
             os.close(dfd)
 

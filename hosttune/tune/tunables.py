@@ -8,6 +8,7 @@ Kinds, each handled by one branch of the engine:
 - `service`: NVIDIA persistence through `systemctl enable --now nvidia-persistenced` (live host with GPUs only).
 """
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -38,6 +39,9 @@ class Tunable:
     lines: Callable[[str], List[str]] = lambda value: []  # the persisted lines for a value
     boot: bool = False  # attr: re-applied at boot by hosttune-tune.service
     sysctl: bool = False  # attr under /proc/sys: skipped when it is read-only (a container)
+    # the keys its entry in the state file's `before` may have (a regular expression matched whole): the targets an
+    # attr writes, "/dev/shm", "nvidia-persistenced". revert writes nothing else, whatever the state file says.
+    own: str = ""
 
 
 def _numa_nodes(tree: Tree) -> int:
@@ -56,13 +60,25 @@ def _policies(tree: Tree, name: str) -> List[str]:
     return [p for p in tree.glob(f"{CPUFREQ}/policy*/{name}")]
 
 
+def _not_offered(tree: Tree, files: List[str], listing: str, value: str) -> Optional[str]:
+    """The first policy whose `listing` (what its driver offers) lacks `value`, with the list; None when every
+    policy that has the listing offers it (the value is also pattern-checked by the profile's settings table, and
+    the kernel refuses a name its driver does not have)."""
+    for f in files:
+        where = f.rsplit("/", 1)[0]
+        avail = (tree.read(f"{where}/{listing}") or "").split()
+        if avail and value not in avail:
+            return f"{where.rsplit('/', 1)[-1]} offers {' '.join(avail)}"
+    return None
+
+
 def _want_governor(tree: Tree, tune: Tune) -> Want:
     files = _policies(tree, "scaling_governor")
     if not files:
         return None, "no cpufreq driver (typical of VMs: the hypervisor controls CPU frequency)"
-    avail = (tree.read(files[0].rsplit("/", 1)[0] + "/scaling_available_governors") or "").split()
-    if avail and tune.governor not in avail:
-        return None, f"the cpufreq driver offers no {tune.governor!r} governor ({' '.join(avail)})"
+    missing = _not_offered(tree, files, "scaling_available_governors", tune.governor)
+    if missing:
+        return None, f"the cpufreq driver offers no {tune.governor!r} governor ({missing})"
     return tune.governor, "clocks ramp up only after load appears; the threads feeding GPUs pay the ramp each burst"
 
 
@@ -70,9 +86,9 @@ def _want_epp(tree: Tree, tune: Tune) -> Want:
     files = _policies(tree, "energy_performance_preference")
     if not files:
         return None, "the cpufreq driver has no energy_performance_preference"
-    avail = (tree.read(files[0].rsplit("/", 1)[0] + "/energy_performance_available_preferences") or "").split()
-    if avail and tune.epp not in avail:
-        return None, f"the driver offers no {tune.epp!r} preference ({' '.join(avail)})"
+    missing = _not_offered(tree, files, "energy_performance_available_preferences", tune.epp)
+    if missing:
+        return None, f"the driver offers no {tune.epp!r} preference ({missing})"
     return tune.epp, "the hardware favours speed over power saving, as the performance governor does"
 
 
@@ -127,24 +143,28 @@ TUNABLES: Tuple[Tunable, ...] = (
             want=lambda tree, t: (t.thp, "`always` makes khugepaged compact in the background and faults stall on "
                                          "direct compaction; madvise keeps huge pages for code that asks"),
             targets=lambda tree: [f"{THP_DIR}/enabled"] if tree.exists(f"{THP_DIR}/enabled") else [],
-            boot=True),
+            boot=True, own=re.escape(f"{THP_DIR}/enabled")),
     Tunable("thp_defrag", "Transparent huge page defrag", "os.thp", "attr",
             want=lambda tree, t: (t.thp_defrag, "direct compaction only for regions that ask for huge pages"),
             targets=lambda tree: [f"{THP_DIR}/defrag"] if tree.exists(f"{THP_DIR}/defrag") else [],
-            boot=True),
+            boot=True, own=re.escape(f"{THP_DIR}/defrag")),
     Tunable("numa_balancing", "Automatic NUMA balancing", "os.numa_balancing", "attr", want=_want_numa,
             targets=lambda tree: ["proc/sys/kernel/numa_balancing"]
             if tree.exists("proc/sys/kernel/numa_balancing") else [],
-            persist=SYSCTL_FILE, lines=lambda v: [f"kernel.numa_balancing = {v}"], sysctl=True),
+            persist=SYSCTL_FILE, lines=lambda v: [f"kernel.numa_balancing = {v}"], sysctl=True,
+            own=re.escape("proc/sys/kernel/numa_balancing")),
     Tunable("swappiness", "Swappiness", "os.swappiness", "attr",
             want=lambda tree, t: (str(10 if t.swappiness == "auto" else t.swappiness),
                                   "the default 60 swaps out page cache and pinned buffers; the next step stalls"),
             targets=lambda tree: ["proc/sys/vm/swappiness"] if tree.exists("proc/sys/vm/swappiness") else [],
-            ok=_at_most, persist=SYSCTL_FILE, lines=lambda v: [f"vm.swappiness = {v}"], sysctl=True),
+            ok=_at_most, persist=SYSCTL_FILE, lines=lambda v: [f"vm.swappiness = {v}"], sysctl=True,
+            own=re.escape("proc/sys/vm/swappiness")),
     Tunable("governor", "CPU frequency governor", "os.governor", "attr", want=_want_governor,
-            targets=lambda tree: _policies(tree, "scaling_governor"), boot=True),
+            targets=lambda tree: _policies(tree, "scaling_governor"), boot=True,
+            own=re.escape(CPUFREQ) + r"/policy[0-9]{1,5}/scaling_governor"),
     Tunable("epp", "Energy/performance preference", "os.governor", "attr", want=_want_epp,
-            targets=lambda tree: _policies(tree, "energy_performance_preference"), boot=True),
+            targets=lambda tree: _policies(tree, "energy_performance_preference"), boot=True,
+            own=re.escape(CPUFREQ) + r"/policy[0-9]{1,5}/energy_performance_preference"),
     Tunable("nofile", "Open files limit for new logins", "cpu.nofile", "file",
             want=lambda tree, t: (str(65536 if t.nofile == "auto" else t.nofile),
                                   "DataLoader workers and NCCL open many files and sockets; 1024 runs out"),
@@ -155,8 +175,9 @@ TUNABLES: Tuple[Tunable, ...] = (
     Tunable("shm", "/dev/shm size", "storage.shm", "shm",
             want=lambda tree, t: (f"size={t.shm_size}", "DataLoader workers hand every batch over in /dev/shm"),
             persist=SHM_DROPIN, lines=lambda v: ["[Mount]", f"Options=mode=1777,strict,nosuid,nodev,{v}"],
-            boot=True),
-    Tunable("persistence", "NVIDIA persistence mode", "nvidia.persistence", "service", want=_want_persistence),
+            boot=True, own=re.escape("/dev/shm")),
+    Tunable("persistence", "NVIDIA persistence mode", "nvidia.persistence", "service", want=_want_persistence,
+            own="nvidia-persistenced"),
 )
 TUNABLE_IDS: Tuple[str, ...] = tuple(t.id for t in TUNABLES)
 BY_ID: Dict[str, Tunable] = {t.id: t for t in TUNABLES}
