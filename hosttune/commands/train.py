@@ -6,8 +6,11 @@ milliseconds with one line instead of once per rank after torchrun has started.
 The ranks run in the training interpreter, which need not be the one running hosttune (the .deb/.rpm run hosttune
 on the system python3, which rarely has torch): `--python PATH`, else `$HOSTTUNE_PYTHON`, else the interpreter
 `hosttune facts` probes (python3 on PATH; as root, on its trusted directories only), else hosttune's own. Each is
-asked with the facts' torch probe (hosttune/detect/torchenv.py: torch is never imported), so an interpreter without
-torch is one line naming what to install, exit 2, never a ModuleNotFoundError from every rank.
+resolved by the program gateway (hosttune/programs.py) before it is run: as root an interpreter another user could
+have written (`--python`, or `$HOSTTUNE_PYTHON` kept by `su`/`sudo -E`) is one line, exit 2, never run, not even for
+the torch probe of `--dry-run`; the resolved path is what the probe runs and what the ranks run. Each is asked with
+the facts' torch probe (hosttune/detect/torchenv.py: torch is never imported), so an interpreter without torch is one
+line naming what to install, exit 2, never a ModuleNotFoundError from every rank.
 """
 
 import importlib
@@ -21,9 +24,9 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 
 import click
 
-from hosttune import trust
+from hosttune import programs, trust
 from hosttune.detect import torchenv
-from hosttune.detect._io import HostIO, trusted_which
+from hosttune.detect._io import HostIO
 from hosttune.errors import UserError
 from hosttune.policy import names
 
@@ -64,23 +67,28 @@ def _version_tuple(version: str) -> Tuple[int, ...]:
 
 
 def candidates(option: Optional[str], environ: Mapping[str, str], io: HostIO) -> List[Tuple[str, str, bool]]:
-    """(path, source, chosen by the user) in the order they are tried. A bare name is looked up on PATH (as root,
-    on its trusted directories only, as `facts --python` does)."""
+    """(path, source, chosen by the user) in the order they are tried, each resolved by the program gateway
+    (hosttune/programs.py): a bare name is looked up on PATH (as root, on its trusted directories only, as
+    `facts --python` does), and as root the file must be root's alone. A chosen interpreter that fails is one line
+    (exit 2) before anything runs; a default one is skipped with its reason in `skipped`."""
     chosen = [(option, "--python")] if option else []
     if not chosen and environ.get(names.PYTHON):
         chosen = [(environ[names.PYTHON], f"${names.PYTHON}")]
     if chosen:
         value, source = chosen[0]
-        found = value if os.sep in value else trusted_which(value)[0]
-        if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
-            raise UserError(f"{source} {value}: not an executable file")
-        return [(found, source, True)]
+        return [(programs.resolve(value, source, path=environ.get("PATH", os.defpath)), source, True)]
     out: List[Tuple[str, str, bool]] = []
     default = torchenv.default_python(io)
-    if default:
-        out.append((default, "python3 on PATH", False))
-    if sys.executable and sys.executable not in [p for p, _, _ in out]:
-        out.append((sys.executable, "hosttune's interpreter", False))
+    for path, source in ((default, "python3 on PATH"), (sys.executable, "hosttune's interpreter")):
+        if not path:
+            continue
+        try:
+            found = programs.resolve(path, source)
+        except UserError as exc:
+            io.note("training interpreter", str(exc))
+            continue
+        if found not in [p for p, _, _ in out]:
+            out.append((found, source, False))
     return out
 
 
@@ -97,7 +105,9 @@ def find_python(option: Optional[str], environ: Mapping[str, str], io: Optional[
     UserError (exit 2) with one line naming what to install when there is none."""
     io = io or HostIO(Path("/"))
     tried: List[str] = []
-    for path, source, chosen in candidates(option, environ, io):
+    ordered = candidates(option, environ, io)
+    tried += [why for why in io.missing if why.startswith("training interpreter: ")]
+    for path, source, chosen in ordered:
         data = torchenv.run_probe(io, path)
         where = f"{path} ({source})"
         if "error" in data:
@@ -195,4 +205,4 @@ def cmd(nproc: int, profile: Optional[str], python: Optional[str], dry_run: bool
     from hosttune.sigexec import default_handlers_for_exec
 
     default_handlers_for_exec()
-    os.execv(argv[0], argv)
+    programs.execve(argv, dict(os.environ), "hosttune's interpreter")

@@ -12,20 +12,21 @@ Under a foreign root the tree may come from anybody, so paths are walked one com
 directory descriptors without following any link; each link is resolved by hand, inside the tree (".." stops at
 the root), so neither a planted link nor one swapped in mid-walk can make us read the real host's files.
 
-As root, programs are looked up only in PATH directories that pass the root trust rule (`trust.problem`): a PATH
-kept by `su`/`sudo -E` can name another user's directory, whose `python3` or `nvidia-smi` would then run as root.
-Subprocesses start in "/" with an environment rid of what a caller could have left behind (`child_env`).
+Programs are started through the one gateway, hosttune/programs.py: as root they are looked up only in PATH
+directories that pass the root trust rule (a PATH kept by `su`/`sudo -E` can name another user's directory, whose
+`python3` or `nvidia-smi` would then run as root), and a program named by path (`facts --python`, the training
+interpreter) must pass `trust.check_path` before it runs. Subprocesses start in "/" with an environment rid of what a
+caller could have left behind (`child_env`).
 """
 
 import errno
 import os
-import shutil
 import stat
 import subprocess
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from hosttune import trust
+from hosttune import programs, trust
 from hosttune.cpulist import (
     MAX_CPUS,
     format_cpulist,
@@ -36,6 +37,7 @@ from hosttune.cpulist import (
 )
 from hosttune.errors import UserError
 from hosttune.fsio import TooLarge, read_bounded, read_fd_bounded
+from hosttune.programs import SYSTEM_BIN, trusted_path_dirs, trusted_which  # the program gateway's; kept importable
 
 # sysfs files sometimes end in "\n\0" (hwloc fixture README caveat 7; seen on real kernels' node/has_cpu).
 _TRAILING = "\n\0\r \t"
@@ -43,40 +45,12 @@ _TRAILING = "\n\0\r \t"
 READ_LIMIT = 16 << 20
 # The kernel's own limit on links followed in one lookup (fs/namei.c MAXSYMLINKS).
 _MAX_LINKS = 40
-_SYSTEM_BIN = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+_SYSTEM_BIN = SYSTEM_BIN
 
 _O_PATH = getattr(os, "O_PATH", os.O_RDONLY)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-
-
-def trusted_path_dirs(path: Optional[str] = None) -> Tuple[List[str], List[str]]:
-    """(PATH directories to search, "DIR: why" for each one skipped). As an ordinary user PATH is used as is; as
-    root only absolute entries that pass the root trust rule (an empty or relative entry means the current
-    directory, which may be anybody's)."""
-    entries = (os.environ.get("PATH", os.defpath) if path is None else path).split(os.pathsep)
-    if not trust.is_root():
-        return [e for e in entries if e], []
-    keep: List[str] = []
-    skipped: List[str] = []
-    for entry in entries:
-        if not entry.startswith("/"):
-            skipped.append(f"{entry or '(empty)'}: not an absolute path")
-            continue
-        _, why = trust.problem(entry, kind="dir")
-        if why is None:
-            if entry not in keep:
-                keep.append(entry)
-        elif not why.startswith("does not exist"):
-            skipped.append(f"{entry}: {why}")
-    return keep, skipped
-
-
-def trusted_which(name: str) -> Tuple[Optional[str], List[str]]:
-    """`shutil.which` over `trusted_path_dirs()`: (path or None, PATH entries skipped as root)."""
-    dirs, skipped = trusted_path_dirs()
-    return shutil.which(name, path=os.pathsep.join(dirs)) if dirs else None, skipped
 
 
 def child_env(environ: Mapping[str, str]) -> Tuple[Dict[str, str], List[str]]:
@@ -361,8 +335,14 @@ class HostIO:
             self.note("environment", f"not passed on as root (they name code or paths another user could write): "
                                      f"{', '.join(dropped)}")
         try:
-            return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=clean, cwd="/",
-                                  stdin=subprocess.DEVNULL, check=False)
+            # Through the gateway: the program is resolved (as root: trusted PATH directories, its file trusted)
+            # and that path is what runs. Refused or missing: None, with the reason in last_error.
+            return programs.run(argv, "program", env=clean, capture_output=True, text=True, timeout=timeout,
+                                cwd="/", stdin=subprocess.DEVNULL, check=False)
+        except programs.NotFound:
+            self.last_error = f"cannot run {argv[0]}: not found"
+        except UserError as exc:  # trust.Untrusted: one line naming the file, the reason and the fix
+            self.last_error = str(exc)
         except subprocess.TimeoutExpired:
             self.last_error = f"timed out after {timeout:g} s"
         except OSError as exc:

@@ -15,8 +15,9 @@ import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from hosttune.detect._io import HostIO, trusted_which
+from hosttune.detect._io import HostIO
 from hosttune.facts import Gpu, TorchInstall
+from hosttune.programs import trusted_which
 from hosttune.trust import interpreter_env
 
 PROBE_TIMEOUT_S = 10.0

@@ -12,15 +12,20 @@ Keys are parameter names (the optimizer's flattened too, one key per parameter a
 indices, so a checkpoint loads on any number of ranks, with or without sharding: DCP reshards on load.
 
 DCP's reader unpickles `.metadata` and torch.load()s non-tensor values with `weights_only=False`; a checkpoint
-directory is input like any other, so both go through allow-lists here (`SafeReader`, `SafePlanner`).
+directory is input like any other, so both go through allow-lists here (`SafeReader`, `SafePlanner`): the metadata
+through the project's one unpickler (hosttune/unpickle.py) with the exact globals DCP writes, its data files named
+by plain names inside the directory and opened without following links.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import io
+import os
 import pickle
+import stat
 import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
@@ -28,6 +33,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import torch
 from torch import nn
 
+from hosttune import unpickle
 from hosttune.fsio import fsync_dir
 
 from .checkpoint import SHARDED_DIR as DCP_DIR  # inside step-N/
@@ -213,22 +219,54 @@ def _first_failure(exc: BaseException) -> BaseException:
 
 # ---- reading DCP checkpoints without running their pickles ----
 
-_ALLOWED_MODULES = ("torch.distributed.checkpoint.", "torch.distributed._shard.")
-_ALLOWED_GLOBALS = {("torch", "Size"), ("torch", "float32"), ("torch", "float16"), ("torch", "bfloat16"),
-                    ("torch", "float64"), ("torch", "int64"), ("torch", "int32"), ("torch", "int8"),
-                    ("torch", "uint8"), ("torch", "bool"), ("torch", "strided"), ("torch", "sparse_coo"),
-                    ("torch", "contiguous_format"), ("torch", "channels_last"), ("torch", "preserve_format"),
-                    ("collections", "OrderedDict"), ("builtins", "set"), ("builtins", "frozenset"),
-                    ("builtins", "slice"), ("torch.serialization", "_get_layout"), ("pathlib", "PosixPath"),
-                    ("pathlib", "PurePosixPath"),
-                    ("torch._utils", "_rebuild_tensor_v2")}
+# Exactly the globals DCP's `.metadata` names (listed with a recording Unpickler from real checkpoints: zero1 and
+# fsdp+offload on 2 gloo ranks, fsdp on one, and a state dict with bf16/int64 tensors, a transposed tensor and plain
+# values, torch 2.13), plus the dtypes the engine's state can hold. Exact pairs only, through the project's one
+# unpickler (hosttune/unpickle.py): a module prefix let a dotted name walk to `os.system` (issue 22).
+_DCP = "torch.distributed.checkpoint."
+DCP_METADATA_GLOBALS = unpickle.allow([
+    (_DCP + "metadata", "Metadata"), (_DCP + "metadata", "MetadataIndex"), (_DCP + "metadata", "StorageMeta"),
+    (_DCP + "metadata", "TensorStorageMetadata"), (_DCP + "metadata", "BytesStorageMetadata"),
+    (_DCP + "metadata", "ChunkStorageMetadata"), (_DCP + "metadata", "TensorProperties"),
+    (_DCP + "metadata", "_MEM_FORMAT_ENCODING"), (_DCP + "filesystem", "_StorageInfo"),
+    ("torch.serialization", "_get_layout"), ("torch", "Size"), ("pathlib", "PosixPath"),
+    *(("torch", dtype) for dtype in ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8",
+                                      "uint8", "bool")),
+])
+# A `.metadata` lists every chunk of every tensor: ~200 bytes each; far above any model this engine trains.
+METADATA_LIMIT = 256 << 20
 
 
-class _Unpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        if module.startswith(_ALLOWED_MODULES) or (module, name) in _ALLOWED_GLOBALS:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a checkpoint's metadata")
+def read_dcp_metadata(path: Path) -> Any:
+    """The DCP `Metadata` of the checkpoint directory `path`, through the allow-list. Raises OSError (not a
+    regular file, a link, too large) or pickle.UnpicklingError/ValueError (refused global, damaged, not DCP's)."""
+    from torch.distributed.checkpoint.metadata import Metadata
+
+    metadata = unpickle.load_file(path / ".metadata", DCP_METADATA_GLOBALS, "a checkpoint's metadata",
+                                  METADATA_LIMIT, nofollow=True)
+    if not isinstance(metadata, Metadata):
+        raise pickle.UnpicklingError(f"not DCP metadata (a {type(metadata).__name__})")
+    for info in getattr(metadata, "storage_data", {}).values():
+        name = getattr(info, "relative_path", None)
+        # Each data file is a plain name inside the checkpoint directory: "../x" or "/etc/shadow" would have DCP
+        # read another file (as root, into a model that is then exported where its owner can read it).
+        if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+            raise pickle.UnpicklingError(f"data file name {name!r} is not a plain name in the checkpoint directory")
+    return metadata
+
+
+def _open_nofollow(path: Any) -> Any:
+    """A data file of the checkpoint, opened without following a link, regular files only (a FIFO is refused
+    without blocking)."""
+    fd = os.open(os.fspath(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def safe_reader(path: Path) -> Any:
@@ -241,12 +279,25 @@ def safe_reader(path: Path) -> Any:
 def _safe_classes() -> Any:
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
+    from torch.distributed.checkpoint.filesystem import FileSystem
+
+    class NoFollowFileSystem(FileSystem):
+        """DCP's file system, reading each data file without following a link planted at its name."""
+
+        @contextlib.contextmanager
+        def create_stream(self, path: Any, mode: str) -> Iterator[Any]:
+            if mode != "rb":
+                raise OSError(errno.EROFS, "a checkpoint is only read here", str(path))
+            with _open_nofollow(path) as stream:
+                yield stream
 
     class SafeReader(dcp.FileSystemReader):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.fs = NoFollowFileSystem()
+
         def read_metadata(self, *args: Any, **kwargs: Any) -> Any:
-            path = Path(str(self.path)) / ".metadata"
-            with open(path, "rb") as f:
-                metadata = _Unpickler(f).load()
+            metadata = read_dcp_metadata(Path(str(self.path)))
             if getattr(metadata, "storage_meta", None) is None:
                 from torch.distributed.checkpoint.metadata import StorageMeta
 

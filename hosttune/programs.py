@@ -1,0 +1,150 @@
+"""Starting programs and interpreters: the one gateway.
+
+Every program or interpreter hosttune starts is named to `resolve` first, however it was named (an option such as
+`--python`, an environment variable such as `$HOSTTUNE_PYTHON`, or a bare name looked up on PATH), and what runs is
+the path `resolve` returned:
+
+- A bare name is looked up on PATH; as root only in PATH's directories that pass the root trust rule
+  (`trusted_path_dirs`): a PATH kept by `su`/`sudo -E` can name another user's directory, whose `python3` would
+  then run as root. A relative path is made absolute (a child started in "/" would otherwise look elsewhere).
+- It must be a regular, executable file.
+- As root, the file, every directory above it, and every symbolic link on the way to it (and each link's
+  directory) must be root's alone (`trust.check_path`): otherwise one line (`trust.Untrusted`, exit 2) *before* it
+  is run. A variable kept by `su`/`sudo -E` (`$HOSTTUNE_PYTHON`) or an option pointing at another user's file is
+  refused, never run.
+- The path returned is absolute and keeps the name's last link (a venv's `bin/python3 -> /usr/bin/python3.11` must
+  be run as `bin/python3`, or Python no longer finds the venv's pyvenv.cfg); every link on the way passed the check,
+  so nobody but root can re-point it.
+
+`run`/`popen`/`execve` are thin wrappers that resolve argv[0] and start the resolved path. The detector's
+`HostIO.run` (started in "/", with `child_env`) goes through `resolve` too.
+"""
+
+import os
+import shutil
+import stat
+import subprocess
+from typing import Any, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple
+
+from hosttune import trust
+from hosttune.errors import UserError
+
+# Searched (as root, when they pass the trust rule) when a program is not on a trusted PATH directory.
+SYSTEM_BIN = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+
+class NotFound(UserError):
+    """No executable file by that name or path."""
+
+
+def trusted_path_dirs(path: Optional[str] = None) -> Tuple[List[str], List[str]]:
+    """(PATH directories to search, "DIR: why" for each one skipped). As an ordinary user PATH is used as is; as
+    root only absolute entries that pass the root trust rule (an empty or relative entry means the current
+    directory, which may be anybody's)."""
+    entries = (os.environ.get("PATH", os.defpath) if path is None else path).split(os.pathsep)
+    if not trust.is_root():
+        return [e for e in entries if e], []
+    keep: List[str] = []
+    skipped: List[str] = []
+    for entry in entries:
+        if not entry.startswith("/"):
+            skipped.append(f"{entry or '(empty)'}: not an absolute path")
+            continue
+        _, why = trust.problem(entry, kind="dir")
+        if why is None:
+            if entry not in keep:
+                keep.append(entry)
+        elif not why.startswith("does not exist"):
+            skipped.append(f"{entry}: {why}")
+    return keep, skipped
+
+
+def trusted_which(name: str, path: Optional[str] = None) -> Tuple[Optional[str], List[str]]:
+    """`shutil.which` over `trusted_path_dirs(path)`: (path or None, PATH entries skipped as root)."""
+    dirs, skipped = trusted_path_dirs(path)
+    return shutil.which(name, path=os.pathsep.join(dirs)) if dirs else None, skipped
+
+
+def _absolute(program: str) -> str:
+    """`program` made absolute against the working directory; "." and "//" are tidied, ".." is left for the
+    kernel (text-collapsing it past a link would name another file)."""
+    joined = program if program.startswith("/") else os.path.join(os.getcwd(), program)
+    return joined if ".." in joined.split("/") else os.path.normpath(joined)
+
+
+def _check_links(path: str, what: str) -> None:
+    """As root, every symbolic link named on the way to `path` (each prefix, as written) must be root's, in a
+    directory that passes the trust rule: a link in a user's directory is theirs to re-point after the check."""
+    parts = [x for x in path.split("/") if x]
+    for i in range(1, len(parts) + 1):
+        prefix = "/" + "/".join(parts[:i])
+        try:
+            st = os.lstat(prefix)
+        except OSError:
+            return  # check_path reports what is missing
+        if not stat.S_ISLNK(st.st_mode):
+            continue
+        if st.st_uid not in trust.trusted_owners():
+            raise trust.Untrusted(f"refusing {what} {path}: it is reached through the link {prefix}, owned by uid "
+                                  f"{st.st_uid}, so another user could change what runs as root; fix: name "
+                                  f"{os.path.realpath(path)} itself")
+        trust.check_path(os.path.dirname(prefix) or "/", f"{what} {path}: the directory of its link {prefix},",
+                         kind="dir")
+
+
+def resolve(program: str, what: str, *, path: Optional[str] = None, check: bool = True) -> str:
+    """The absolute path to run for `program` (a path, or a bare name looked up on `path`, default $PATH; as root
+    on its trusted directories only). `what` names it in messages ("--python", "$HOSTTUNE_PYTHON"). Raises
+    NotFound ("WHAT PROGRAM: not an executable file" / "command not found") or, as root and `check`, Untrusted.
+
+    `check=False` is for a program named on root's own command line to run as given (`exec -- CMD`: sudo's
+    semantics); its bare name is still looked up on trusted directories only."""
+    if not program:
+        raise NotFound(f"{what}: empty program name")
+    if os.sep in program:
+        found: Optional[str] = _absolute(program)
+    else:
+        found = trusted_which(program, path)[0]
+        if found is None:
+            raise NotFound(f"{what} {program}: command not found" + (
+                " in a PATH directory only root can write" if trust.is_root() else ""))
+        found = _absolute(found)
+    assert found is not None
+    if not os.path.isfile(found) or not os.access(found, os.X_OK):
+        raise NotFound(f"{what} {program}: not an executable file")
+    if check and trust.is_root():
+        _check_links(found, what)
+        trust.check_path(found, what)
+    return found
+
+
+def resolve_argv(argv: Sequence[str], what: str, *, path: Optional[str] = None, check: bool = True) -> List[str]:
+    """`argv` with argv[0] replaced by `resolve(argv[0])`."""
+    if not argv:
+        raise NotFound(f"{what}: no program given")
+    return [resolve(argv[0], what, path=path, check=check), *argv[1:]]
+
+
+def run(argv: Sequence[str], what: str, *, env: Optional[Mapping[str, str]] = None,
+        **kwargs: Any) -> "subprocess.CompletedProcess[Any]":
+    """subprocess.run of the resolved argv (bare names looked up on `env`'s PATH when given). Raises as `resolve`,
+    then as subprocess.run."""
+    path = None if env is None else env.get("PATH", os.defpath)
+    resolved = resolve_argv(argv, what, path=path)
+    return subprocess.run(resolved, env=None if env is None else dict(env), **kwargs)
+
+
+def popen(argv: Sequence[str], what: str, *, env: Optional[Mapping[str, str]] = None, check: bool = True,
+          **kwargs: Any) -> "subprocess.Popen[Any]":
+    """subprocess.Popen of the resolved argv (see `run`)."""
+    path = None if env is None else env.get("PATH", os.defpath)
+    resolved = resolve_argv(argv, what, path=path, check=check)
+    return subprocess.Popen(resolved, env=None if env is None else dict(env), **kwargs)
+
+
+def execve(argv: Sequence[str], env: Dict[str, str], what: str, *, resolved: bool = False,
+           check: bool = True) -> NoReturn:
+    """Replace this process with the resolved argv[0] (`resolved`: argv[0] already came from `resolve`). Raises as
+    `resolve`, or OSError when the exec fails."""
+    exe = argv[0] if resolved else resolve(argv[0], what, path=env.get("PATH", os.defpath), check=check)
+    os.execve(exe, list(argv), env)
