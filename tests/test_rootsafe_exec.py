@@ -7,7 +7,6 @@ it records the handoff it was given and starts one rank exactly as torchrun's --
 
 import json
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -15,7 +14,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -240,6 +239,40 @@ def _wait_for(predicate: Any, seconds: float) -> bool:
     return bool(predicate())
 
 
+def _guardian_of(launcher: int) -> int:
+    """The launcher's guardian: its child forked without an exec (the same command line)."""
+    cmdline = Path(f"/proc/{launcher}/cmdline").read_bytes()
+    for child in Path(f"/proc/{launcher}/task/{launcher}/children").read_text().split():
+        try:
+            if Path(f"/proc/{child}/cmdline").read_bytes() == cmdline:
+                return int(child)
+        except OSError:
+            continue
+    raise AssertionError(f"no guardian among the children of {launcher}")
+
+
+def _sleeps(pid: int) -> int:
+    """How many times `pid` has gone to sleep (each tick of the guardian's select loop is one)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    raise AssertionError(f"/proc/{pid}/status has no voluntary_ctxt_switches")
+
+
+def _wait_for_a_deep_look(guardian_pid: int) -> None:
+    """Wait until the guardian has run a look at the launcher's whole tree that began after now: it starts one on
+    the first tick at least DEEP_POLL_S after the last, so once DEEP_POLL_S has passed, a whole tick that starts
+    after that (seen as two more sleeps of the guardian's own, one more allowed for a sleep inside a look) is such a
+    look or comes after one. The guardian's own progress is waited for, however slow the machine."""
+    from hosttune.launch import guardian
+
+    since = time.monotonic()
+    while time.monotonic() - since < guardian.DEEP_POLL_S:
+        time.sleep(0.1)
+    base = _sleeps(guardian_pid)
+    assert _wait_for(lambda: _sleeps(guardian_pid) >= base + 3, 120), "the guardian stopped ticking"
+
+
 def _kill_all(pids: List[int]) -> None:
     for pid in pids:
         try:
@@ -257,7 +290,7 @@ def test_sigkill_of_the_launcher_stops_a_supervised_job(tmp_path: Path) -> None:
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         assert _wait_for(lambda: len(_tagged(tag)) >= 4 and _by_cmdline(["sleep", n]), 60)  # hosttune, guardian, sh..
-        time.sleep(5)  # let the guardian take a full look at the tree (every 2 s; more under load): not an assertion
+        _wait_for_a_deep_look(_guardian_of(proc.pid))  # the guardian has looked at the whole tree since `sleep n` ran
         proc.kill()
         proc.wait()
         assert _wait_for(lambda: not _tagged(tag) and not _by_cmdline(["sleep", n]), 60), \
@@ -296,24 +329,101 @@ def test_double_dash_still_runs_a_command_named_like_an_option() -> None:
     assert r.returncode == 2 and "--bogus: command not found" in r.stderr
 
 
-def test_ctrl_c_while_exec_starts_is_130_without_traceback() -> None:
-    # SIGINT at moments spread over start-up (never asserted as times). A signal that lands inside the interpreter's
-    # own start-up (site, before any hosttune code) is Python's to report and is left out. hosttune keeps an ignored
-    # SIGINT ignored (nohup, `cmd &` in a script: the shell ignores SIGINT for background jobs, and children inherit
-    # that), so the child starts with the default action whatever the test runner was started with.
-    handled = 0
-    for delay in (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5):
-        p = subprocess.Popen([PY, "-m", "hosttune", "exec", "--", "sleep", "5"], stderr=subprocess.PIPE, text=True,
+# Runs `python -m hosttune ARGS` as -m does (runpy, so hosttune sees itself started as the program) with an audit
+# hook that reports every new import after hosttune's first own submodule on fd T_MARK ("N name") and, at import
+# number T_AT, blocks reading fd T_GATE: a phase of hosttune's start-up the test can hold the process in.
+GATED_MAIN = """import os, runpy, sys
+mark, gate, at = int(os.environ.pop("T_MARK")), int(os.environ.pop("T_GATE")), int(os.environ.pop("T_AT"))
+os.set_inheritable(mark, False)
+os.set_inheritable(gate, False)  # closed when hosttune execs the job: the marker pipe's end of file is that phase
+seen = [-1]
+
+def hook(event, args):
+    if event != "import":
+        return
+    name = str(args[0])
+    if seen[0] < 0:
+        if not name.startswith("hosttune.") or name in ("hosttune.__main__", "hosttune.cli"):
+            return
+        seen[0] = 0
+    n = seen[0]
+    seen[0] += 1
+    os.write(mark, ("%d %s\\n" % (n, name)).encode())
+    if n == at:
+        os.read(gate, 1)
+
+sys.addaudithook(hook)
+runpy.run_module("hosttune", run_name="__main__", alter_sys=True)
+"""
+
+
+def _start_gated(main: Path, at: int, argv: List[str]) -> "Tuple[subprocess.Popen[str], Any, int]":
+    """Start the gated hosttune; returns (process, the marker pipe's reader, the gate's write end)."""
+    mark_r, mark_w = os.pipe()
+    gate_r, gate_w = os.pipe()
+    env = dict(os.environ, T_MARK=str(mark_w), T_GATE=str(gate_r), T_AT=str(at), HOSTTUNE_EXEC_CACHE="0")
+    try:
+        p = subprocess.Popen([PY, str(main), *argv], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, pass_fds=(mark_w, gate_r),
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        time.sleep(delay)
+    finally:
+        os.close(mark_w)
+        os.close(gate_r)
+    return p, os.fdopen(mark_r, "r"), gate_w
+
+
+def _job_started(pid: int, argv: List[str]) -> bool:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes() == "\0".join(argv).encode() + b"\0"
+    except OSError:
+        return False
+
+
+def test_ctrl_c_while_exec_starts_is_130_without_traceback(tmp_path: Path) -> None:
+    # Ctrl-C in each phase of `hosttune exec`'s start-up, reached by waiting for it (never by a time): the process is
+    # held at its Nth import after hosttune's first own module (every one after its SIGINT handler is in place),
+    # for N spread from the first to the last import before the job starts, and signalled there. hosttune keeps an
+    # ignored SIGINT ignored (nohup, `cmd &` in a script), so the child starts with the default action whatever the
+    # test runner was started with. A signal before any hosttune code (site, runpy) is Python's to report: not here.
+    main = tmp_path / "gated_main.py"
+    main.write_text(GATED_MAIN)
+    job = ["sleep", "300"]
+    argv = ["exec", "--", *job]
+
+    # The last phase first, which also counts the imports: the job itself is running (hosttune exec'd it).
+    p, marks, gate = _start_gated(main, -1, argv)
+    try:
+        imports = marks.read().splitlines()  # end of file: the exec closed the marker pipe
+        assert _wait_for(lambda: _job_started(p.pid, job), 60), imports[-5:]
         p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=30)
-        if "KeyboardInterrupt" in err and not re.search(r'File "[^"]*/hosttune/[^"]*\.py"', err):
-            continue  # landed in the interpreter's own start-up (site, runpy), before any hosttune code ran
-        assert p.returncode in (130, -signal.SIGINT), (delay, p.returncode, err)  # -2: the exec'd job got it
-        assert "Traceback" not in err and "Aborted" not in err, err
-        handled += p.returncode == 130
-    assert handled, "no SIGINT reached hosttune's own start-up"
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+        marks.close()
+        os.close(gate)
+    assert p.returncode in (130, -signal.SIGINT), (p.returncode, err)  # -2: the exec'd job got it
+    assert "Traceback" not in err and "Aborted" not in err, err
+    assert len(imports) > 4, imports
+
+    n = len(imports)
+    for at in sorted({0, n // 4, n // 2, 3 * n // 4, n - 1}):
+        p, marks, gate = _start_gated(main, at, argv)
+        try:
+            reached = marks.readline()
+            while reached and not reached.startswith(f"{at} "):
+                reached = marks.readline()  # the phase: held at import number `at` until the gate opens
+            assert reached.startswith(f"{at} "), (at, reached, imports[at])
+            p.send_signal(signal.SIGINT)
+            os.close(gate)
+            gate = -1
+            _, err = p.communicate(timeout=60)
+        finally:
+            p.kill()
+            marks.close()
+            if gate >= 0:
+                os.close(gate)
+        assert p.returncode == 130, (reached, p.returncode, err)
+        assert "Traceback" not in err and "Aborted" not in err, (reached, err)
 
 
 def test_nproc_per_node_is_capped_with_one_line() -> None:
