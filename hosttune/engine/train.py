@@ -14,6 +14,7 @@ and `save_checkpoint`/`load_checkpoint` with `TrainState.shared_state`/`load_sha
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import os
 import random
@@ -21,10 +22,12 @@ import signal
 import sys
 import threading
 import time
+import weakref
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -219,6 +222,49 @@ def default_run_dir(cfg: Config, rank: int, world: int) -> Path:
     return Path(chosen[0])
 
 
+# torch modules with `group=group.WORLD` as a default argument. Python evaluates a default once, when the module is
+# imported: imported while a process group exists, they keep that group alive for good - destroy_process_group(),
+# `del` and gc.collect() cannot free it. DDP's constructor imports torch.distributed.nn.functional (through
+# torch.distributed._shard), i.e. after init_process_group, so the engine's gloo group outlived
+# destroy_process_group() and was destroyed during interpreter shutdown, where a gloo worker thread dropping a
+# finished collective's Python tensor needs the GIL: "terminate called without an active exception", SIGABRT, in
+# 4 of 106 two-rank runs (torch 2.13). torch.distributed.checkpoint (sharded saves) and the zero1 optimizer import
+# them too. Imported before any group exists, the defaults are None: the default group at call time.
+GROUP_DEFAULT_MODULES = ("torch.distributed.nn.functional",)
+SHARDED_GROUP_DEFAULT_MODULES = ("torch.distributed.optim.zero_redundancy_optimizer",
+                                 "torch.distributed.fsdp.sharded_grad_scaler")
+
+
+def import_group_default_modules(sharded: bool) -> None:
+    """Import the modules above before the engine creates its process group (see GROUP_DEFAULT_MODULES)."""
+    for name in GROUP_DEFAULT_MODULES + (SHARDED_GROUP_DEFAULT_MODULES if sharded else ()):
+        importlib.import_module(name)
+
+
+def unpin_group(group: Any) -> int:
+    """Reset every function default in torch's loaded modules that is `group` to None (what it is when the module
+    is imported before any group exists); returns how many. The safety net behind import_group_default_modules
+    for a module that a later torch imports lazily after the group exists."""
+    found = 0
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("torch.") or module is None:
+            continue
+        for value in list(vars(module).values()):
+            funcs = [value] if callable(value) and hasattr(value, "__defaults__") else []
+            if isinstance(value, type):
+                funcs = [f for f in vars(value).values() if hasattr(f, "__defaults__")]
+            for func in funcs:
+                defaults = getattr(func, "__defaults__", None)
+                if defaults and any(d is group for d in defaults):
+                    func.__defaults__ = tuple(None if d is group else d for d in defaults)
+                    found += 1
+                kwdefaults = getattr(func, "__kwdefaults__", None)
+                if kwdefaults and any(d is group for d in kwdefaults.values()):
+                    func.__kwdefaults__ = {k: (None if d is group else d) for k, d in kwdefaults.items()}
+                    found += 1
+    return found
+
+
 def init_process_group(backend: str, rank: int, world: int) -> None:
     """The process group from torchrun's env, isolated per elastic attempt.
 
@@ -300,6 +346,8 @@ class Runtime:
     owns_group: bool = False  # the engine created the process group, so it (and only it) destroys it
     flag_group: Any = None  # the CPU group the per-step stop flag is all-reduced in (world > 1)
     _flag: torch.Tensor = field(default_factory=lambda: torch.zeros(1, dtype=torch.int32))
+    # The tensors of the last collectives, held until the group is destroyed (see teardown).
+    _recent: Deque[torch.Tensor] = field(default_factory=lambda: deque(maxlen=16))
 
     @property
     def cuda(self) -> bool:
@@ -313,13 +361,20 @@ class Runtime:
         if self.world > 1:
             dist.barrier(device_ids=[self.local_rank]) if self.cuda else dist.barrier()
 
+    def all_reduce(self, tensor: torch.Tensor, op: Any = dist.ReduceOp.SUM, group: Any = None) -> None:
+        """dist.all_reduce, with `tensor` kept referenced from Python until the group is destroyed: a gloo worker
+        thread can still hold a finished collective; if it dropped the tensor's last reference, it would need the
+        GIL, which teardown's thread holds while the group's destructor joins that worker (a hang at exit)."""
+        self._recent.append(tensor)
+        dist.all_reduce(tensor, op=op, group=group)
+
     def agree(self, ok: bool) -> bool:
         """True only when every rank says ok; a barrier too. Checkpoint saves and loads use it so that a failure on
         one rank stops all of them in step, instead of leaving the others waiting forever."""
         if self.world == 1:
             return ok
         flag = torch.tensor([int(ok)], device=self.device, dtype=torch.int32)
-        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        self.all_reduce(flag, op=dist.ReduceOp.MIN)
         return bool(flag.item())
 
     def any_rank(self, flag: bool) -> bool:
@@ -327,7 +382,7 @@ class Runtime:
         if self.world == 1:
             return flag
         self._flag[0] = int(flag)
-        dist.all_reduce(self._flag, op=dist.ReduceOp.MAX, group=self.flag_group)
+        self.all_reduce(self._flag, op=dist.ReduceOp.MAX, group=self.flag_group)
         return bool(self._flag[0])
 
     def autocast(self) -> Any:
@@ -357,6 +412,7 @@ def setup(cfg: Config) -> Runtime:
     amp_dtype = resolve_amp(cfg.amp, device)  # after set_device: a CUDA query before it opens a context on GPU 0
     rt = Runtime(world, rank, local_rank, device, amp_dtype, deterministic)
     if world > 1 and not dist.is_initialized():
+        import_group_default_modules(cfg.shard in shard.SHARDED)
         init_process_group("nccl" if use_cuda else "gloo", rank, world)
         rt.owns_group = True
     try:
@@ -388,9 +444,17 @@ def setup(cfg: Config) -> Runtime:
 def teardown(rt: Runtime, finished: bool = False) -> None:
     """Destroy the process group if the engine created it; a group the caller made is the caller's.
 
-    After a finished run every rank first meets in a barrier. Its wait releases the GIL, so gloo's worker threads
-    can drop the last collectives' tensors (which needs the GIL) before the group's destructor joins those threads
-    while holding it: without that, a rank could hang forever at exit (seen under load, torch 2.13).
+    The group must really be destroyed here, while the interpreter runs, not at its shutdown: there a gloo worker
+    thread that drops a finished collective's Python tensor needs the GIL, and the process aborts ("terminate
+    called without an active exception"). So nothing may keep it alive: the trainer (DDP and its reducer) is
+    freed when _train returns, import_group_default_modules ran before the group existed, and unpin_group
+    releases any default argument that still holds it.
+
+    The destructor joins gloo's worker threads with the GIL held; a worker that still holds a finished
+    collective and drops the last reference to its Python tensor would need the GIL: a hang. So after a finished
+    run every rank first meets in a barrier (its wait releases the GIL, and it waits for every earlier
+    collective), and the tensors of the engine's last collectives (`Runtime._recent`) stay referenced until the
+    group is gone, so a worker's drop is never the last one.
     """
     if finished and rt.world > 1 and dist.is_initialized():
         rt.barrier()
@@ -398,8 +462,12 @@ def teardown(rt: Runtime, finished: bool = False) -> None:
         dist.destroy_process_group(rt.flag_group)
     rt.flag_group = None
     if rt.owns_group and dist.is_initialized():
+        group = weakref.ref(dist.group.WORLD)
         dist.destroy_process_group()
         rt.owns_group = False
+        if group() is not None:
+            unpin_group(group())  # the last reference goes with it: destroyed now
+    rt._recent.clear()
 
 
 # ---- build: model, optimizer, data, and the train state that a checkpoint holds ----
@@ -754,7 +822,7 @@ def train_loop(cfg: Config, task: Task, rt: Runtime, tr: Trainer, metrics: Metri
             # The only device sync of the step: the interval's loss (averaged over ranks) and grad norm.
             stats = torch.stack([loss_sum, grad_norm.float()])
             if world > 1:
-                dist.all_reduce(stats)
+                rt.all_reduce(stats)
                 stats /= world
             mean_loss, gnorm = stats.tolist()
             mean_loss /= steps_since_log
@@ -912,7 +980,7 @@ def evaluate(model: nn.Module, task: Task, cfg: Config, rt: Runtime, to_device: 
         totals[2] += y.shape[0]
     model.train()
     if rt.world > 1:
-        dist.all_reduce(totals)
+        rt.all_reduce(totals)
     loss_x_n, correct, n = totals.tolist()
     result = {"val_loss": round(loss_x_n / max(n, 1), 5), "val_samples": int(n)}
     if task.accuracy:
