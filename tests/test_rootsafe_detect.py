@@ -393,3 +393,19 @@ def test_capture_never_replaces_an_archive_that_appeared_while_it_ran(tmp_path: 
     with pytest.raises(capture.UserError, match="exists; name a new file, or add --force"):
         capture.capture(str(out))
     assert out.read_bytes() == b"theirs\n" and sorted(p.name for p in d.iterdir()) == ["bundle.tar.gz"]
+
+
+# ---- issue 22 item 2: --python of facts and doctor goes through the program gateway ---------------------------
+
+
+@pytest.mark.parametrize("command", ["facts", "doctor"])
+def test_another_users_python_named_by_option_is_refused_before_it_runs(command: str, other_user: Any,
+                                                                         marker: Path) -> None:
+    """Was: `facts --python` checked only that the file is executable, `doctor --python` not even that as root;
+    the torch probe then ran the other user's program as root."""
+    fake = other_user.write("venv/bin/python3", f"#!/bin/sh\necho \"$0\" >> {marker}\n", 0o755)
+    done = hosttune(command, "--json", "--python", str(fake), cwd=Path("/"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--python" in lines[0] and "owned by nobody" in lines[0], done.stderr
+    assert not marker.exists(), marker.read_text()

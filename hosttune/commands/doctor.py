@@ -77,6 +77,11 @@ def cmd(as_json: bool, python: Optional[str], deep: bool, data: Tuple[str, ...],
         else:
             click.echo(doctor.explain(explain))
         return
+    if python is not None:
+        # The program gateway, before anything runs: as root another user's interpreter is one line, exit 2.
+        from hosttune import programs
+
+        python = programs.resolve(python, "--python:")
     if slurm or npd:
         fleet_mode(slurm, npd, as_json, root, python=python, data=data, only=only, fail_on=fail_on, skip=skip,
                    deep=deep_options() if deep else None)

@@ -106,7 +106,6 @@ def render(f: Facts) -> str:
 def cmd(root: Optional[str], python: Optional[str], as_json: bool, capture: Optional[str], force: bool) -> None:
     """Detect what this host is (CPU, NUMA, GPUs, drivers, torch, storage)."""
     from hosttune.detect import collect
-    from hosttune.detect._io import trusted_which
 
     if capture is not None and root is not None:
         raise UserError("--capture and --root: --capture records this host, not a captured one")
@@ -115,11 +114,11 @@ def cmd(root: Optional[str], python: Optional[str], as_json: bool, capture: Opti
     if root is not None and not os.path.isdir(root):
         raise UserError(f"--root {root}: {'not a directory' if os.path.exists(root) else 'no such directory'}")
     if python is not None:
-        # "--python python3.11" means PATH's (as root, its trusted directories': see detect._io.trusted_which)
-        found = python if os.sep in python else trusted_which(python)[0]
-        if found is None or not (os.path.isfile(found) and os.access(found, os.X_OK)):
-            raise UserError(f"--python {python}: not an executable file")
-        python = found
+        # The program gateway: "--python python3.11" is PATH's (as root, its trusted directories' only); as root the
+        # file and every directory and link on the way must be root's alone, refused in one line before it runs.
+        from hosttune import programs
+
+        python = programs.resolve(python, "--python")
     if capture is not None:
         from hosttune import capture as capturing
 
