@@ -1,8 +1,8 @@
 """`hosttune exec` in front of real launchers other than torchrun (test_exec_torchrun.py has torchrun): the legacy
 `python -m torch.distributed.launch`, `accelerate launch`, a Lightning DDP script that starts its own ranks,
-`mpirun` (Open MPI) and `deepspeed`. Each rank is read back from /proc from the outside while it sleeps (affinity,
-memory policy, environment, mapped libraries) and must be disjoint from the others, run as many threads as it has
-cores, and have the profile's allocator mapped.
+`mpirun` (Open MPI) and `deepspeed`. Each rank is read back from /proc from the outside while it is held after its
+report (affinity, memory policy, environment, mapped libraries) and must be disjoint from the others, run as many
+threads as it has cores, and have the profile's allocator mapped.
 
 A launcher that is not installed is skipped (the Makefile's `setup` installs all of them); nothing else is.
 """
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration
 
 PY = sys.executable
 PROBE = str(PROBES / "probe.py")
-SLEEP = "3"  # long enough to read every rank from /proc, short enough to keep the file fast
+PROBE_HELD = str(PROBES / "probe_held.py")  # probe.py, then held until the test has read every rank from /proc
 # The variables a launcher gives each rank its place on the node by, first match wins (as the per-rank hook reads them)
 RANK_VARS = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")
 
@@ -77,9 +77,19 @@ def dry_run(command: Sequence[str], env: Dict[str, str]) -> Dict[str, Any]:
     return json.loads(r.stdout)  # type: ignore[no-any-return]
 
 
+def release(env: Dict[str, str]) -> Path:
+    """The file whose creation lets the held ranks (probe_held.py) of the job with this env exit."""
+    return Path(env["PROBE_OUT"]).parent / "release"
+
+
+def held(env: Dict[str, str]) -> List[str]:
+    return ["--hold", str(release(env))]
+
+
 def run_ranks(command: Sequence[str], env: Dict[str, str], n: int, timeout: float = 120) -> List[Rank]:
-    """Start `hosttune exec -- command`, wait for `n` rank reports in $PROBE_OUT, read each reporting process
-    from /proc while it sleeps, then wait for the job: it must exit 0."""
+    """Start `hosttune exec -- command` whose ranks are held after their report (PROBE_HELD with `held(env)`),
+    wait for `n` rank reports in $PROBE_OUT, read each reporting process from /proc, release the ranks, then wait
+    for the job: it must exit 0."""
     out = Path(env["PROBE_OUT"])
     proc = subprocess.Popen([PY, "-m", "hosttune", "exec", "--", *command], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -94,8 +104,10 @@ def run_ranks(command: Sequence[str], env: Dict[str, str], n: int, timeout: floa
             time.sleep(0.1)
         assert len(reports) == n, (len(reports), proc.poll(), proc.stderr.read() if proc.poll() is not None else "")
         ranks = [_read_rank(rep["pid"], rep, 0 if n == 1 else None) for rep in reports]
+        release(env).touch()
         _, err = proc.communicate(timeout=timeout)
     finally:
+        release(env).touch()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -161,8 +173,8 @@ two_cpus = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs tw
 @pytest.mark.parametrize("use_env", [True, False], ids=["use-env", "local-rank-argument"])
 def test_torch_distributed_launch(probe_env: Dict[str, str], use_env: bool) -> None:
     # torch's own thread count is read in one of the two (importing torch in a rank costs seconds here)
-    cmd = [PY, "-m", "torch.distributed.launch", "--nproc_per_node=2", *(["--use-env", PROBE, "--torch"] if use_env
-                                                                       else [PROBE]), "--sleep", SLEEP]
+    cmd = [PY, "-m", "torch.distributed.launch", "--nproc_per_node=2", *(["--use-env", PROBE_HELD, "--torch"] if use_env
+                                                                       else [PROBE_HELD]), *held(probe_env)]
     plan = dry_run(cmd, probe_env)
     assert plan["kind"] != "plain" and len(plan["ranks"]) == 2
     assert all(r["env"]["OMP_NUM_THREADS"] == str(physical_cores(set(r["cpus"]))) for r in plan["ranks"])
@@ -183,7 +195,8 @@ def test_torch_distributed_launch_dry_run_text(probe_env: Dict[str, str]) -> Non
 
 @two_cpus
 def test_accelerate_multi_gpu_two_ranks(probe_env: Dict[str, str]) -> None:
-    cmd = [program("accelerate"), "launch", "--multi_gpu", "--num_processes", "2", PROBE, "--torch", "--sleep", SLEEP]
+    cmd = [program("accelerate"), "launch", "--multi_gpu", "--num_processes", "2", PROBE_HELD, "--torch",
+           *held(probe_env)]
     plan = dry_run(cmd, probe_env)
     ranks = run_ranks(cmd, probe_env, 2)
     check_ranks(ranks, plan, 2)
@@ -202,7 +215,7 @@ def test_accelerate_threads_given_are_kept(probe_env: Dict[str, str]) -> None:
 
 
 def test_accelerate_cpu_alone_is_one_process(probe_env: Dict[str, str]) -> None:
-    cmd = [program("accelerate"), "launch", "--cpu", PROBE, "--sleep", SLEEP]
+    cmd = [program("accelerate"), "launch", "--cpu", PROBE_HELD, *held(probe_env)]
     plan = dry_run(cmd, probe_env)
     assert len(plan["ranks"]) == 1
     (rank,) = run_ranks(cmd, probe_env, 1)
@@ -229,7 +242,8 @@ class Tiny(L.LightningModule):
     def training_step(self, batch, i):
         if i == 0:
             report({{"torch_threads": torch.get_num_threads()}})
-            time.sleep({sleep})
+            while not os.path.exists({hold!r}):  # held until the test has read both ranks from /proc
+                time.sleep(0.05)
         return self.layer(batch[0]).sum()
 
     def configure_optimizers(self):
@@ -249,7 +263,7 @@ trainer.fit(Tiny())
 def test_lightning_ddp_script(probe_env: Dict[str, str], tmp_path: Path) -> None:
     pytest.importorskip("lightning")
     script = tmp_path / "train_lightning.py"
-    script.write_text(LIGHTNING_SCRIPT.format(probes=str(PROBES), sleep=SLEEP))
+    script.write_text(LIGHTNING_SCRIPT.format(probes=str(PROBES), hold=str(release(probe_env))))
     ranks = run_ranks([PY, str(script)], probe_env, 2, timeout=180)
     plan = dry_run([PY, "-m", "torch.distributed.run", "--nproc_per_node=2", str(script)], probe_env)
     check_ranks(ranks, plan, 2, started_with_env=False)
@@ -265,7 +279,7 @@ def _mpirun() -> List[str]:
 
 @two_cpus
 def test_mpirun_two_ranks(probe_env: Dict[str, str]) -> None:
-    cmd = [*_mpirun(), "-np", "2", PY, PROBE, "--sleep", SLEEP]
+    cmd = [*_mpirun(), "-np", "2", PY, PROBE_HELD, *held(probe_env)]
     plan = dry_run(cmd, probe_env)
     assert plan["kind"] != "plain" and len(plan["ranks"]) == 2
     assert plan["argv"][1:3] == ["--bind-to", "none"]  # Open MPI would bind each rank to a core by itself
@@ -276,7 +290,7 @@ def test_mpirun_two_ranks(probe_env: Dict[str, str]) -> None:
 
 @two_cpus
 def test_mpirun_binding_asked_is_mpis(probe_env: Dict[str, str]) -> None:
-    cmd = [*_mpirun(), "-np", "2", "--bind-to", "core", PY, PROBE, "--sleep", SLEEP]
+    cmd = [*_mpirun(), "-np", "2", "--bind-to", "core", PY, PROBE_HELD, *held(probe_env)]
     plan = dry_run(cmd, probe_env)
     assert "--bind-to" in plan["argv"] and "none" not in plan["argv"]
     ranks = run_ranks(cmd, probe_env, 2)
@@ -288,7 +302,7 @@ def test_mpirun_binding_asked_is_mpis(probe_env: Dict[str, str]) -> None:
 
 @two_cpus
 def test_deepspeed_two_ranks(probe_env: Dict[str, str]) -> None:
-    cmd = [program("deepspeed"), "--num_gpus", "2", PROBE, "--sleep", SLEEP]
+    cmd = [program("deepspeed"), "--num_gpus", "2", PROBE_HELD, *held(probe_env)]
     plan = dry_run(cmd, probe_env)
     assert len(plan["ranks"]) == 2
     ranks = run_ranks(cmd, probe_env, 2, timeout=180)
