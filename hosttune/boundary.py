@@ -1,0 +1,299 @@
+"""The trust boundary, as one table: every input that crosses it, the one gateway that handles it, the rule that
+gateway applies, and the test that plays the other user (or the hostile value) against it.
+
+hosttune runs as root on machines other users share. What reaches it from outside root's own files is listed here:
+
+- ENV: each `HOSTTUNE_*` variable (hosttune/policy/names.py), and the other variables that pick a file or a
+  directory hosttune reads or writes. They survive `su` and `sudo -E`, so as root each is another user's choice.
+- OPTION: each command-line option (or argument) that names a path or a program.
+- FILE: each file read from a directory another user might write (run directories, checkpoints, captures,
+  configuration directories, handoffs, state files).
+- VALUE: each value that reaches a privileged file or command (tune values, doctor's fix commands, a profile's env:).
+- CALL: each place that starts a program, replaces this process, unpickles, or loads a torch file (the call sites
+  tests/test_boundary.py finds by walking the code's syntax trees).
+
+tests/test_boundary.py keeps the table and the code in step: a new `HOSTTUNE_*` name, a new option that names a
+path or a program, or a new call site without a row fails it, and so does a row whose test does not exist or whose
+input is gone. SECURITY.md states the same rules for people and points here.
+
+Nothing here is imported at run time (the table is data for the meta-test and for readers), so it may grow freely.
+"""
+
+from dataclasses import dataclass
+from typing import Dict, Tuple
+
+ENV = "env var"
+OPTION = "option"
+FILE = "file read"
+VALUE = "privileged value"
+CALL = "call site"
+KINDS = (ENV, OPTION, FILE, VALUE, CALL)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One input. `input` is how the meta-test finds it: a variable's name; an option as "<command> <--option>"
+    (engine options as "engine --option"); a call site as "<path>::<function>" (qualified, "<module>" at top level);
+    free text for FILE and VALUE rows. `test` is "tests/<file>.py::<test function>"."""
+
+    input: str
+    kind: str
+    gateway: str
+    rule: str
+    test: str
+
+
+_PROFILE_RULE = ("as root the file, every file of its base: chain and every directory above them must be root's "
+                 "alone (trust.check_path), else one line naming the fix, exit 2; read by the resolved name, bounded")
+_PROFILE_TEST = "tests/test_rootsafe_profile.py::test_root_refuses_another_users_profile_reached_any_way"
+_JOB_RULE = ("set by hosttune's launcher for its own job (never a path); parsed as a bounded number or CPU list, a "
+             "bad value is ignored or one line")
+
+ROWS: Tuple[Row, ...] = (
+    # ---- HOSTTUNE_* variables (hosttune/policy/names.py) ----------------------------------------------------------
+    Row("HOSTTUNE_PROFILE", ENV, "hosttune/profile/load.py::load (trust.check_path)", _PROFILE_RULE, _PROFILE_TEST),
+    Row("HOSTTUNE_PROFILE_PATH", ENV, "hosttune/profile/locate.py + load.py (trust.check_path)", _PROFILE_RULE,
+        _PROFILE_TEST),
+    Row("HOSTTUNE_ETC_DIR", ENV, "hosttune/policy/dirs.py::etc_dir, then profile/load.py (trust.check_path)",
+        _PROFILE_RULE, _PROFILE_TEST),
+    Row("HOSTTUNE_RUNTIME_DIR", ENV, "hosttune/launch/handoff.py::_runtime_base, hosttune/execcache.py "
+        "(trust.problem + trust.private_dir)",
+        "as root used only when its parent passes the trust rule and it is root's own 0700 directory; nothing is "
+        "created under another user's directory, and handoffs then go to a fresh private directory elsewhere",
+        "tests/test_boundary.py::test_a_runtime_dir_in_another_users_directory_gets_no_handoff_and_no_directory"),
+    Row("HOSTTUNE_STATE_DIR", ENV, "hosttune/tune/core.py (trust.check_path)",
+        "as root a state directory (or state file) another user owns or can write is refused in one line",
+        "tests/test_tune_state.py::test_as_root_a_state_dir_another_user_can_write_is_refused"),
+    Row("HOSTTUNE_LOG_DIR", ENV, "hosttune/monitor/sinks.py::trusted_dir (trust.problem)",
+        "a log directory another user owns or can write is refused in one line; logs opened O_NOFOLLOW",
+        "tests/test_rootsafe_monitor.py::test_daemon_refuses_a_log_dir_another_user_owns_in_one_line"),
+    Row("HOSTTUNE_PYTHON", ENV, "hosttune/programs.py::resolve (from commands/train.py::candidates)",
+        "as root the interpreter, every directory above it and every link on the way must be root's alone before it "
+        "is run (the torch probe, every rank); the resolved path is what runs",
+        "tests/test_programs.py::test_train_never_runs_another_users_interpreter_as_root"),
+    Row("HOSTTUNE_STOP_GRACE", ENV, "hosttune/launch/supervise.py::_grace",
+        "a number of seconds, else one line exit 2",
+        "tests/test_boundary.py::test_job_variables_with_hostile_values_are_one_line_or_ignored"),
+    Row("HOSTTUNE_EXEC_CACHE", ENV, "hosttune/execcache.py",
+        "a switch (0 / explain); the cache itself is read only from the caller's private directory",
+        "tests/test_exec_speed.py::test_a_users_cache_that_others_could_write_is_ignored"),
+    Row("HOSTTUNE_HANDOFF", ENV, "hosttune/launch/handoff.py::check",
+        "the file and its directory must be the caller's own, 0600/0700, opened without following links; else the "
+        "rank is not started",
+        "tests/test_rootsafe_exec.py::test_shim_refuses_a_handoff_another_user_could_have_written"),
+    Row("HOSTTUNE_LAUNCH_ID", ENV, "hosttune/launch/procfs.py, launch/hook.py",
+        "a marker compared with the job's own; never a path",
+        "tests/test_rootsafe_exec.py::test_a_ranks_setsid_child_without_the_marker_is_stopped"),
+    Row("HOSTTUNE_LOCAL_RANK", ENV, "hosttune/launch/verify.py, launch/rankvars.py", _JOB_RULE,
+        "tests/test_boundary.py::test_job_variables_with_hostile_values_are_one_line_or_ignored"),
+    Row("HOSTTUNE_LOCAL_WORLD_SIZE", ENV, "hosttune/launch/verify.py, launch/rankvars.py", _JOB_RULE,
+        "tests/test_boundary.py::test_job_variables_with_hostile_values_are_one_line_or_ignored"),
+    Row("HOSTTUNE_SPAWN_PROCS", ENV, "hosttune/launch/hook.py::spawn_share", _JOB_RULE,
+        "tests/test_boundary.py::test_job_variables_with_hostile_values_are_one_line_or_ignored"),
+    Row("HOSTTUNE_JOB_CPUS", ENV, "hosttune/launch/hook.py::_allowed (cpulist.parse_cpulist, capped)", _JOB_RULE,
+        "tests/test_boundary.py::test_job_variables_with_hostile_values_are_one_line_or_ignored"),
+    Row("HOSTTUNE_NUM_WORKERS", ENV, "hosttune/engine/data.py::loader_settings", "an integer, else one line",
+        "tests/test_engine.py::test_loader_settings_env_then_config"),
+    Row("HOSTTUNE_PIN_MEMORY", ENV, "hosttune/engine/data.py::loader_settings", "an integer flag, else one line",
+        "tests/test_engine.py::test_loader_settings_env_then_config"),
+    Row("HOSTTUNE_PREFETCH_FACTOR", ENV, "hosttune/engine/data.py::loader_settings", "an integer, else one line",
+        "tests/test_engine.py::test_loader_settings_env_then_config"),
+    Row("HOSTTUNE_PERSISTENT_WORKERS", ENV, "hosttune/engine/data.py::loader_settings",
+        "an integer flag, else one line", "tests/test_engine.py::test_loader_settings_env_then_config"),
+    Row("HOSTTUNE_DETERMINISTIC", ENV, "hosttune/engine/data.py::deterministic", "an integer flag, else one line",
+        "tests/test_engine.py::test_loader_settings_env_then_config"),
+    Row("HOSTTUNE_FAKE_NVML", ENV, "none: read only by tests/fakes/pynvml.py, never by hosttune/",
+        "no module of hosttune/ reads it; the fake NVML is importable only where a test puts tests/fakes on sys.path",
+        "tests/test_boundary.py::test_fake_nvml_is_read_by_no_module_of_hosttune"),
+    # ---- other variables that pick a file, a directory or a program ------------------------------------------
+    Row("XDG_CONFIG_HOME", ENV, "hosttune/profile/locate.py + load.py (trust.check_path)", _PROFILE_RULE,
+        _PROFILE_TEST),
+    Row("XDG_RUNTIME_DIR", ENV, "hosttune/launch/handoff.py::_bases (trust.problem)",
+        "as root used only when root alone can write it (after `su` it is the user's)",
+        "tests/test_rootsafe_exec.py::test_handoff_never_goes_into_another_users_runtime_dir"),
+    Row("XDG_CACHE_HOME", ENV, "hosttune/execcache.py (trust rule on the cache directory and entry)",
+        "a cache another user could write is ignored, never trusted",
+        "tests/test_exec_speed.py::test_a_users_cache_that_others_could_write_is_ignored"),
+    Row("PATH", ENV, "hosttune/detect/_io.py::trusted_path_dirs",
+        "as root programs are looked up only in PATH directories root alone can write",
+        "tests/test_rootsafe_detect.py::test_planted_programs_in_a_user_owned_path_dir_are_not_run_as_root"),
+    Row("PYTHONPATH", ENV, "hosttune/trust.py::interpreter_env",
+        "as root dropped from every interpreter hosttune starts unless each entry passes the trust rule",
+        "tests/test_rootsafe_detect.py::test_pythonpath_naming_another_users_directory_is_dropped_as_root"),
+    Row("RUNTIME_DIRECTORY", ENV, "hosttune/monitor/daemon.py (the monitor's own runtime directory)",
+        "systemd's value for the monitor unit; never root's /run/hosttune, a relative value falls back",
+        "tests/test_monitor_tune.py::test_the_monitors_runtime_dir_comes_from_systemd_and_is_never_roots"),
+    # ---- options that name a path or a program ----------------------------------------------------------------
+    Row("doctor --python", OPTION, "hosttune/programs.py::resolve (commands/doctor.py, before anything runs)",
+        "as root the interpreter must be root's alone (one line, exit 2, before it runs); a bare name is looked up "
+        "in trusted PATH directories only; the probe runs isolated (-I) in /",
+        "tests/test_rootsafe_detect.py::test_another_users_python_named_by_option_is_refused_before_it_runs"),
+    Row("doctor --data", OPTION, "hosttune/doctor/checks (os.statvfs, kind of path)",
+        "only looked at (statvfs, kind); a device, FIFO or /proc file is not a data path",
+        "tests/test_doctor.py::test_cli_data_path_kind"),
+    Row("doctor --root", OPTION, "hosttune/detect/_io.py::HostIO",
+        "every link resolved inside the tree; regular files only, bounded, non-blocking",
+        "tests/test_rootsafe_detect.py::test_hostile_root_tree_is_read_without_hang_crash_or_escape"),
+    Row("env --profile", OPTION, "hosttune/profile/load.py (trust.check_path)", _PROFILE_RULE, _PROFILE_TEST),
+    Row("env --root", OPTION, "hosttune/detect/_io.py::HostIO",
+        "every link resolved inside the tree; regular files only, bounded, non-blocking",
+        "tests/test_rootsafe_detect.py::test_hostio_resolves_links_inside_the_root_only"),
+    Row("exec --profile", OPTION, "hosttune/profile/load.py (trust.check_path)", _PROFILE_RULE, _PROFILE_TEST),
+    Row("exec --root", OPTION, "hosttune/detect/_io.py::HostIO",
+        "every link resolved inside the tree; regular files only, bounded, non-blocking",
+        "tests/test_rootsafe_detect.py::test_hostio_resolves_links_inside_the_root_only"),
+    Row("exec COMMAND", OPTION, "hosttune/launch/supervise.py (exec of the caller's own command)",
+        "the caller's own choice, run as the caller in the caller's directory; a command named like an option is "
+        "still the command after --",
+        "tests/test_rootsafe_exec.py::test_double_dash_still_runs_a_command_named_like_an_option"),
+    Row("facts --root", OPTION, "hosttune/detect/_io.py::HostIO",
+        "every link resolved inside the tree; regular files only, bounded, non-blocking",
+        "tests/test_rootsafe_detect.py::test_hostile_root_tree_is_read_without_hang_crash_or_escape"),
+    Row("facts --python", OPTION, "hosttune/programs.py::resolve (commands/facts.py, before anything runs)",
+        "as root the interpreter must be root's alone (one line, exit 2, before it runs); a bare name is looked up "
+        "in trusted PATH directories only; the probe runs isolated (-I) in /",
+        "tests/test_rootsafe_detect.py::test_another_users_python_named_by_option_is_refused_before_it_runs"),
+    Row("facts --capture", OPTION, "hosttune/capture.py::capture (fsio.atomic_writer, private work directory)",
+        "a new private directory, or an archive that never replaces an existing file without --force; links are "
+        "never followed",
+        "tests/test_rootsafe_detect.py::test_capture_refuses_to_replace_an_existing_archive_in_one_line"),
+    Row("monitor --log-dir", OPTION, "hosttune/monitor/sinks.py::trusted_dir",
+        "a directory another user owns or can write is refused; logs opened O_NOFOLLOW",
+        "tests/test_rootsafe_monitor.py::test_daemon_refuses_a_log_dir_another_user_owns_in_one_line"),
+    Row("monitor --textfile-dir", OPTION, "hosttune/monitor/sinks.py::trusted_dir (fsio atomic write)",
+        "a directory another user owns or can write is refused; the textfile is replaced atomically",
+        "tests/test_rootsafe_monitor.py::test_sinks_refuse_a_directory_another_user_owns_and_follow_none_of_their_links"),
+    Row("monitor --config", OPTION, "hosttune/monitor/config.py::load (fsio.read_user_text, yamlio)",
+        "a regular file, bounded, no FIFO hang; YAML through the one loader; bad content is one line",
+        "tests/test_rootsafe_monitor.py::test_monitor_yaml_that_is_a_fifo_is_one_line_not_a_hang"),
+    Row("monitor report --log-dir", OPTION, "hosttune/monitor/report.py (no-follow reads)",
+        "a link, FIFO or device at a log name is refused in one line",
+        "tests/test_rootsafe_monitor.py::test_report_refuses_a_fifo_or_link_at_a_log_name_in_one_line"),
+    Row("monitor report --plot", OPTION, "hosttune/monitor/report.py::write_plot (fsio.atomic_writer)",
+        "written through a private temp beside the target, never through a predictable name",
+        "tests/test_rootsafe_monitor.py::test_plot_is_written_atomically_through_no_predictable_temp_name"),
+    Row("monitor report --config", OPTION, "hosttune/monitor/config.py::load (fsio.read_user_text, yamlio)",
+        "a regular file, bounded, no FIFO hang; bad content is one line",
+        "tests/test_rootsafe_monitor.py::test_bad_monitor_yaml_is_one_line_and_exit_2"),
+    Row("monitor setup-textfile --config", OPTION, "hosttune/monitor/config.py::load (fsio.read_user_text, yamlio)",
+        "a regular file, bounded, no FIFO hang; bad content is one line",
+        "tests/test_rootsafe_monitor.py::test_bad_monitor_yaml_is_one_line_and_exit_2"),
+    Row("profile generate --output", OPTION, "hosttune/profile/generate.py (fsio atomic, private parents)",
+        "written atomically; an existing file is kept unless --force; parents made private",
+        "tests/test_rootsafe_profile.py::test_profile_generate_under_umask_000_makes_private_parents"),
+    Row("profile generate --base", OPTION, "hosttune/profile/load.py (trust.check_path)", _PROFILE_RULE,
+        _PROFILE_TEST),
+    Row("profile generate --root", OPTION, "hosttune/detect/_io.py::HostIO",
+        "every link resolved inside the tree; regular files only, bounded, non-blocking",
+        "tests/test_rootsafe_detect.py::test_hostio_resolves_links_inside_the_root_only"),
+    Row("profile show NAME", OPTION, "hosttune/profile/load.py (trust.check_path)", _PROFILE_RULE, _PROFILE_TEST),
+    Row("profile show --root", OPTION, "hosttune/detect/_io.py::HostIO",
+        "every link resolved inside the tree; regular files only, bounded, non-blocking",
+        "tests/test_rootsafe_detect.py::test_hostio_resolves_links_inside_the_root_only"),
+    Row("train --profile", OPTION, "hosttune/profile/load.py (trust.check_path)", _PROFILE_RULE, _PROFILE_TEST),
+    Row("train --python", OPTION, "hosttune/programs.py::resolve (from commands/train.py::candidates)",
+        "as root the interpreter must pass the trust rule before it is run (the probe, every rank), and is run by "
+        "its resolved path", "tests/test_programs.py::test_train_never_runs_another_users_interpreter_as_root"),
+    Row("tune apply --root", OPTION, "hosttune/tune/rootfs.py::Tree",
+        "every read and write walks the tree with O_NOFOLLOW: a link never leads a write onto the host",
+        "tests/test_tune.py::test_a_link_in_the_tree_never_leads_a_write_out"),
+    Row("tune revert --root", OPTION, "hosttune/tune/rootfs.py::Tree",
+        "every write walks the tree with O_NOFOLLOW; revert writes only each tunable's own paths",
+        "tests/test_tune_state.py::test_revert_writes_only_the_paths_each_tunable_owns"),
+    Row("tune verify --root", OPTION, "hosttune/tune/rootfs.py::Tree",
+        "every read walks the tree with O_NOFOLLOW",
+        "tests/test_tune.py::test_a_link_in_the_tree_never_leads_a_write_out"),
+    Row("engine --config", OPTION, "hosttune/engine/config.py::read_config_file (fsio.read_user_text, yamlio)",
+        "a regular file, bounded; hostile YAML/JSON is one line",
+        "tests/test_rootsafe_engine.py::test_hostile_config_files_are_one_line_through_the_engine"),
+    Row("engine --export", OPTION, "hosttune/engine/export.py (fsio.atomic_writer; checkpoint gateways)",
+        "reads the run's checkpoint through the checkpoint gateways; writes through a private temp beside the target",
+        "tests/test_engine_export.py::test_bad_input_is_one_line_and_exit_2"),
+    Row("engine --run-dir", OPTION, "hosttune/engine/checkpoint.py, engine/shard.py",
+        "checkpoints read from it go through torch.load(weights_only=True) or the one unpickler",
+        "tests/test_rootsafe_engine.py::test_a_planted_pickle_is_not_executed_and_the_resume_falls_back"),
+    # ---- files read from directories another user might write ---------------------------------------------
+    Row("run dir: checkpoint files (--resume, --export)", FILE, "hosttune/engine/checkpoint.py::_read",
+        "torch.load(weights_only=True); a planted, truncated or foreign checkpoint falls back or is one line",
+        "tests/test_rootsafe_engine.py::test_a_planted_pickle_is_not_executed_and_the_resume_falls_back"),
+    Row("run dir: sharded checkpoint metadata (dcp/.metadata)", FILE, "hosttune/unpickle.py (exact pairs)",
+        "unpickled against an exact (module, name) allow-list; a dotted name is refused",
+        "tests/test_engine_shard.py::test_dcp_metadata_pickle_from_the_checkpoint_is_never_run"),
+    Row("engine config file", FILE, "hosttune/engine/config.py::read_config_file",
+        "fsio.read_user_text: regular, bounded, UTF-8; yamlio",
+        "tests/test_rootsafe_engine.py::test_hostile_config_files_are_one_line_through_hosttune_train"),
+    Row("profiles (every file of a base: chain)", FILE, "hosttune/profile/load.py", _PROFILE_RULE, _PROFILE_TEST),
+    Row("monitor.yaml", FILE, "hosttune/monitor/config.py::load", "fsio.read_user_text; yamlio; one line",
+        "tests/test_rootsafe_monitor.py::test_monitor_yaml_that_is_a_fifo_is_one_line_not_a_hang"),
+    Row("the handoff file", FILE, "hosttune/launch/handoff.py::check",
+        "the caller's own private file in a private directory, opened without following links",
+        "tests/test_rootsafe_exec.py::test_shim_refuses_a_handoff_another_user_could_have_written"),
+    Row("the exec start-up cache", FILE, "hosttune/execcache.py",
+        "only the caller's private single-link file in a private directory; anything else ignored",
+        "tests/test_exec_speed.py::test_load_trusts_only_the_callers_private_file"),
+    Row("tune state file", FILE, "hosttune/tune/core.py, tune/model.py",
+        "as root a state directory another user can write is refused; a wrong shape is one line",
+        "tests/test_tune_state.py::test_a_state_file_of_the_wrong_shape_is_one_line_and_exit_2"),
+    Row("captured trees (--root)", FILE, "hosttune/detect/_io.py::HostIO",
+        "links resolved inside the tree; regular files only, bounded, non-blocking",
+        "tests/test_rootsafe_detect.py::test_hostile_root_tree_is_read_without_hang_crash_or_escape"),
+    Row("monitor logs (report)", FILE, "hosttune/monitor/report.py",
+        "a link, FIFO or device at a log name is refused; malformed lines counted, never a traceback",
+        "tests/test_rootsafe_monitor.py::test_report_counts_malformed_deep_and_overlong_lines"),
+    # ---- values that reach a privileged file or command ----------------------------------------------------
+    Row("a profile's env:", VALUE, "hosttune/trust.py::check_env_value",
+        "as root an allow-list: code-valued variables refused, library variables must name root's ELF files, path "
+        "variables only root's paths, any other value naming a path refused",
+        "tests/test_rootsafe_profile.py::test_root_refuses_code_loading_env_naming_another_users_files"),
+    Row("a plan's env at rank start (shim, hook)", VALUE, "hosttune/shim.py::checked_env",
+        "every variable the plan sets is checked again right before exec",
+        "tests/test_rootsafe_exec.py::test_shim_as_root_refuses_a_plan_env_pointing_at_another_users_files"),
+    Row("a profile's tune: values", VALUE, "hosttune/profile/settings.py (a strict pattern per tune setting)",
+        "each text value matches its setting's pattern; the file writers refuse newlines too",
+        "tests/test_profile_settings.py::test_the_memlock_newline_never_reaches_limits_d"),
+    Row("tune state values written back at revert/boot", VALUE, "hosttune/tune/rootfs.py::check_line",
+        "a saved value that would break a file is refused",
+        "tests/test_tune_state.py::test_a_saved_value_that_would_break_a_file_is_refused_at_boot"),
+    Row("doctor fix commands", VALUE, "hosttune/doctor/fixes.py",
+        "built only from values that match a strict pattern, shell-quoted",
+        "tests/test_doctor.py::test_fix_commands_never_carry_an_injected_version_id"),
+    # ---- call sites: programs started, processes replaced, pickles and torch files loaded -----------------
+    Row("hosttune/programs.py::run", CALL, "hosttune/programs.py (the gateway itself: subprocess.run)",
+        "argv[0] resolved first (trusted PATH directories as root; the file, its directories and links root's "
+        "alone); the resolved path is what runs",
+        "tests/test_programs.py::test_as_root_a_program_another_user_could_change_is_refused"),
+    Row("hosttune/programs.py::popen", CALL, "hosttune/programs.py (the gateway itself: subprocess.Popen)",
+        "argv[0] resolved and checked as for run",
+        "tests/test_programs.py::test_as_root_a_program_another_user_could_change_is_refused"),
+    Row("hosttune/programs.py::execve", CALL, "hosttune/programs.py (the gateway itself: os.execve)",
+        "argv[0] resolved and checked as for run (train's interpreter, every rank)",
+        "tests/test_programs.py::test_train_never_runs_another_users_interpreter_as_root"),
+    Row("hosttune/doctor/deep/runner.py::run_job", CALL, "doctor --deep's probe runner",
+        "a probe of hosttune's own under the checked interpreter, cwd /, its own session, time-limited",
+        "tests/test_doctor_deep.py::test_cli_deep_refuses_root_and_explains"),
+    Row("hosttune/engine/checkpoint.py::_read", CALL, "torch.load(weights_only=True)",
+        "no pickled objects are needed; a planted pickle never runs",
+        "tests/test_rootsafe_engine.py::test_a_planted_pickle_is_not_executed_and_the_resume_falls_back"),
+    Row("hosttune/engine/shard.py::_safe_classes.SafePlanner.load_bytes", CALL, "torch.load(weights_only=True)",
+        "DCP's byte items through weights_only loading",
+        "tests/test_engine_shard.py::test_dcp_metadata_pickle_from_the_checkpoint_is_never_run"),
+    Row("hosttune/unpickle.py::RestrictedUnpickler", CALL, "hosttune/unpickle.py (the gateway itself)",
+        "imports only exact (module, name) pairs; a dotted name or a persistent id is refused",
+        "tests/test_engine_shard.py::test_dcp_metadata_pickle_from_the_checkpoint_is_never_run"),
+    Row("hosttune/execcache.py::_replay", CALL, "os.execve of a recorded, re-checked argv",
+        "replayed only from the caller's private cache when every input is unchanged",
+        "tests/test_exec_speed.py::test_load_trusts_only_the_callers_private_file"),
+    Row("hosttune/launch/supervise.py::run", CALL, "os.execve of the caller's command (plain jobs)",
+        "the caller's own command with the checked plan's environment",
+        "tests/test_rootsafe_exec.py::test_shim_as_root_ignores_a_pythonpath_left_behind_by_su"),
+    Row("hosttune/launch/supervise.py::_supervise", CALL, "subprocess.Popen of the caller's launcher",
+        "the caller's own command; a guardian stops the whole job when hosttune dies",
+        "tests/test_rootsafe_exec.py::test_sigkill_of_the_launcher_stops_a_supervised_job"),
+    Row("hosttune/shim.py::main", CALL, "os.execvpe of the rank's command after checked_env",
+        "the plan's environment checked again (checked_env) right before exec",
+        "tests/test_rootsafe_exec.py::test_shim_as_root_refuses_a_plan_env_pointing_at_another_users_files"),
+)
+
+BY_INPUT: Dict[str, Row] = {r.input: r for r in ROWS}
+
+__all__ = ["CALL", "ENV", "FILE", "KINDS", "OPTION", "ROWS", "Row", "VALUE", "BY_INPUT"]
