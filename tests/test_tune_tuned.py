@@ -320,7 +320,9 @@ def test_real_tuned_switches_to_the_hosttune_profile_in_nspawn(tmp_path: Path) -
     assert conf["main"]["include"] == "throughput-performance", ctx
     assert conf["vm"] == {"transparent_hugepages": "never", "transparent_hugepage.defrag": "madvise"}, ctx
     state = json.loads(text("tune-state.json"))
-    assert state["tuned"] == {"previous": "throughput-performance"} and state["applied"] == want, state
+    assert state["tuned"]["previous"] == "throughput-performance" and state["applied"] == want, state
+    # tuned's own files as they were before apply, restored exactly by revert
+    assert state["tuned"]["files"]["etc/tuned/active_profile"]["text"].split() == ["throughput-performance"], state
     assert result["enabled"] == "enabled" and state.get("unit_enabled") is True, ctx
     # tuned itself verified our two options against the files
     for tid, value in want.items():
