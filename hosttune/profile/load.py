@@ -3,8 +3,10 @@
 As root, every file of a profile's chain (bases too, found by name or by path) and every directory above it must
 pass the root trust rule (`hosttune.trust`: owned by root, not writable by group or others, symlinks resolved), and
 the file is then read by its resolved name, so what was checked is what is read. A profile's `env:` entries go
-through `trust.check_env_value` as root: variables whose value is code are refused, path-valued ones (PYTHONPATH,
-LD_LIBRARY_PATH, PATH, BASH_ENV ...) must name only root's files. Text is parsed by `hosttune.yamlio` (no expanding
+through `trust.check_env_value` as root, an allow-list: variables whose value is code are refused, library
+variables (CUDA_INJECTION64_PATH, OMP_TOOL_LIBRARIES, ...) must name root's ELF files, path-valued ones (PYTHONPATH,
+LD_LIBRARY_PATH, PATH, BASH_ENV, TMPDIR ...) must name only root's files, and any other value naming a path is
+refused. Text is parsed by `hosttune.yamlio` (no expanding
 aliases, no duplicate keys) and every value quoted in a message is bounded with `yamlio.brief`.
 A profile whose `base:` is its own name extends the next one *earlier* on the search path, so a user can override
 `throughput` by writing ~/.config/hosttune/profiles/throughput.yaml with `base: throughput`.
