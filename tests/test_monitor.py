@@ -287,7 +287,8 @@ def test_monitor_learns_each_gpus_threshold_from_nvml_once(fake_nvml: Any, tmp_p
 
 
 # ---- config ----------------------------------------------------------------------------------------------------
-def test_shipped_config_loads_and_matches_the_builtin_defaults() -> None:
+def test_shipped_config_loads_and_matches_the_builtin_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HOSTTUNE_LOG_DIR", raising=False)  # the packaged defaults, not the test's directories
     assert mconfig.load(str(REPO / "conf/monitor.yaml")) == MonitorConfig()
 
 

@@ -388,6 +388,17 @@ def test_sighup_in_the_first_moments_never_ends_the_daemon_cleanly(tmp_path: Pat
                 f"a SIGHUP {delay} s after start ended it with {code}, which systemd takes for a clean exit"
             continue
         assert d.stop() == 0, (delay, d.err)
+    # and once it samples, its own handler is in place, however slow the start was on a busy machine (no delay
+    # above is sure to get there): the SIGHUP is caught and the sampling goes on
+    (tmp_path / "sampling").mkdir()
+    d = Daemon(tmp_path / "sampling", _env(), interval=0.1, prefix=prefix)
+    daemons.append(d)
+    d.wait_lines(1, timeout=60)
+    state = _hup_disposition(d.proc.pid)
+    d.proc.send_signal(signal.SIGHUP)
+    seen.add(state)
+    d.wait_lines(3, timeout=60)
+    assert d.stop() == 0, d.err
     assert "caught" in seen  # the run reached the daemon's own handler
 
 

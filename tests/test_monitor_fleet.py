@@ -25,6 +25,7 @@ from hosttune import nvml
 from hosttune.cli import cli
 from hosttune.monitor import daemon, sinks, xid
 from hosttune.monitor.config import MonitorConfig
+from hosttune.policy import dirs
 
 CONTRIB = REPO / "contrib"
 PROMTOOL_CACHE = REPO / "build" / "promtool"
@@ -306,9 +307,11 @@ def test_stopped_file_is_valid_and_only_says_down() -> None:
 
 
 def test_default_textfile_dir_is_node_exporters_when_it_exists(tmp_path: Path) -> None:
-    assert sinks.resolve_textfile_dir("auto", str(tmp_path)) == "/var/lib/hosttune/textfile"
+    # the store follows $HOSTTUNE_STATE_DIR (conftest points it into the test's own directory)
+    assert sinks.resolve_textfile_dir("auto", str(tmp_path)) == os.path.join(dirs.state_dir(), "textfile")
+    assert sinks.store_dir({}) == sinks.STORE_DIR == "/var/lib/hosttune/textfile"
     (tmp_path / "var/lib/prometheus/node-exporter").mkdir(parents=True)
-    assert sinks.resolve_textfile_dir("auto", str(tmp_path)) == "/var/lib/prometheus/node-exporter"
+    assert sinks.resolve_textfile_dir("auto", str(tmp_path)) == str(tmp_path / "var/lib/prometheus/node-exporter")
     assert sinks.resolve_textfile_dir("/srv/tf", str(tmp_path)) == "/srv/tf"
     assert sinks.resolve_textfile_dir("", str(tmp_path)) == ""
     assert MonitorConfig().textfile_dir == "auto"
@@ -334,9 +337,10 @@ def test_publish_links_the_store_and_the_daemon_writes_there(tmp_path: Path) -> 
         pytest.skip("publish runs as root (the unit's ExecStartPre=+)")
     target, store = tmp_path / "node-exporter", tmp_path / "store"
     target.mkdir()
-    said = sinks.publish(str(target), 65534, 65534, store=str(store))
+    said, warnings = sinks.publish(str(target), 65534, 65534, store=str(store))
     link = target / "hosttune.prom"
     assert os.readlink(link) == str(store / "hosttune.prom") and said.endswith(f"linked from {link}")
+    assert warnings == []
     st = (store / "hosttune.prom").stat()
     assert (st.st_uid, oct(st.st_mode & 0o777), oct(store.stat().st_mode & 0o777)) == (65534, "0o644", "0o755")
     assert store.stat().st_uid == 65534
@@ -542,7 +546,7 @@ def test_real_node_exporter_scrapes_the_textfile_running_and_stopped(tmp_path: P
     root = tmp_path / "root"
     ne_dir = root / sinks.NODE_EXPORTER_DIRS[0].lstrip("/")
     ne_dir.mkdir(parents=True)
-    assert sinks.resolve_textfile_dir("auto", str(root)) == sinks.NODE_EXPORTER_DIRS[0]
+    assert sinks.resolve_textfile_dir("auto", str(root)) == str(ne_dir)
     textfile_dir = ne_dir
     if how == "linked":
         textfile_dir = root / sinks.STORE_DIR.lstrip("/")

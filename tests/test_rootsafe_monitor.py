@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 from conftest import FAKES, REPO, OtherUser, cli_runner
@@ -223,7 +223,9 @@ def test_daemon_refuses_a_log_dir_another_user_owns_in_one_line(tmp_path: Path, 
     d = _plant_links(other_user, "var-log", targets)
     line = _one_error_line(_monitor("--log-dir", str(d), "--textfile-dir", "", "--interval", "0.1",
                                     "--config", os.devnull))
-    assert "refusing log dir" in line and "owned by nobody" in line and "fix: chown root:" in line, line
+    assert "refusing log dir" in line and "owned by nobody" in line, line
+    # not hosttune's directory: the fix is another one, never a chown of the other user's (issue 22 item 9)
+    assert "fix: use another log dir (--log-dir" in line and "chown" not in line and "chmod" not in line, line
     assert _snapshot(targets) == before
 
 
@@ -300,3 +302,219 @@ def test_plot_is_written_atomically_through_no_predictable_temp_name(tmp_path: P
     assert res.exit_code == 0, (res.output, res.stderr)
     assert (out / "p.svg").read_text().startswith("<svg") and _snapshot(targets) == before
 
+
+
+# ---- issue 22 item 9: a root monitor beside node_exporter ------------------------------------------------------
+PROM = "var/lib/prometheus"
+NODE_EXPORTER = "var/lib/prometheus/node-exporter"
+
+
+def _prometheus_tree(base: Path, user: OtherUser, layout: str) -> Path:
+    """node_exporter's textfile directory as the distributions ship it, under a stand-in root `base/host`:
+    /var/lib/prometheus belongs to user prometheus (played by the other user); node-exporter is root's 0755 (Debian)
+    or prometheus's (Fedora/EPEL). The real /var/lib/prometheus is never touched."""
+    root = base / "host"
+    (root / "var/lib").mkdir(parents=True)
+    for d in (root, root / "var", root / "var/lib"):
+        os.chmod(d, 0o755)
+    prom, ne = root / PROM, root / NODE_EXPORTER
+    prom.mkdir()
+    ne.mkdir()
+    for d in (prom, ne):
+        os.chmod(d, 0o755)
+    os.chown(prom, user.uid, user.gid)
+    if layout == "fedora":
+        os.chown(ne, user.uid, user.gid)
+    return root
+
+
+def _owners(*paths: Path) -> List[Tuple[int, int, int]]:
+    return [(os.lstat(p).st_uid, os.lstat(p).st_gid, os.lstat(p).st_mode) for p in paths]
+
+
+@pytest.mark.parametrize("layout", ["debian", "fedora"])
+def test_root_monitor_links_its_own_store_into_node_exporters_directory(
+        tmp_path: Path, other_user: OtherUser, layout: str) -> None:
+    """Root, textfile_dir auto, node_exporter's directory below user prometheus's /var/lib/prometheus: the old
+    monitor refused to start (exit 2) and told the admin to `chown root: /var/lib/prometheus`, which breaks
+    Prometheus. Now it takes the unit's route: root's store in hosttune's state directory, a root-owned link in
+    node_exporter's directory, nothing else written or re-owned there, and nothing to fix."""
+    import io
+
+    from hosttune.monitor import daemon
+    from hosttune.policy import dirs
+
+    root = _prometheus_tree(tmp_path, other_user, layout)
+    prom, ne = root / PROM, root / NODE_EXPORTER
+    before = _owners(prom, ne)
+    cfg = mconfig.MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir="auto", tune_check_interval=0)
+    out, err = io.StringIO(), io.StringIO()
+    mon = daemon.Monitor(cfg, out, err, root=root)
+    try:
+        mon.open_sinks()
+        store = Path(dirs.state_dir()) / "textfile"
+        assert mon.textfile is not None and mon.textfile.path == str(store / "hosttune.prom")
+        mon.textfile.write("hosttune_monitor_up 1\n")
+        link = ne / "hosttune.prom"
+        assert os.readlink(link) == str(store / "hosttune.prom") and os.lstat(link).st_uid == 0
+        assert link.read_text() == "hosttune_monitor_up 1\n"  # node_exporter reads the store through the link
+        mon.stopped()
+        assert "hosttune_monitor_up 0" in link.read_text()
+    finally:
+        mon.close()
+    assert os.listdir(ne) == ["hosttune.prom"] and _owners(prom, ne) == before
+    assert store.stat().st_uid == 0 and (store / "hosttune.prom").stat().st_uid == 0
+    assert out.getvalue() == "" and err.getvalue() == ""  # nothing to say, and no chown to suggest
+
+
+def _wait_for(check: Any, timeout: float, what: str) -> Any:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def test_root_hosttune_monitor_without_config_starts_beside_node_exporter(
+        tmp_path: Path, other_user: OtherUser) -> None:
+    """The command itself, as root, with no monitor.yaml (conftest's $HOSTTUNE_ETC_DIR is empty) and the log and
+    state directories of this test ($HOSTTUNE_LOG_DIR, $HOSTTUNE_STATE_DIR): it runs (exit 0 after SIGTERM, not 2)
+    and node_exporter's directory shows its samples through the link."""
+    import signal
+
+    from hosttune.policy import dirs
+
+    root = _prometheus_tree(tmp_path, other_user, "debian")
+    ne = root / NODE_EXPORTER
+    assert not os.path.exists(mconfig.default_config())
+    proc = subprocess.Popen([sys.executable, "-m", "hosttune", "monitor", "--interval", "0.2", "--textfile-dir",
+                             str(ne)], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/")
+    try:
+        _wait_for(lambda: proc.poll() is not None or "hosttune_monitor_samples_total 2" in _read(ne / "hosttune.prom"),
+                  60, "two samples in node_exporter's directory")
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        _out, err_text = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err_text[-2000:]
+    assert "chown" not in err_text and "chmod" not in err_text, err_text
+    assert os.readlink(ne / "hosttune.prom") == os.path.join(dirs.state_dir(), "textfile", "hosttune.prom")
+    assert "hosttune_monitor_up 0" in (ne / "hosttune.prom").read_text()
+    assert Path(dirs.log_dir(), "monitor.jsonl").read_text().count("\n") >= 2
+
+
+def test_a_link_prometheus_plants_for_node_exporters_directory_is_never_followed(
+        tmp_path: Path, other_user: OtherUser) -> None:
+    """User prometheus owns /var/lib/prometheus, so it can swap node-exporter for a link to a directory of root's:
+    root's monitor must not make (or replace) hosttune.prom there. One line, exit 2, root's file unchanged."""
+    root = _prometheus_tree(other_user.home, other_user, "debian")
+    vault = tmp_path / "vault"
+    vault.mkdir(mode=0o700)
+    precious = vault / "hosttune.prom"
+    precious.write_text("root's own textfile\n")
+    before = _snapshot({"p": precious})
+    moved = other_user.run(["sh", "-c", f'mv "{root / NODE_EXPORTER}" "{root / PROM}/old" && '
+                                        f'ln -s "{vault}" "{root / NODE_EXPORTER}"'])
+    assert moved.returncode == 0, moved.stderr
+    line = _one_error_line(_monitor("--textfile-dir", str(root / NODE_EXPORTER), "--interval", "0.2"))
+    assert "textfile dir" in line and "never followed" in line and "chown" not in line, line
+    assert os.listdir(vault) == ["hosttune.prom"] and _snapshot({"p": precious}) == before
+    # the unit's route, `setup-textfile` as root before each start: the old one replaced root's file with its link
+    with pytest.raises(OSError, match="never followed"):
+        sinks.publish(str(root / NODE_EXPORTER), 0, 0, store=str(tmp_path / "state" / "textfile"))
+    assert os.listdir(vault) == ["hosttune.prom"] and _snapshot({"p": precious}) == before
+
+
+def test_a_link_prometheus_plants_at_the_textfile_name_is_replaced_not_followed(
+        tmp_path: Path, other_user: OtherUser) -> None:
+    """Fedora's node-exporter directory is prometheus's own: a link planted at hosttune.prom is renamed over."""
+    from hosttune.monitor import sinks as msinks
+
+    root = _prometheus_tree(other_user.home, other_user, "fedora")
+    ne = root / NODE_EXPORTER
+    targets = _targets(tmp_path, ["hosttune.prom"])
+    before = _snapshot(targets)
+    assert other_user.run(["ln", "-s", str(targets["hosttune.prom"]), str(ne / "hosttune.prom")]).returncode == 0
+    store = tmp_path / "state" / "textfile"
+    done, warnings = msinks.publish(str(ne), 0, 0, store=str(store))
+    assert os.readlink(ne / "hosttune.prom") == str(store / "hosttune.prom") and warnings == []
+    assert _snapshot(targets) == before
+
+
+def test_an_admins_root_link_on_the_way_to_node_exporter_is_followed(tmp_path: Path) -> None:
+    """/var/lib/prometheus -> /srv/prometheus, made by root in a root-only directory: a trusted link."""
+    from hosttune.monitor import sinks as msinks
+
+    real = tmp_path / "srv/prometheus/node-exporter"
+    real.mkdir(parents=True)
+    lib = tmp_path / "host/var/lib"
+    lib.mkdir(parents=True)
+    os.symlink(tmp_path / "srv/prometheus", lib / "prometheus")
+    store = tmp_path / "state" / "textfile"
+    msinks.publish(str(lib / "prometheus/node-exporter"), 0, 0, store=str(store))
+    assert os.readlink(real / "hosttune.prom") == str(store / "hosttune.prom")
+
+
+def test_only_hosttunes_own_directories_get_a_chown_or_chmod_fix(tmp_path: Path) -> None:
+    from hosttune.policy import dirs
+
+    own = Path(dirs.log_dir())
+    own.mkdir(parents=True)
+    os.chmod(own, 0o777)
+    with pytest.raises(UserError, match=r"fix: chmod go-w "):
+        sinks.JsonlSink(str(own), 1 << 20, 2)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chmod(theirs, 0o777)
+    with pytest.raises(UserError) as exc:
+        sinks.JsonlSink(str(theirs), 1 << 20, 2)
+    assert "chmod" not in str(exc.value) and "chown" not in str(exc.value) and "use another log dir" in str(exc.value)
+
+
+# ---- issue 22, low: a directory at the textfile's place ---------------------------------------------------------
+def test_a_directory_at_the_textfile_name_is_renamed_aside_once_for_the_unit(tmp_path: Path) -> None:
+    """The store (the dynamic user can make anything in it) and node_exporter's directory: a directory at
+    hosttune.prom made `setup-textfile` fail, so the unit never started. Now it is renamed aside, one warning
+    each, its contents kept."""
+    from hosttune.policy import dirs
+
+    if os.geteuid() != 0:
+        pytest.skip("setup-textfile runs as root")
+    target = tmp_path / "node-exporter"
+    store = Path(dirs.state_dir()) / "textfile"
+    for d in (target, store):
+        (d / "hosttune.prom").mkdir(parents=True)
+        (d / "hosttune.prom" / "keep").write_text("someone's\n")
+    cfg = tmp_path / "monitor.yaml"
+    cfg.write_text(f"textfile_dir: {target}\n")
+    res = _monitor("setup-textfile", "--owner", "root", "--config", str(cfg))
+    assert res.returncode == 0, res.stderr
+    warnings = res.stderr.splitlines()
+    assert len(warnings) == 2 and all(w.startswith("hosttune: warning: a directory was at ") for w in warnings)
+    for d in (target, store):
+        aside = [n for n in os.listdir(d) if n.startswith("hosttune.prom.aside-")]
+        assert len(aside) == 1 and (d / aside[0] / "keep").read_text() == "someone's\n", os.listdir(d)
+    assert "hosttune_monitor_up 0" in (target / "hosttune.prom").read_text()
+    res = _monitor("setup-textfile", "--owner", "root", "--config", str(cfg))  # the next start: nothing to say
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+
+
+def test_a_directory_at_the_textfile_name_does_not_stop_the_sink(tmp_path: Path) -> None:
+    tf = tmp_path / "tf"
+    (tf / "hosttune.prom").mkdir(parents=True)
+    sink = sinks.TextfileSink(str(tf))
+    assert len(sink.warnings) == 1 and "renamed it to hosttune.prom.aside-" in sink.warnings[0]
+    sink.write("a 1\n")
+    assert (tf / "hosttune.prom").read_text() == "a 1\n"

@@ -59,7 +59,8 @@ def cmd(ctx: click.Context, interval: Optional[float], log_dir: Optional[str], t
 @click.pass_context
 def setup_textfile_cmd(ctx: click.Context, owner: Optional[str], config_path: Optional[str]) -> None:
     """Run as root by hosttune-monitor.service (ExecStartPre=+): give the monitor's user the persistent
-    /var/lib/hosttune/textfile and link hosttune.prom into node_exporter's textfile directory (textfile_dir)."""
+    /var/lib/hosttune/textfile and link hosttune.prom into node_exporter's textfile directory (textfile_dir).
+    A root `hosttune monitor` takes the same route by itself, with root as the owner."""
     import os
 
     from hosttune.errors import UserError
@@ -78,10 +79,12 @@ def setup_textfile_cmd(ctx: click.Context, owner: Optional[str], config_path: Op
     if ids is None:
         raise UserError(f"--owner: no user {name!r} (neither in the user database nor a running unit's dynamic user)")
     try:
-        done = sinks.publish(target, ids[0], ids[1])
+        done, warnings = sinks.publish(target, ids[0], ids[1])
     except OSError as exc:
         raise UserError(f"cannot set up the textfile for {target}: {exc.strerror or exc}"
                         f"{' (' + exc.filename + ')' if exc.filename else ''}") from None
+    for warning in warnings:
+        click.echo(f"hosttune: warning: {warning}", err=True)
     click.echo(f"{done} (owner {name}, uid {ids[0]})")
 
 

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Dict, List, Optional
 
 from hosttune.errors import UserError
-from hosttune.policy import gpu_health
+from hosttune.policy import dirs, gpu_health
 from hosttune.policy.gpu_health import TempLimits
 
-DEFAULT_CONFIG = "/etc/hosttune/monitor.yaml"
+DEFAULT_CONFIG = "/etc/hosttune/monitor.yaml"  # the packaged place; default_config() follows $HOSTTUNE_ETC_DIR
+CONFIG_NAME = "monitor.yaml"
 MAX_CONFIG_BYTES = 1 << 20  # a monitor.yaml is a dozen lines
 
 
@@ -55,7 +56,7 @@ class Thresholds:
 @dataclass(frozen=True)
 class MonitorConfig:
     interval: float = 5.0
-    log_dir: str = "/var/log/hosttune"
+    log_dir: str = field(default_factory=dirs.log_dir)  # /var/log/hosttune, or $HOSTTUNE_LOG_DIR
     # "auto": node_exporter's textfile directory (/var/lib/prometheus/node-exporter) when it exists, else
     # /var/lib/hosttune/textfile (sinks.resolve_textfile_dir); "" = no Prometheus textfile
     textfile_dir: str = "auto"
@@ -172,12 +173,17 @@ def from_mapping(data: Dict[str, Any]) -> MonitorConfig:
     return MonitorConfig(**kw)
 
 
+def default_config() -> str:
+    """monitor.yaml in hosttune's configuration directory (policy/dirs.etc_dir: /etc/hosttune)."""
+    return os.path.join(dirs.etc_dir(), CONFIG_NAME)
+
+
 def load(path: Optional[str], overrides: Optional[Dict[str, Any]] = None) -> MonitorConfig:
-    """The config from `path` (or /etc/hosttune/monitor.yaml when it exists) with command-line overrides."""
+    """The config from `path` (or default_config() when it exists) with command-line overrides."""
     data: Dict[str, Any] = {}
     source = path
-    if source is None and os.path.exists(DEFAULT_CONFIG):
-        source = DEFAULT_CONFIG
+    if source is None and os.path.exists(default_config()):
+        source = default_config()
     if source is not None:
         from hosttune import fsio, yamlio
 

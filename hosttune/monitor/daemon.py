@@ -27,6 +27,7 @@ from typing import IO, Any, Dict, List, Mapping, Optional, Set
 
 from hosttune import fsio, nvml
 from hosttune.errors import UserError
+from hosttune.monitor import sinks
 from hosttune.monitor.config import MonitorConfig
 from hosttune.monitor.events import PRIORITY, Alerts, Event
 from hosttune.monitor.sample import HostReader, gpu_fields, now_fields
@@ -35,9 +36,11 @@ from hosttune.monitor.sinks import (
     JSONL_NAME,
     JsonlSink,
     TextfileSink,
+    publish,
     render_stopped,
     render_textfile,
     resolve_textfile_dir,
+    store_dir,
     trusted_dir,
     write_dir,
 )
@@ -45,10 +48,7 @@ from hosttune.monitor.xid import KmsgXids, describe
 from hosttune.policy import dirs
 
 ERROR_PERIOD_S = 60.0  # a repeating error is printed at most this often
-# The unit's RuntimeDirectory=hosttune-monitor, watched by hosttune-tune-reapply.path; systemd passes it as
-# $RUNTIME_DIRECTORY. Never root's runtime directory (policy/dirs.runtime_dir: handoffs, exec cache): under the unit it
-# is chowned to the dynamic user at start and deleted at stop.
-RUNTIME_DIR = "/run/hosttune-monitor"
+RUNTIME_DIR = sinks.RUNTIME_DIR  # the unit's RuntimeDirectory=hosttune-monitor; systemd passes $RUNTIME_DIRECTORY
 REAPPLY_NAME = "tune-reapply"  # watched by systemd/hosttune-tune-reapply.path
 KMSG = "/dev/kmsg"  # the XID fallback where NVML does not deliver XID events
 XID_WAIT_MS = 1  # nvmlEventSetWait_v2's timeout per sample: pending events return at once, none costs 1 ms
@@ -160,7 +160,8 @@ class Say:
 class Monitor:
     def __init__(self, cfg: MonitorConfig, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr,
                  environ: Optional[Dict[str, str]] = None, root: Path = Path("/"), kmsg: str = KMSG) -> None:
-        """`root`: where the tune check reads the tunables (a captured tree in tests); nothing else uses it.
+        """`root`: where the tune check reads the tunables and "auto" looks for node_exporter's textfile directory
+        (a test's tree); nothing else uses it.
         `kmsg`: the kernel log read for XIDs where NVML's events are not available."""
         self.cfg = cfg
         env = os.environ if environ is None else environ
@@ -201,24 +202,43 @@ class Monitor:
                 raise UserError(f"refusing {os.path.join(self.cfg.log_dir, JSONL_NAME)}: a link or a non-regular "
                                 f"file is at the log's name; the monitor never writes through one: remove it") from None
             raise UserError(f"log dir {self.cfg.log_dir} is not writable: {exc.strerror or exc}") from None
-        target = resolve_textfile_dir(self.cfg.textfile_dir)
+        target = resolve_textfile_dir(self.cfg.textfile_dir, str(self.root))
         if target:
-            where = write_dir(target)  # the unit's store when `monitor setup-textfile` linked it from target
+            where = self._textfile_route(target)
             try:
                 self.textfile = TextfileSink(where)
             except OSError as exc:
                 shown = where if where == target else f"{where} (linked from {target})"
                 raise UserError(f"textfile dir {shown} is not writable: {exc.strerror or exc}") from None
+            for warning in self.textfile.warnings:
+                self.say.problem("warning", warning)
         if self.cfg.reapply:
             where = os.path.dirname(self.reapply_path)
             try:
                 fsio.makedirs_private(where, DIR_MODE)
-                trusted_dir(where, "runtime dir (reapply: true)")
+                trusted_dir(where, "runtime dir (reapply: true)", "the unit's RuntimeDirectory=")
                 if not os.access(where, os.W_OK):
                     raise PermissionError(errno.EACCES, "Permission denied")
             except OSError as exc:
                 raise UserError(f"reapply: true, but the runtime dir {where} is not writable: "
                                 f"{exc.strerror or exc}") from None
+
+    def _textfile_route(self, target: str) -> str:
+        """Where the textfile is written for node_exporter to find it in `target`. As root, the packaged unit's route
+        (`publish`): root's own store in hosttune's state directory and a link to it in `target`, so root writes no
+        file in node_exporter's directory, whose parent belongs to user prometheus (Debian, Fedora), and asks nobody
+        to change that. Otherwise the store when root's `setup-textfile` linked it (the unit), else `target`."""
+        store = store_dir()
+        if os.geteuid() != 0:
+            return write_dir(target, store)
+        try:
+            _done, warnings = publish(target, 0, 0, store)
+        except OSError as exc:
+            shown = f" ({exc.filename})" if exc.filename and exc.filename != target else ""
+            raise UserError(f"textfile dir {target} is not usable: {exc.strerror or exc}{shown}") from None
+        for warning in warnings:
+            self.say.problem("warning", warning)
+        return store
 
     # ---- tunables -------------------------------------------------------------------------------------------
     def check_tune(self, record: Dict[str, Any]) -> None:
