@@ -21,7 +21,7 @@ TEST_APT := $(RUNTIME_APT) hwloc libgoogle-perftools4 systemd procps util-linux 
 # installed: installing it would start a Prometheus server.
 PROMTOOL := build/promtool/usr/bin/promtool
 
-.PHONY: setup setup-demo demo test lint typecheck pytest pytest-py39 bench
+.PHONY: setup setup-demo demo test check lint typecheck pytest pytest-py39 bench
 
 # apt-install what is missing (root on Debian/Ubuntu only; elsewhere install the same packages yourself).
 define apt_install
@@ -58,20 +58,39 @@ lint:
 typecheck:
 	$(PYTHON) -m mypy
 
+# Every pytest run here takes its tests in a random order (pytest-random-order: modules shuffled, and the tests
+# inside each) and prints the seed first: `make test SEED=N` (or check, pytest, pytest-py39) replays that order.
+ifndef SEED
+SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+endif
+RANDOM_ORDER := -p random_order --random-order-bucket=module --random-order-seed=$(SEED)
+say_seed = @echo "$(1): tests in random order, seed $(SEED) (replay: make $(or $(MAKECMDGOALS),$(1)) SEED=$(SEED))"
+
 pytest:
-	$(PYTHON) -m pytest -q
+	$(call say_seed,pytest)
+	$(PYTHON) -m pytest -q $(RANDOM_ORDER)
+
+# The inner loop (run `make setup` once first): ruff, mypy and every test marked neither `integration` (real
+# launchers, packages, services) nor `slow` (more than ~20 s), on this interpreter only; `make test` is the whole
+# suite on both interpreters.
+check: lint typecheck
+	$(call say_seed,check)
+	$(PYTHON) -m pytest -q $(RANDOM_ORDER) -m "not integration and not slow"
 
 # RHEL/Rocky 9 and Debian 11 run hosttune on Python 3.9 with click 7.1, PyYAML 5.3, psutil 5.8 and distro 1.5:
-# everything but the engine (which runs under the user's torch) is tested again on exactly that.
+# the tests of everything but the engine (which runs under the user's torch) run again on exactly that, except
+# those marked `integration` or `slow` (real launchers, packages, services, long runs: what they exercise is the
+# same on both interpreters, and the 3.11 pass runs them).
 PY39 ?= $(firstword $(wildcard /root/.pyenv/versions/3.9*/bin/python3) $(shell command -v python3.9 2>/dev/null))
 pytest-py39:
 	@if [ -z "$(PY39)" ]; then echo "pytest-py39: no Python 3.9 on this machine: skipped"; exit 0; fi; \
 	set -e; $(PY39) -m venv build/py39; \
 	build/py39/bin/pip install -q --disable-pip-version-check click==7.1.2 pyyaml==5.3.1 psutil==5.8.0 \
-	  distro==1.5.0 nvidia-ml-py pytest hypothesis prometheus_client "setuptools>=64"; \
+	  distro==1.5.0 nvidia-ml-py pytest pytest-random-order hypothesis prometheus_client "setuptools>=64"; \
 	build/py39/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .; \
-	PYTHONPATH=$(CURDIR) build/py39/bin/python -m pytest -q -p no:cacheprovider -m "not integration" \
-	  --ignore=tests/test_engine.py --ignore=tests/test_engine_integration.py
+	echo "pytest-py39: tests in random order, seed $(SEED) (replay: make $(or $(MAKECMDGOALS),pytest-py39) SEED=$(SEED))"; \
+	PYTHONPATH=$(CURDIR) build/py39/bin/python -m pytest -q -p no:cacheprovider $(RANDOM_ORDER) \
+	  -m "not integration and not slow" --ignore=tests/test_engine.py --ignore=tests/test_engine_integration.py
 
 test: setup lint typecheck pytest-py39 pytest
 
