@@ -5,6 +5,7 @@ package) and the Grafana dashboard.
 NVML only through tests/fakes/pynvml.py; a GPU that answers NOT_SUPPORTED must leave the metric out (never 0).
 """
 
+import errno
 import io
 import json
 import os
@@ -162,11 +163,87 @@ def test_every_listed_xid_has_meaning_level_and_action() -> None:
 
 
 def test_kmsg_lines_parse() -> None:
-    assert xid.parse_kmsg_line("4,1534,123456789,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, "
-                               "GPU has fallen off the bus.") == ("0000:3b:00", 79)
-    assert xid.parse_kmsg_line("NVRM: Xid (0000:AF:00): 13, Graphics Exception") == ("0000:af:00", 13)
-    assert xid.parse_kmsg_line("NVRM: Xid (PCI:00000000:3b:00): 48, DBE") == ("0000:3b:00", 48)
-    assert xid.parse_kmsg_line("NVRM: GPU at PCI:0000:3b:00: GPU-1234") is None
+    assert xid.parse_kmsg_record("4,1534,123456789,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, "
+                                 "GPU has fallen off the bus.") == ("0000:3b:00", 79)
+    assert xid.parse_xid_message("NVRM: Xid (0000:AF:00): 13, Graphics Exception") == ("0000:af:00", 13)
+    assert xid.parse_xid_message("NVRM: Xid (PCI:00000000:3b:00): 48, DBE") == ("0000:3b:00", 48)
+    assert xid.parse_xid_message("NVRM: GPU at PCI:0000:3b:00: GPU-1234") is None
+
+
+XID_TEXT = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus."
+
+
+@pytest.mark.parametrize("record, expected", [
+    # the kernel's own records (facility 0, PRI = level 0..7), as /dev/kmsg gives them
+    (f"4,1534,123456789,-;{XID_TEXT}", ("0000:3b:00", 79)),
+    (f"0,1,2,c;{XID_TEXT}", ("0000:3b:00", 79)),  # KERN_EMERG, a continuation flag
+    (f"3,99,5,-,caller=T412;{XID_TEXT}", ("0000:3b:00", 79)),  # CONFIG_PRINTK_CALLER adds a field
+    # what a process writes to /dev/kmsg: the kernel stores it as LOG_USER (8 + level) or its own facility
+    (f"12,1535,123456790,-;{XID_TEXT}", None),  # "<4>..." from user space: user.warning
+    (f"14,1536,123456791,-;{XID_TEXT}", None),  # user.info (systemd's messages, `echo > /dev/kmsg`)
+    (f"30,1537,123456792,-;{XID_TEXT}", None),  # daemon.info
+    (f"190,1538,1,-;{XID_TEXT}", None),  # local7.info
+    # the words inside another message, or a record without the kmsg header
+    (f"4,1539,1,-;python[77]: last error was {XID_TEXT}", None),
+    (f"4,1540,1,-; {XID_TEXT}", None),
+    (XID_TEXT, None),
+    (f"x,1,1,-;{XID_TEXT}", None),
+])
+def test_kmsg_records_only_the_kernels_xid_lines(record: str, expected: Any) -> None:
+    """Issue 22 (low): the fallback counted any record, from any facility, with the pattern anywhere in it."""
+    assert xid.parse_kmsg_record(record) == expected
+
+
+def test_kmsg_reader_skips_user_records_in_a_stream(tmp_path: Path) -> None:
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text("")
+    watch = xid.KmsgXids(str(kmsg))
+    try:
+        with kmsg.open("a") as f:
+            f.write(f"12,1,1,-;{XID_TEXT}\n 4,2,2,-;fake dictionary line\n")
+            f.write(f"6,3,3,-;systemd[1]: {XID_TEXT}\n4,4,4,-;NVRM: Xid (PCI:0000:5e:00): 48, DBE\n SUBSYSTEM=pci\n")
+        assert watch.poll() == [("0000:5e:00", 48)]
+    finally:
+        watch.close()
+
+
+def test_a_record_written_to_the_real_dev_kmsg_is_not_an_xid() -> None:
+    """The real kernel: a process writes the driver's words to /dev/kmsg (here root, with a bus id no GPU has);
+    the kernel files it under LOG_USER, and the reader that watches /dev/kmsg does not count it."""
+    if os.geteuid() != 0 or not os.access("/dev/kmsg", os.R_OK | os.W_OK):
+        pytest.skip("needs a readable and writable /dev/kmsg (root)")
+    marker = f"hosttune-test-{os.getpid()}-{os.urandom(4).hex()}"
+    text = f"NVRM: Xid (PCI:0000:ff:1f): 79, {marker}: a test record from user space, not a GPU error"
+    try:
+        watch = xid.KmsgXids("/dev/kmsg")
+    except OSError as exc:
+        pytest.skip(f"/dev/kmsg: {exc}")
+    raw = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.lseek(raw, 0, os.SEEK_END)
+        with open("/dev/kmsg", "w") as w:
+            w.write(f"<4>{text}\n")
+        mine = []
+        while True:  # every record since the write: the kernel has stored ours before write(2) returned
+            try:
+                rec = os.read(raw, 8192).decode("utf-8", "replace")
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if exc.errno == errno.EPIPE:  # records overwritten meanwhile: read on
+                    continue
+                raise
+            if marker in rec:
+                mine.append(rec.split("\n", 1)[0])
+        if not mine:
+            pytest.skip("the kernel dropped the test's record (printk_devkmsg rate limit)")
+        assert int(mine[0].split(",", 1)[0]) == 8 + 4, mine  # LOG_USER | LOG_WARNING: what user space gets
+        assert xid.parse_kmsg_record(mine[0]) is None
+        assert xid.parse_xid_message(mine[0].split(";", 1)[1]) == ("0000:ff:1f", 79)  # the text itself matches
+        assert watch.poll() == []
+    finally:
+        os.close(raw)
+        watch.close()
 
 
 def test_daemon_counts_nvml_xids_logs_their_meaning_and_exports_them(

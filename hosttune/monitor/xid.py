@@ -3,8 +3,9 @@
 The monitor learns of critical XIDs from NVML's event API (`nvml.XidEvents`). Where the GPU or driver does not
 deliver those events, the kernel log is the fallback where it is readable: `KmsgXids` reads new records from
 /dev/kmsg (printk's record interface, Documentation/ABI/testing/dev-kmsg) without blocking and picks out the
-driver's "NVRM: Xid (PCI:0000:3b:00): 79, pid=..., ..." lines. Under the shipped unit /dev/kmsg is not readable
-(DevicePolicy=closed, ProtectKernelLogs=yes), so there NVML's events are the only source.
+driver's "NVRM: Xid (PCI:0000:3b:00): 79, pid=..., ..." records: kernel facility only (anyone allowed to write
+/dev/kmsg could otherwise fake a GPU failure), the XID line at the start of the message. Under the shipped unit
+/dev/kmsg is not readable (DevicePolicy=closed, ProtectKernelLogs=yes), so there NVML's events are the only source.
 
 MEANINGS is NVIDIA's XID catalogue (docs.nvidia.com/deploy/xid-errors, "XID messages" table and the per-code
 "recommended actions"), condensed: (level, meaning, what to do). A code not listed is logged as a warning with its
@@ -60,8 +61,14 @@ MEANINGS = {
 }
 
 # printk line of the NVIDIA driver: "NVRM: Xid (PCI:0000:3b:00): 79, pid=..., name=..., GPU has fallen off the bus."
-# (older drivers print the bus id without "PCI:")
-_KMSG_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): (\d+)")
+# (older drivers print the bus id without "PCI:"). Only at the start of the message: the same words inside another
+# message (a user's `logger`, an application quoting an old error) are not an XID.
+_XID_MESSAGE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): (\d+)")
+# A /dev/kmsg record (Documentation/ABI/testing/dev-kmsg): "PRI,SEQ,USEC,FLAGS[,more];MESSAGE", where PRI is
+# facility * 8 + level. The kernel's own printk has facility 0 (LOG_KERN); a process that writes to /dev/kmsg
+# (systemd, `echo > /dev/kmsg`, any user where /dev/kmsg is writable) gets LOG_USER (1) or its own facility, never 0
+# (printk's devkmsg_write turns facility 0 into LOG_USER), so facility 0 is what only the driver can log.
+_KMSG_RECORD = re.compile(r"(\d{1,5}),(\d{1,20}),(-?\d{1,20}),[^;]*;")
 MAX_RECORD = 8192  # a /dev/kmsg record is at most 1 KiB of text plus its dictionary; read(2) needs room for one
 
 
@@ -72,13 +79,23 @@ def describe(xid: int) -> Tuple[str, str]:
     return level, f"Xid {xid}: {meaning}; action: {action}"
 
 
-def parse_kmsg_line(text: str) -> Optional[Tuple[str, int]]:
-    """("0000:3b:00", xid) from one kernel log line, or None. The bus id is normalised to a 4-digit domain."""
-    m = _KMSG_XID.search(text)
+def parse_xid_message(text: str) -> Optional[Tuple[str, int]]:
+    """("0000:3b:00", xid) from the text of one kernel message that starts with the driver's "NVRM: Xid (...)",
+    or None. The bus id is normalised to a 4-digit domain."""
+    m = _XID_MESSAGE.match(text)
     if not m:
         return None
     parts = m.group(1).lower().split(":")
     return f"{int(parts[0], 16):04x}:{parts[1]}:{parts[2]}", int(m.group(2))
+
+
+def parse_kmsg_record(record: str) -> Optional[Tuple[str, int]]:
+    """The XID in one /dev/kmsg record ("4,1534,123456789,-;NVRM: Xid (PCI:0000:3b:00): 79, ..."), or None: the
+    record must be the kernel's own (facility 0) and its message must start with the driver's XID line."""
+    m = _KMSG_RECORD.match(record)
+    if not m or int(m.group(1)) >> 3 != 0:
+        return None
+    return parse_xid_message(record[m.end():])
 
 
 class KmsgXids:
@@ -119,7 +136,7 @@ class KmsgXids:
             for raw in lines:
                 if raw.startswith(b" "):  # a kmsg dictionary continuation line ("  SUBSYSTEM=pci")
                     continue
-                found = parse_kmsg_line(raw.decode("utf-8", "replace"))  # "6,1234,5678,-;NVRM: Xid ..."
+                found = parse_kmsg_record(raw.decode("utf-8", "replace"))  # "4,1234,5678,-;NVRM: Xid ..."
                 if found:
                     out.append(found)
         return out
