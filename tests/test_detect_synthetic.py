@@ -425,9 +425,8 @@ def test_fabric_manager_running_is_found_by_its_truncated_comm(tmp_path: Path) -
     proc = subprocess.Popen([str(fm), "30"])
     try:
         comm = Path(f"/proc/{proc.pid}/comm")
-        for _ in range(500):  # Popen returns after fork; the exec that renames the process follows
-            if comm.read_text().strip() == "nv-fabricmanage":
-                break
+        deadline = time.monotonic() + 60  # Popen returns after fork; the exec that renames the process follows
+        while time.monotonic() < deadline and comm.read_text().strip() != "nv-fabricmanage":
             time.sleep(0.01)
         assert comm.read_text().strip() == "nv-fabricmanage"
         assert nvidia.fabric_manager_running(HostIO()) is True

@@ -322,9 +322,8 @@ def test_verify_does_not_blame_a_rank_that_just_exited() -> None:
         assert launch.check_rank(wrong) == ["env HOSTTUNE_VERIFY_PROBE='1', plan '2'"]
         assert child.stdin is not None
         child.stdin.close()
-        for _ in range(200):  # not reaped: it stays a zombie until wait()
-            if launch.proc_status(child.pid).get("State", "").startswith("Z"):
-                break
+        deadline = time.monotonic() + 60  # not reaped: it stays a zombie until wait()
+        while time.monotonic() < deadline and not launch.proc_status(child.pid).get("State", "").startswith("Z"):
             time.sleep(0.02)
         assert launch.proc_status(child.pid)["State"].startswith("Z")
         gone = launch.RankCheck(child.pid, 0, 1, (), "none", (), {"HOSTTUNE_VERIFY_PROBE": "1"})
