@@ -21,9 +21,13 @@ How (nothing here decides a policy; it records what the full path did and checks
   starts a process, writes or renames a file, forks or signals is not recorded (a torchrun job, --verify, a handoff):
   those always take the full path.
 
-Storage: root uses /run/hosttune/cache; a user $XDG_RUNTIME_DIR/hosttune or ~/.cache/hosttune. The directory must be
-owned by the caller with mode 0700, an entry a single-link regular file owned by the caller, no group/other bits;
-anything else is ignored (a cache someone else could write is never trusted). Entries are written atomically with
+Storage: root uses the `cache` directory in its runtime directory (`policy.dirs.runtime_dir()`: /run/hosttune, or
+$HOSTTUNE_RUNTIME_DIR); a user $XDG_RUNTIME_DIR/hosttune when $XDG_RUNTIME_DIR is theirs alone, else their cache
+directory (`policy.dirs.user_cache_dir()`: $XDG_CACHE_HOME/hosttune or ~/.cache/hosttune). The directory must be
+owned by the caller with mode 0700 (root's runtime directory too; one moved by $HOSTTUNE_RUNTIME_DIR must pass the
+trust rule with every directory above it), an entry a single-link regular file owned by the caller, no group/other
+bits; anything else is ignored (a cache someone else could write is never trusted). Nothing is created in a
+directory before it passed the trust rule. Entries are written atomically with
 mode 0600, hold a hash of the environment (never its values), and are pruned to the newest `MAX_ENTRIES`.
 HOSTTUNE_EXEC_CACHE=0 turns the cache off (no read, no write); =explain says on stderr why a run was or was not
 replayed or recorded. `hosttune facts` and every other command never use it.
@@ -48,8 +52,11 @@ ENV_SWITCH = "HOSTTUNE_EXEC_CACHE"  # also in hosttune.policy.names (not importe
 LAUNCH_ID = "HOSTTUNE_LAUNCH_ID"  # = names.LAUNCH_ID, checked by tests/test_exec_speed.py
 MAX_ENTRY_BYTES = 1 << 20
 MAX_ENTRIES = 32
-RACY_NS = 2_000_000_000
+RACY_NS = 2_000_000_000  # read at each use: tests/test_exec_speed.py sets it in the process it starts
 _VOLATILE_ROOTS = ("/proc/", "/sys/", "/dev/")
+# Files keyed by their bytes, not their stat: cgroup limits change at run time without any other sign. (A module
+# constant so that tests/test_exec_speed.py can put a quota file of its own under this rule.)
+_CONTENT_ROOTS: Tuple[str, ...] = ("/sys/fs/cgroup/",)
 # The host's dynamic state every plan depends on (read on every look-up, compared byte for byte through the digest).
 _HOST_FILES = (
     "/proc/sys/kernel/random/boot_id",  # a reboot: new driver, new topology, new everything
@@ -145,20 +152,38 @@ def _blake2b() -> Any:
 
 
 def cache_dir(environ: Optional[Dict[str, str]] = None) -> Optional[str]:
-    """Where this caller's entries live (not created here): root /run/hosttune/cache; a user XDG_RUNTIME_DIR's or
-    ~/.cache's hosttune directory. None when there is no sensible place."""
+    """Where this caller's entries live (not created here): root `cache` in its runtime directory; a user
+    XDG_RUNTIME_DIR's hosttune directory, or their cache directory. None when there is no sensible place."""
+    from hosttune.policy import dirs
+
     env = os.environ if environ is None else environ
     if os.geteuid() == 0:
-        return "/run/hosttune/cache"
+        return os.path.join(dirs.runtime_dir(env), "cache")
     xdg = env.get("XDG_RUNTIME_DIR", "")
-    if xdg.startswith("/"):
-        st = _stat_key(xdg)
-        if st is not None and stat.S_ISDIR(st[5]) and st[6] == os.geteuid() and not st[5] & 0o077:
-            return os.path.join(xdg, "hosttune")
-    home = env.get("HOME", "")
-    if home.startswith("/"):
-        return os.path.join(home, ".cache", "hosttune")
-    return None
+    if xdg.startswith("/") and _private_dir_ok(xdg):
+        return os.path.join(xdg, "hosttune")
+    return dirs.user_cache_dir(env)
+
+
+def _usable_dir(where: str) -> Optional[str]:
+    """Why the entries in `where` cannot be trusted, or None. Root's runtime directory must be private too (a
+    /run/hosttune that systemd handed to a service's user is not root's any more); one moved by
+    $HOSTTUNE_RUNTIME_DIR must pass the trust rule with every directory above it (the variable survives `sudo -E`)."""
+    if not _private_dir_ok(where):
+        return f"{where} is missing or not private to this user"
+    if os.geteuid() != 0:
+        return None
+    from hosttune.policy import dirs
+
+    runtime = os.path.dirname(where)
+    if not _private_dir_ok(runtime):
+        return f"{runtime} is not private to root"
+    if runtime == dirs.RUNTIME:
+        return None  # /run is root's: the trust module's import is not paid on every start
+    from hosttune import trust
+
+    _, why = trust.problem(where, kind="dir")
+    return why
 
 
 def _private_dir_ok(path: str) -> bool:
@@ -321,8 +346,9 @@ def fast_exec(args: List[str]) -> None:
     except OSError as exc:  # cwd gone, /proc unreadable: no cache
         return explain(f"not used ({exc})")
     path = os.path.join(where, dig[:16].hex())
-    if not _private_dir_ok(where):
-        explain(f"{where} is missing or not private to this user")
+    unusable = _usable_dir(where)
+    if unusable is not None:
+        explain(unusable)
         entry = None
     else:
         entry = load(path)
@@ -517,7 +543,7 @@ class Recorder:
         path = os.path.normpath(os.path.join(os.getcwd(), path))
         if path in _LOAD_FILES or path.startswith("/proc/pressure/"):
             self.spoil(f"read {path}: a plan that follows the current load is made afresh every run")
-        elif path.startswith("/sys/fs/cgroup/"):
+        elif path.startswith(_CONTENT_ROOTS):
             self.contents.add(path)  # quota and limits change at run time without any other sign
         elif not (path + "/").startswith(_VOLATILE_ROOTS):
             self.paths.add(path)
@@ -568,8 +594,9 @@ class Recorder:
         cache_root = os.path.dirname(self.path) + "/"
         deps: Dict[str, bool] = {}  # path -> its entries matter (listed, or the parent of a missing path)
         for p in paths:
-            if p.endswith((".pyc", ".pyo")) or "/__pycache__/" in p or p.startswith(cache_root):
-                continue
+            if p.endswith((".pyc", ".pyo")) or "/__pycache__/" in p or (
+                    p.startswith(cache_root) and "/" not in p[len(cache_root):]):
+                continue  # the entries themselves (a handoff directory beside them is an input like any other)
             missing = _stat_key(p) is None
             deps[p] = deps.get(p, False) or p in listed
             while True:  # every ancestor: owners and modes decide trust; a missing path's parent shows its creation
@@ -632,9 +659,19 @@ def _store(path: str, entry: Tuple[Any, ...]) -> None:
     from hosttune import fsio, trust
 
     folder = os.path.dirname(path)
+    parent = os.path.dirname(folder)
     try:
-        fsio.makedirs_private(os.path.dirname(folder), 0o700)  # /run/hosttune: private, as the handoff wants it too
+        if os.geteuid() == 0:
+            # the runtime directory: nothing made until the directory it goes in passes the rule; private, as the
+            # handoff wants it too
+            trust.check_path(os.path.dirname(parent), "the runtime directory's parent", kind="dir")
+            trust.private_dir(parent, create=True)
+        else:
+            fsio.makedirs_private(parent, 0o700)  # ~/.cache, $XDG_RUNTIME_DIR: the user's own
         trust.private_dir(folder)
+        _, why = trust.problem(folder, kind="dir")
+        if why is not None:
+            return explain(f"not recorded: {folder} {why}")
         blob = marshal.dumps(entry)
         if len(blob) > MAX_ENTRY_BYTES:
             return

@@ -137,7 +137,9 @@ def cli_runner() -> Any:
 
 @pytest.fixture(autouse=True)
 def _scrub_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Each test gets its own HOME and no inherited HOSTTUNE_*/OMP/allocator settings (flask's CliRunner style)."""
+    """Each test gets its own HOME and hosttune directories and no inherited HOSTTUNE_*/OMP/allocator settings
+    (flask's CliRunner style): no test reads or writes the host's /etc/hosttune, /run/hosttune, /var/lib/hosttune,
+    /var/log/hosttune or the user's cache, so two test runs at once (or a real hosttune in use) do not meet."""
     for key in list(os.environ):
         if key.startswith(("HOSTTUNE_", "OMP_", "MKL_", "KMP_")) or key in (
             "LD_PRELOAD",
@@ -154,8 +156,24 @@ def _scrub_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    # A profile left in the real /etc/hosttune on this machine must not leak into tests.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))  # the exec cache, a user's plain-job handoffs
+    # A profile left in the real /etc/hosttune on this machine must not leak into tests, nor tests' state into it.
+    # Not created here: hosttune makes them as on a fresh host. As root the runtime directory must pass the trust
+    # rule: tmp_path and every directory above it are root's and not group/other-writable (pytest makes its
+    # directories 0700; /tmp above them is sticky), see test_the_per_test_directories_pass_the_trust_rule.
     monkeypatch.setenv("HOSTTUNE_ETC_DIR", str(tmp_path / "etc-hosttune"))
+    monkeypatch.setenv("HOSTTUNE_RUNTIME_DIR", str(tmp_path / "run-hosttune"))
+    monkeypatch.setenv("HOSTTUNE_STATE_DIR", str(tmp_path / "state-hosttune"))
+    monkeypatch.setenv("HOSTTUNE_LOG_DIR", str(tmp_path / "log-hosttune"))
+    if os.geteuid() == 0:
+        # root's handoffs go to its runtime directory (as under sudo, which drops XDG_RUNTIME_DIR), not to a login's
+        # /run/user/0 shared by every test run on the machine
+        monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    else:
+        xdg = tmp_path / "xdg-run"  # a login's runtime directory: the user's alone, 0700
+        xdg.mkdir(mode=0o700)
+        xdg.chmod(0o700)
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(xdg))
 
 
 @pytest.fixture

@@ -2,6 +2,11 @@
 input is a miss, and an entry anyone else could have written is never used. Real processes throughout; whether a run
 was replayed is read from the interpreter's own import log (PYTHONPROFILEIMPORTTIME): a replay never imports the
 planner. Speed itself is measured in bench/bench_launch.py, not here.
+
+Nothing here depends on time: every run is started through LAUNCHER (below), a `hosttune` that sets the cache's racy
+window from $TEST_RACY_NS (0 unless a test says otherwise: the files a test has just written may be recorded at once,
+so no test sleeps for them to age), and can give the cache a boot id and a cgroup quota file the test may change.
+Every directory is the test's own (tests/conftest.py: $HOSTTUNE_RUNTIME_DIR, $XDG_CACHE_HOME under tmp_path).
 """
 
 import marshal
@@ -9,32 +14,69 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 
 from hosttune import execcache
 from hosttune.launch.procfs import parse_numa_maps_policy
-from hosttune.policy import names
+from hosttune.policy import dirs, names
 
 REPO = Path(__file__).resolve().parents[1]
 JOB = ["sh", "-c", 'env | LC_ALL=C sort; grep -E "^(Cpus|Mems)_allowed_list" /proc/self/status']
 SYSTEM_PY = "/usr/bin/python3"
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+# `hosttune` as installed (its name is what makes cli.py take the exec fast path), with three test inputs: the racy
+# window, a boot id file in place of the kernel's, and a cgroup quota file of the test's own, read (as the detector
+# reads cpu.max) within the recorded full path and kept by its bytes, exactly as /sys/fs/cgroup's files are.
+LAUNCHER = f"""\
+import os
+from hosttune import execcache
+execcache.RACY_NS = int(os.environ.get("TEST_RACY_NS", "0"))
+if os.environ.get("TEST_BOOT_ID"):
+    files = list(execcache._HOST_FILES)
+    files[files.index({BOOT_ID!r})] = os.environ["TEST_BOOT_ID"]
+    execcache._HOST_FILES = tuple(files)
+quota = os.environ.get("TEST_QUOTA")
+if quota:
+    where = os.path.dirname(quota) + "/"
+    execcache._CONTENT_ROOTS = (*execcache._CONTENT_ROOTS, where)
+    execcache._VOLATILE_ROOTS = (*execcache._VOLATILE_ROOTS, where)  # no stat of it, as for /sys
+import hosttune.cli  # exec's start-up cache: replayed right here, or the full path is recorded from now on
+if quota:
+    with open(quota) as fh:
+        fh.read()
+hosttune.cli.main()
+"""
+
+
+def launcher(folder: Path) -> Path:
+    """LAUNCHER written as `folder`/hosttune."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "hosttune"
+    path.write_text(LAUNCHER)
+    return path
 
 
 def _env(**extra: str) -> Dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONPROFILEIMPORTTIME="1")
     env[names.EXEC_CACHE] = "explain"  # its lines say why a run was (not) replayed; said() leaves them out
+    # A run that compiles a module writes its .pyc (a rename: such a run is not recorded). Other processes of the
+    # suite import the same modules at any moment, and each edit of a source makes its .pyc stale again.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(extra)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
-def run(*args: str, env: Dict[str, str], cwd: Path, prefix: List[str] = (), py: str = sys.executable,
-        runner: Any = None) -> "subprocess.CompletedProcess[str]":
-    argv = [*prefix, py, "-m", "hosttune", "exec", *args]
+def run(*args: str, env: Dict[str, str], cwd: Path, prefix: Sequence[str] = (), py: str = sys.executable,
+        runner: Any = None, via: Optional[Path] = None) -> "subprocess.CompletedProcess[str]":
+    """`hosttune exec ARGS` through LAUNCHER (in `via`, else beside the working directory `cwd`)."""
+    entry = via if via is not None else cwd.parent / "launcher" / "hosttune"
+    if not entry.exists():
+        launcher(entry.parent)
+    argv = [*prefix, py, str(entry), "exec", *args]
     if runner is not None:
         return runner(argv, env=env, cwd=str(cwd))  # type: ignore[no-any-return]
     return subprocess.run(argv, env=env, cwd=str(cwd), capture_output=True, text=True, timeout=120)
@@ -60,23 +102,16 @@ def job_view(r: "subprocess.CompletedProcess[str]") -> List[str]:
 
 
 def warm(*args: str, **kw: Any) -> List["subprocess.CompletedProcess[str]"]:
-    """Runs until one is replayed, the last of them (at most 6 on a busy machine: the first may write the job's
-    shared handoff, which is not recorded; the next records once the inputs are older than the racy window)."""
+    """Runs until one is replayed, the last of them: the first writes the job's shared handoff (a run that writes
+    is not recorded), the second records, the third is replayed. A fourth is allowed for a plan whose first run
+    made a directory the second then found (never a matter of time: the racy window is 0 here)."""
     runs = [run(*args, **kw)]
-    while not replayed(runs[-1]) and len(runs) < 6:
-        if any("not recorded yet" in line for line in why(runs[-1])):
-            settle()  # the run wrote the job's shared handoff just now: recorded once it is older than the window
+    while not replayed(runs[-1]) and len(runs) < 4:
         runs.append(run(*args, **kw))
     for r in runs:
         assert r.returncode == 0, r.stderr[-2000:]
-    assert not replayed(runs[0]) and replayed(runs[-1]), [why(r) + said(r) for r in runs]
+    assert not replayed(runs[0]) and replayed(runs[-1]), "\n".join(line for r in runs for line in why(r) + said(r))
     return runs
-
-
-def settle() -> None:
-    # Entries are not written while an input is younger than the racy window (a same-size rewrite within the
-    # filesystem's timestamp granularity would go unseen): let the test's fresh files age past it.
-    time.sleep(execcache.RACY_NS / 1e9 + 0.2)
 
 
 @pytest.fixture
@@ -86,9 +121,8 @@ def work(tmp_path: Path) -> Path:
     return d
 
 
-def test_a_repeated_plain_job_is_replayed_exactly(work: Path) -> None:
+def test_a_repeated_plain_job_is_replayed_exactly(work: Path, tmp_path: Path) -> None:
     env = _env()
-    settle()
     *_, first, second = warm("--", *JOB, env=env, cwd=work)
     third = run("--", *JOB, env=env, cwd=work)
     assert third.returncode == 0 and replayed(third)
@@ -98,16 +132,20 @@ def test_a_repeated_plain_job_is_replayed_exactly(work: Path) -> None:
                if line.startswith(names.LAUNCH_ID + "=")}
     assert len(markers) == 3  # each run its own marker (the sweep and --verify tell jobs apart by it)
     assert any(line.startswith("OMP_NUM_THREADS=") for line in job_view(second))
+    cache = Path(execcache.cache_dir(env) or "")
+    assert tmp_path in cache.parents  # the test's own, never the host's /run/hosttune or ~/.cache
     if os.geteuid() == 0:
-        st = os.stat("/run/hosttune/cache")
-        assert st.st_uid == 0 and st.st_mode & 0o777 == 0o700
-        assert all(os.stat(p).st_mode & 0o777 == 0o600 for p in Path("/run/hosttune/cache").iterdir())
+        assert cache == Path(dirs.runtime_dir(env), "cache")
+        for d in (cache, cache.parent):
+            st = d.stat()
+            assert st.st_uid == 0 and st.st_mode & 0o777 == 0o700, d
+    entries = [p for p in cache.iterdir() if len(p.name) == 32]
+    assert entries and all(p.stat().st_mode & 0o777 == 0o600 for p in entries)
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
 def test_a_replayed_srun_task_is_bound_like_the_first(work: Path) -> None:
     env = _env(SLURM_LOCALID="1", SLURM_NTASKS_PER_NODE="2")
-    settle()
     *_, first, second = warm("--", *JOB, env=env, cwd=work)
     cpus = [line for line in job_view(first) if line.startswith("Cpus_allowed_list:")]
     allowed = sorted(os.sched_getaffinity(0))
@@ -115,43 +153,98 @@ def test_a_replayed_srun_task_is_bound_like_the_first(work: Path) -> None:
     assert job_view(second) == job_view(first)
 
 
-def test_every_changed_input_is_a_miss(work: Path, tmp_path: Path) -> None:
+# ---- the key: each input alone ---------------------------------------------------------------------------------
+# Each test starts from an entry that was just replayed (fresh: it would hit again), changes exactly one input and
+# expects the full path. A key that lost that input would replay the old job instead.
+
+INPUTS = ["argv", "option", "environment", "cpus", "profile", "boot-id", "cgroup-quota"]
+PAST = 1_000_000_000  # 2001: a profile written long ago, so an edit changes its times on any filesystem
+
+
+@pytest.mark.parametrize("what", INPUTS)
+def test_one_changed_input_is_a_miss(what: str, work: Path, tmp_path: Path) -> None:
+    if what == "cpus" and len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs")
+    boot = tmp_path / "host" / "boot_id"
+    boot.parent.mkdir()
+    boot.write_text("2f1d6c3e-9a41-4b8e-8f0c-5d2a7e9b1c40\n")
+    quota = tmp_path / "cgroup" / "cpu.max"
+    quota.parent.mkdir()
+    quota.write_text("max 100000\n")
     prof = tmp_path / "p.yaml"
     prof.write_text("base: throughput\nenv:\n  HT_MARK: one\n")
-    env = _env()
-    settle()
-    hit = warm("--profile", str(prof), "--", *JOB, env=env, cwd=work)[-1]
+    os.utime(prof, (PAST, PAST))
+    env = _env(TEST_BOOT_ID=str(boot), TEST_QUOTA=str(quota))
+    args = ["--profile", str(prof), "--", *JOB]
+    hit = warm(*args, env=env, cwd=work)[-1]
     assert "HT_MARK=one" in job_view(hit)
 
-    prof.write_text("base: throughput\nenv:\n  HT_MARK: two\n")  # same size, same inode: times tell
-    edited = run("--profile", str(prof), "--", *JOB, env=env, cwd=work)
-    assert not replayed(edited) and "HT_MARK=two" in job_view(edited)
+    prefix: List[str] = []
+    if what == "argv":
+        args = ["--profile", str(prof), "--", "sh", "-c", JOB[2] + "; echo argv-changed"]
+    elif what == "option":
+        args = ["--profile", str(prof), "--no-bind", "--", *JOB]
+    elif what == "environment":
+        env = dict(env, OMP_NUM_THREADS="1")
+    elif what == "cpus":
+        prefix = ["taskset", "-c", str(max(os.sched_getaffinity(0)))]
+    elif what == "profile":
+        prof.write_text("base: throughput\nenv:\n  HT_MARK: two\n")  # same size, same inode: times tell
+    elif what == "boot-id":
+        boot.write_text("7c0e9b2a-41d3-4f6a-9e8b-0a1c2d3e4f50\n")  # a reboot; same length
+    else:
+        quota.write_text("50000 100000\n")  # half a CPU from now on: only its bytes tell (no stat, as /sys)
+    changed = run(*args, env=env, cwd=work, prefix=prefix)
+    assert changed.returncode == 0, changed.stderr[-2000:]
+    assert not replayed(changed), why(changed)
+    view = job_view(changed)
+    if what == "argv":
+        assert view[-1] == "argv-changed"
+    elif what == "environment":
+        assert "OMP_NUM_THREADS=1" in view  # the caller's own value wins over the plan's
+    elif what == "cpus":
+        assert f"Cpus_allowed_list:\t{prefix[-1]}" in view
+    elif what == "profile":
+        assert "HT_MARK=two" in view and "HT_MARK=one" not in view
 
-    other_env = run("--profile", str(prof), "--", *JOB, env=dict(env, OMP_NUM_THREADS="1"), cwd=work)
-    assert not replayed(other_env) and "OMP_NUM_THREADS=1" in job_view(other_env)
 
-    cpu = max(os.sched_getaffinity(0))
-    narrowed = run("--profile", str(prof), "--", *JOB, env=env, cwd=work, prefix=["taskset", "-c", str(cpu)])
-    assert not replayed(narrowed) and f"Cpus_allowed_list:\t{cpu}" in narrowed.stdout
+def test_an_unrelated_variable_is_a_miss_and_the_unchanged_call_still_hits(work: Path) -> None:
+    """The whole environment is in the key (the job inherits all of it), and a miss leaves the other entry fresh."""
+    env = _env()
+    warm("--", *JOB, env=env, cwd=work)
+    other = run("--", *JOB, env=dict(env, HT_UNRELATED="1"), cwd=work)
+    assert other.returncode == 0 and not replayed(other) and "HT_UNRELATED=1" in job_view(other)
+    again = run("--", *JOB, env=env, cwd=work)
+    assert again.returncode == 0 and replayed(again) and "HT_UNRELATED=1" not in job_view(again)
 
-    args = run("--profile", str(prof), "--no-bind", "--", *JOB, env=env, cwd=work)
-    assert not replayed(args)
 
-    gone = run("--profile", str(prof), "--", "sh", "-c", "exit 7", env=env, cwd=work)
+def test_a_gone_program_is_a_miss(work: Path) -> None:
+    env = _env()
+    warm("--", *JOB, env=env, cwd=work)
+    gone = run("--", "sh", "-c", "exit 7", env=env, cwd=work)
     assert gone.returncode == 7 and not replayed(gone)
+
+
+def test_an_input_inside_the_racy_window_is_not_recorded(work: Path) -> None:
+    """A file changed within the window could change again unseen (same size and times): such a run is not
+    recorded. A window of ~30 years makes every input young: never recorded, never replayed; the same calls with
+    no window are recorded at once."""
+    young = _env(TEST_RACY_NS=str(10**18))
+    runs = [run("--", "true", env=young, cwd=work) for _ in range(3)]
+    assert all(r.returncode == 0 and not replayed(r) for r in runs)
+    assert any("not recorded yet" in line for line in why(runs[-1])), why(runs[-1])
+    warm("--", "true", env=_env(), cwd=work)
 
 
 def test_a_new_program_on_path_is_a_miss(work: Path, tmp_path: Path) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
     env = _env(PATH=f"{bindir}:{os.environ['PATH']}")
-    settle()
     run("--", "mytool", env=env, cwd=work)  # not found yet: exit 2, nothing recorded
     tool = tmp_path / "mytool-1.0"
     tool.write_text("#!/bin/sh\necho first\n")
     tool.chmod(0o755)
     (bindir / "mytool").symlink_to(tool)  # as update-alternatives installs programs
-    settle()
     runs = warm("--", "mytool", env=env, cwd=work)
     assert [r.stdout.strip() for r in runs] == ["first"] * len(runs)
     tool.write_text("#!/bin/sh\necho second\n")  # the link's target changed, the link did not: planned again
@@ -161,7 +254,6 @@ def test_a_new_program_on_path_is_a_miss(work: Path, tmp_path: Path) -> None:
 
 def test_the_switch_turns_it_off(work: Path) -> None:
     env = _env(**{names.EXEC_CACHE: "0"})
-    settle()
     runs = [run("--", "true", env=env, cwd=work) for _ in range(2)]
     assert all(r.returncode == 0 and not replayed(r) for r in runs)
 
@@ -256,27 +348,27 @@ def test_a_users_cache_that_others_could_write_is_ignored(other_user: Any, tmp_p
     src = home / "src"
     shutil.copytree(REPO / "hosttune", src / "hosttune", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "profiles", src / "hosttune" / "profiles")  # where an installed package has them
+    via = launcher(src / "bin")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(src), "PYTHONPROFILEIMPORTTIME": "1",
-           "PYTHONDONTWRITEBYTECODE": "1", "HOSTTUNE_ETC_DIR": str(tmp_path / "no-etc"), names.EXEC_CACHE: "explain"}
+           "PYTHONDONTWRITEBYTECODE": "1", "HOSTTUNE_ETC_DIR": str(tmp_path / "no-etc"), names.EXEC_CACHE: "explain",
+           "TEST_RACY_NS": "0"}
 
     def as_user(argv: List[str], env: Dict[str, str], cwd: str) -> "subprocess.CompletedProcess[str]":
         return other_user.run(argv, env=env, cwd=cwd)  # type: ignore[no-any-return]
 
-    settle()
-    warm("--", "true", env=env, cwd=work, py=SYSTEM_PY, runner=as_user)
+    warm("--", "true", env=env, cwd=work, py=SYSTEM_PY, runner=as_user, via=via)
     folder = home / ".cache" / "hosttune"
-    (entry,) = list(folder.iterdir())
+    (entry,) = [p for p in folder.iterdir() if len(p.name) == 32]  # beside it: the plain job's handoff
     assert entry.stat().st_uid == other_user.uid and entry.stat().st_mode & 0o777 == 0o600
     assert folder.stat().st_mode & 0o777 == 0o700
 
     os.chmod(entry, 0o622)  # writable by others now: never trusted again (warm: the first run is not replayed)
-    warm("--", "true", env=env, cwd=work, py=SYSTEM_PY, runner=as_user)
+    warm("--", "true", env=env, cwd=work, py=SYSTEM_PY, runner=as_user, via=via)
     assert entry.stat().st_mode & 0o777 == 0o600  # what is replayed now is a private one the full path wrote
 
     os.chmod(folder, 0o777)  # a folder others can write into: neither read nor written
-    settle()
     for _ in range(2):
-        assert not replayed(run("--", "true", env=env, cwd=work, py=SYSTEM_PY, runner=as_user))
+        assert not replayed(run("--", "true", env=env, cwd=work, py=SYSTEM_PY, runner=as_user, via=via))
 
 
 def test_what_the_recorder_keys_and_what_it_refuses() -> None:

@@ -11,9 +11,11 @@ here:
   local rank]}`), facts (`Facts.to_dict()`), profile (`Profile.to_dict()`), the job's kind, the environment the
   job's top process got (`top_env`) and the caller's own values of those variables (`touched`), and the flags.
   Written to a fresh `mkdtemp` directory (owner = euid, mode 0700; its name carries the launcher's pid and start
-  time) under the first base that passes the root trust rule: $XDG_RUNTIME_DIR (after `su` it is still the user's,
-  and refused), then /run/hosttune as root, then the temp directory; the file is written there atomically with
-  mode 0600.
+  time, and random letters) under the first base that passes the trust rule, checked before anything is made in
+  it: $XDG_RUNTIME_DIR (after `su` it is still the user's, and refused), then root's runtime directory
+  (`policy.dirs.runtime_dir()`, /run/hosttune unless $HOSTTUNE_RUNTIME_DIR moves it) as root, then the temp
+  directory (a shared one such as /tmp only with the sticky bit: nobody else can remove or rename our entry); the
+  file is written there atomically with mode 0600.
 - `read` / `rank_plan` (shim and hook): the directory must still be owned by the reader's euid with mode 0700 and
   sit under trusted directories, the file must be a regular file (never a link) owned by the euid, not
   group/other-writable, and smaller than `LIMIT`. Anything else is `Untrusted`: the shim then refuses to start the
@@ -24,8 +26,10 @@ here:
   is exec'd, so nobody is left to remove anything: its handoff is content-addressed instead (`write_shared`:
   `hosttune-plans-<euid>-<hash of the content>/`), written once and reused by every later job with the same
   plans, so a plain job writes nothing when the plans are known (exec's start-up cache can replay it) and the
-  directories never outnumber the distinct plans. They live until the base is cleaned (/run and $XDG_RUNTIME_DIR
-  at reboot or logout).
+  directories never outnumber the distinct plans. Such a predictable name goes only into a directory that is the
+  caller's alone ($XDG_RUNTIME_DIR, root's runtime directory, else the user's cache directory,
+  `policy.dirs.user_cache_dir()`), never into a shared one like /tmp, where another user could take the name
+  first. They live until the base is cleaned (/run and $XDG_RUNTIME_DIR at reboot or logout).
 
 The reader imports neither plan.py nor the profile: see `rank_plan`.
 """
@@ -37,7 +41,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional
 
 from hosttune import fsio, trust
-from hosttune.policy import names
+from hosttune.policy import dirs, names
 
 if TYPE_CHECKING:
     from hosttune.launch.job import Launch
@@ -48,7 +52,6 @@ SPAWN_NOTE = "spawn-warned-"  # + launch id: made by the job's first multiproces
 PREFIX = "hosttune-launch-"
 SHARED_PREFIX = "hosttune-plans-"
 LIMIT = 64 << 20  # facts + 1024 ranks' plans stay far below this; a bigger file is not ours
-RUN_BASE = "/run/hosttune"
 VERSION = 1
 
 # In a rank command: "the interpreter torchrun itself runs on", resolved by the shim from its parent process when
@@ -125,19 +128,87 @@ def profile_of(data: Mapping[str, Any], facts: Any) -> Any:
     return profmod.Profile.from_dict(data["profile"])
 
 
-def _bases(environ: Mapping[str, str]) -> Iterator[str]:
+def _base_problem(base: str) -> Optional[str]:
+    """Why a private directory made directly under `base` would not pass the trust rule (None: it would). Asked
+    before anything is created in `base`, so nothing of ours is ever left in another user's directory. A shared
+    temp directory (world-writable with the sticky bit, a trusted owner: /tmp) qualifies: nobody else can remove
+    or rename an entry of ours there; the directories above it pass the rule as for any directory (`trust.problem`
+    of a directory accepts a sticky world-writable parent)."""
+    real, why = trust.problem(base, kind="dir")
+    if why is None:
+        return None
+    try:
+        st = os.lstat(real)
+    except OSError:
+        return why
+    if not (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX and st.st_uid in trust.trusted_owners()):
+        return why
+    if not why.startswith(f"{real} is writable by") or real == "/":
+        return why  # the sticky bit excuses the directory's own mode, nothing else
+    return _base_problem(os.path.dirname(real))  # the same question one level up (a sticky directory in /tmp)
+
+
+def _shared_base(base: str) -> bool:
+    """Others may create names in `base` (a sticky temp directory): no predictable name of ours goes there."""
+    try:
+        st = os.stat(base)
+    except OSError:
+        return True
+    return bool(st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)) or st.st_uid != os.geteuid()
+
+
+def _runtime_base(environ: Mapping[str, str]) -> Optional[str]:
+    """Root's runtime directory (made here, private, when its parent passes the trust rule), or None."""
+    run = dirs.runtime_dir(environ)
+    parent = os.path.dirname(run)
+    if _base_problem(parent) is not None:
+        return None  # /run missing, or $HOSTTUNE_RUNTIME_DIR under a directory others can change
+    if _shared_base(parent) and not os.path.lexists(run):
+        return None  # its name is predictable: never made in a directory others can create names in
+    try:
+        d = trust.private_dir(run, create=True)
+    except trust.Untrusted:
+        return None  # someone else made it first: not ours to use
+    return d if _base_problem(d) is None else None
+
+
+def _bases(environ: Mapping[str, str], *, shared: bool = True) -> Iterator[str]:
+    """Where a handoff directory may go, in order; each passes `_base_problem` when yielded. `shared=False`: only
+    directories that are the caller's alone (for `write_shared`'s predictable names)."""
     import tempfile
 
+    def usable(base: str) -> bool:
+        return os.path.isabs(base) and _base_problem(base) is None and (shared or not _shared_base(base))
+
     xdg = environ.get("XDG_RUNTIME_DIR")
-    if xdg and os.path.isabs(xdg):
+    if xdg and usable(xdg):
         yield xdg
-    if os.geteuid() == 0 and os.path.isdir("/run"):
-        try:
-            yield trust.private_dir(RUN_BASE, create=True)
-        except trust.Untrusted:
-            pass  # someone else made /run/hosttune: not ours to use
-    yield tempfile.gettempdir()  # honours $TMPDIR, which `su` keeps: checked like the others
-    yield "/tmp"
+    if os.geteuid() == 0:
+        run = _runtime_base(environ)
+        if run is not None:
+            yield run
+    if shared:
+        for tmp in (tempfile.gettempdir(), "/tmp"):  # gettempdir honours $TMPDIR, which `su` keeps
+            if usable(tmp):
+                yield tmp
+        return
+    cache = dirs.user_cache_dir(environ)
+    if cache is None:
+        return
+    parent = os.path.dirname(cache)  # ~/.cache or $XDG_CACHE_HOME
+    try:
+        if os.path.isdir(parent):
+            if _base_problem(parent) is not None:
+                return  # e.g. root with a user's HOME after `su`: nothing made there
+        elif _base_problem(os.path.dirname(parent)) is None:
+            os.mkdir(parent, 0o700)
+        else:
+            return
+        trust.private_dir(cache, create=True)
+    except (OSError, trust.Untrusted):
+        return
+    if usable(cache):
+        yield cache
 
 
 def _owner_tag() -> str:
@@ -176,6 +247,8 @@ def _private_under(base: str) -> Optional[str]:
     """A new 0700 directory under `base` that passes the trust rule (with every directory above it), or None."""
     import tempfile
 
+    if _base_problem(base) is not None:
+        return None  # checked (again) right before anything is made in it
     try:
         d = tempfile.mkdtemp(prefix=f"{PREFIX}{_owner_tag()}-", dir=base)
     except OSError:
@@ -210,7 +283,24 @@ def write(content: Mapping[str, Any], environ: Optional[Mapping[str, str]] = Non
             continue
         return path
     raise OSError("no private directory for the launcher's handoff could be made (tried $XDG_RUNTIME_DIR, "
-                  "/run/hosttune, the temp directory)")
+                  "the runtime directory as root, the temp directory)")
+
+
+# Facts that are a snapshot of the moment, which no plan reads (planner, shim, hook): left in, they would give every
+# launch a directory of its own (a GPU's temperature, another program's tmpfs mounted a second ago).
+_SNAPSHOT_GPU_FIELDS = ("temperature_c", "clock_event_reasons", "ecc_uncorrected_volatile")
+
+
+def _without_snapshots(facts: Any) -> Any:
+    if not isinstance(facts, dict):
+        return facts
+    out = dict(facts, storage=[])
+    if isinstance(facts.get("memory"), dict):
+        out["memory"] = dict(facts["memory"], available_mb=None)
+    if isinstance(facts.get("gpus"), list):
+        out["gpus"] = [dict(g, **{k: None for k in _SNAPSHOT_GPU_FIELDS}) if isinstance(g, dict) else g
+                       for g in facts["gpus"]]
+    return out
 
 
 def write_shared(content: Mapping[str, Any], environ: Optional[Mapping[str, str]] = None) -> str:
@@ -220,13 +310,10 @@ def write_shared(content: Mapping[str, Any], environ: Optional[Mapping[str, str]
 
     env = os.environ if environ is None else environ
     content = {k: v for k, v in content.items() if k != "marker"}
-    facts = content.get("facts")
-    if isinstance(facts, dict) and isinstance(facts.get("memory"), dict):
-        # a snapshot no plan reads, different on every run: it would give every launch a directory of its own
-        content["facts"] = dict(facts, memory=dict(facts["memory"], available_mb=None))
+    content["facts"] = _without_snapshots(content.get("facts"))
     blob = json.dumps(content, sort_keys=True).encode()
     tag = hashlib.blake2b(blob, digest_size=12).hexdigest()
-    for base in _bases(env):
+    for base in _bases(env, shared=False):  # a predictable name: never in a directory others can write
         d = os.path.join(base, f"{SHARED_PREFIX}{os.geteuid()}-{tag}")
         path = os.path.join(d, NAME)
         try:
@@ -235,17 +322,23 @@ def write_shared(content: Mapping[str, Any], environ: Optional[Mapping[str, str]
                 return path
         except (trust.Untrusted, OSError):
             pass
+        made = not os.path.lexists(d)
         try:
             trust.private_dir(d, create=True)  # Untrusted: someone else made that name first
             _, why = trust.problem(d, kind="dir")
             if why is not None:
-                continue
+                raise trust.Untrusted(why)
             fsio.atomic_write(path, blob, 0o600, durable=False)
         except (trust.Untrusted, OSError):
+            if made:
+                try:
+                    os.rmdir(d)  # nothing of ours left behind where it could not be used
+                except OSError:
+                    pass
             continue
         return path
     raise OSError("no private directory for the launcher's handoff could be made (tried $XDG_RUNTIME_DIR, "
-                  "/run/hosttune, the temp directory)")
+                  "the runtime directory as root, the user's cache directory)")
 
 
 def remove(path: str) -> None:
