@@ -82,11 +82,24 @@ def root_tarball(suite: str) -> Path:
     if tarball.is_file():
         return tarball
     CACHE.mkdir(parents=True, exist_ok=True)
-    partial = tarball.with_suffix(".partial.tar")
-    sh(["mmdebstrap", "--quiet", "--mode=root", "--variant=minbase", f"--include={','.join(includes)}", suite,
-        str(partial), f"deb {uri} {suite} main"], timeout=900)
-    partial.rename(tarball)
+    # Two test runs at once (two clones, one machine) may both make it: each in a file of its own, renamed over
+    # the other's whole.
+    partial = tarball.with_suffix(f".{os.getpid()}.partial.tar")
+    try:
+        sh(["mmdebstrap", "--quiet", "--mode=root", "--variant=minbase", f"--include={','.join(includes)}", suite,
+            str(partial), f"deb {uri} {suite} main"], timeout=900)
+        os.replace(str(partial), str(tarball))
+    finally:
+        if partial.exists():
+            partial.unlink()
     return tarball
+
+
+def _copy_whole(src: Path, dest: Path) -> None:
+    """Copy so that a reader at the same time (another test run sharing CACHE) sees no file or the whole file."""
+    part = dest.with_name(f".{dest.name}.{os.getpid()}.part")
+    shutil.copy2(str(src), str(part))
+    os.replace(str(part), str(dest))
 
 
 class Root:
@@ -155,7 +168,7 @@ def apt_install(root: Root, *debs: str, extra: Optional[List[str]] = None) -> No
         root.run(install, timeout=600)
     for fetched in dest.glob("*.deb"):
         if not (archives / fetched.name).exists():
-            shutil.copy2(str(fetched), str(archives / fetched.name))
+            _copy_whole(fetched, archives / fetched.name)
 
 
 def hosttune_leftovers(root: Root, paths: List[str]) -> List[str]:
