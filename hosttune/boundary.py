@@ -280,6 +280,17 @@ ROWS: Tuple[Row, ...] = (
     Row("hosttune/unpickle.py::RestrictedUnpickler", CALL, "hosttune/unpickle.py (the gateway itself)",
         "imports only exact (module, name) pairs; a dotted name or a persistent id is refused",
         "tests/test_engine_shard.py::test_dcp_metadata_pickle_from_the_checkpoint_is_never_run"),
+    Row("hosttune/engine/shard.py::_dcp_load", CALL, "torch.distributed.checkpoint.load with SafeReader/SafePlanner",
+        "the .metadata is read first through hosttune/unpickle.py (exact pairs); DCP's reader and planner are "
+        "replaced so nothing is unpickled or torch.load()ed without weights_only, and data files open no-follow",
+        "tests/test_rootsafe_engine.py::test_a_planted_dcp_metadata_in_another_users_run_dir_runs_nothing_as_root"),
+    Row("hosttune/engine/export.py::check_program", CALL, "torch.export.load of the model.pt2 just written",
+        "reads back the file the atomic writer just published to compare it with the checkpoint's model",
+        "tests/test_engine_export.py::test_a_tampered_export_fails_the_comparison"),
+    Row("hosttune/execcache.py::load", CALL, "marshal.loads of a cache entry",
+        "only the caller's own private single-link regular file; the entry must have the exact shape of plain "
+        "values the recorder writes (a code object is refused)",
+        "tests/test_exec_speed.py::test_load_trusts_only_the_callers_private_file"),
     Row("hosttune/execcache.py::_replay", CALL, "os.execve of a recorded, re-checked argv",
         "replayed only from the caller's private cache when every input is unchanged",
         "tests/test_exec_speed.py::test_load_trusts_only_the_callers_private_file"),

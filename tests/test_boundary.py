@@ -25,10 +25,14 @@ PATH_OPTION_NAMES = {"--python", "--profile", "--root", "--config", "--data", "-
 PATH_METAVARS = {"PATH", "FILE", "DIR", "DEST"}
 # Positional arguments that name a program or a profile (a name or a path).
 PATH_ARGUMENTS = {"command", "name"}
-# Call sites that start a program, replace the process, unpickle or load a torch file.
+# Call sites that start a program, replace the process, unpickle or load a torch file (torch.export/jit files and
+# DCP checkpoints too: each deserializes what a file says).
 CALL_PREFIXES = ("subprocess.", "pickle.", "_pickle.", "os.exec", "os.posix_spawn", "os.spawn", "os.system",
                  "os.popen")
-CALL_EXACT = {"torch.load", "pickle.Unpickler", "_pickle.Unpickler"}
+CALL_EXACT = {"torch.load", "torch.serialization.load", "torch.jit.load", "torch.export.load",
+              "torch.distributed.checkpoint.load", "torch.distributed.checkpoint.state_dict_loader.load",
+              "pickle.Unpickler", "_pickle.Unpickler", "marshal.load", "marshal.loads", "shelve.open", "numpy.load",
+              "pty.spawn"}
 NOT_A_CALL = re.compile(r"(Error|Exception|HIGHEST_PROTOCOL|DEFAULT_PROTOCOL|PIPE|DEVNULL|STDOUT|TimeoutExpired|"
                         r"CalledProcessError|CompletedProcess)$")
 
