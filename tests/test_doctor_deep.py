@@ -5,6 +5,7 @@ measurement hangs. Each gives exactly one failing finding; what depended on it i
 
 import dataclasses
 import json
+import math
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import pytest
 from conftest import a100
 
 from hosttune.detect import collect
-from hosttune.doctor import Context, run_checks
+from hosttune.doctor import Context, Finding, run_checks
 from hosttune.doctor.deep import DEEP_CHECKS, DeepOptions, DeepRun, findings, host
 from hosttune.doctor.deep.runner import JobResult, parse_events, run_job
 from hosttune.facts import Facts, Gpu, Nvidia
@@ -578,3 +579,153 @@ def test_cli_deep_refuses_root_and_explains(tmp_path: Path) -> None:
     assert done.returncode == 0 and "10-30x" in done.stdout
     done = hosttune("doctor", "--skip", "cpu.deep_bf16", "--only", "os", "--json")
     assert done.returncode in (0, 1)
+
+
+# ---- the findings' lines, at their edges (fabricated probe results: pure functions, no GPU) ----------------------
+def job_of(*results: Dict[str, Any], name: str = "gpu") -> JobResult:
+    return JobResult(name=name, events=tuple(dict(r, event="result") for r in results), returncode=0)
+
+
+def exact_amount(rate: float, unit: float) -> float:
+    """An amount whose `amount / 1.0 / unit` is exactly `rate` in floating point (the findings' own formula with
+    seconds = 1), so a test can sit exactly on a line."""
+    amount = rate * unit
+    for _ in range(64):
+        got = amount / 1.0 / unit
+        if got == rate:
+            return amount
+        amount = math.nextafter(amount, math.inf if got < rate else -math.inf)
+    raise AssertionError(f"no amount gives exactly {rate!r}")
+
+
+def allreduce_row(correct: Any = True, **over: Any) -> Dict[str, Any]:
+    row = {"what": "allreduce gloo", "backend": "gloo", "world": 2, "bytes": 4.0 * MiB, "iters": 5,
+           "seconds": 0.001}
+    if correct is not None:
+        row["correct"] = correct
+    return dict(row, **over)
+
+
+@pytest.mark.parametrize("expected_busbw", [None, 0.001])
+def test_allreduce_with_wrong_sums_fails_however_fast(expected_busbw: Any) -> None:
+    f = findings.allreduce_finding(job_of(allreduce_row(False), name="allreduce_gloo"), "gloo", expected_busbw,
+                                   "correct sums")
+    assert f.status == "fail" and f.actual.endswith("; WRONG SUMS") and "GLOO_SOCKET_IFNAME" in f.fix, f
+    ok = findings.allreduce_finding(job_of(allreduce_row(True), name="allreduce_gloo"), "gloo", expected_busbw,
+                                    "correct sums")
+    assert ok.status == "pass" and "WRONG" not in ok.actual, ok
+
+
+def test_allreduce_without_a_correctness_answer_fails() -> None:
+    row = allreduce_row(None, what="allreduce nccl", backend="nccl")
+    f = findings.allreduce_finding(job_of(row, name="allreduce_nccl"), "nccl", None, "x")
+    assert f.status == "fail" and "WRONG SUMS" in f.actual and "NCCL_DEBUG=INFO" in f.fix
+
+
+# A rank whose all_reduce returns wrong sums (here: one added to what gloo returned), run through the probe's own
+# measurement in a real one-rank gloo group: the probe must say correct=false, which the finding turns into a fail.
+WRONG_SUMS = """
+import json, socket, sys
+sys.path.insert(0, sys.argv[1])
+import torch.distributed as dist
+import probe_torch as p
+
+real = dist.all_reduce
+def wrong(tensor, *a, **k):
+    out = real(tensor, *a, **k)
+    tensor.add_(1)
+    return out
+if sys.argv[2] == "wrong":
+    dist.all_reduce = wrong
+print(json.dumps(p.allreduce("gloo", 1 << 16, 2)))
+"""
+
+
+@pytest.mark.parametrize("mode, correct", [("wrong", False), ("right", True)])
+def test_probe_catches_an_allreduce_returning_wrong_sums(facts: Facts, tmp_path: Path, mode: str,
+                                                         correct: bool) -> None:
+    if facts.torch is None or not facts.torch.version:
+        pytest.skip("no torch on this machine")
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1",
+               LOCAL_RANK="0", GLOO_SOCKET_IFNAME="lo")
+    (tmp_path / "wrong.py").write_text(WRONG_SUMS)
+    done = subprocess.run([facts.torch.python, str(tmp_path / "wrong.py"), str(PROBE.parent), mode],
+                          capture_output=True, text=True, timeout=180, cwd="/", env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    row = json.loads(done.stdout.splitlines()[-1])
+    assert row["correct"] is correct and row["world"] == 1
+    f = findings.allreduce_finding(job_of(dict(row, what="allreduce gloo"), name="allreduce_gloo"), "gloo", None,
+                                   "correct sums")
+    assert f.status == ("pass" if correct else "fail"), f
+
+
+A10G = "NVIDIA A10G"  # dense bf16 peak 70 TFLOP/s: 49 TFLOP/s is exactly 70 % of it
+
+
+def compute_job(tflops: float, name: str = A10G, dtype: str = "bf16") -> JobResult:
+    return job_of({"what": f"gpu_compute gpu0 {dtype}", "gpu": 0, "dtype": dtype, "n": 8192, "iters": 10,
+                   "seconds": 1.0, "flops": exact_amount(tflops, 1e12), "name": name})
+
+
+def test_matmul_line_is_exactly_70_percent() -> None:
+    entry = gpu_peak.match(A10G)
+    assert entry is not None and entry.bf16 == 70.0
+    at = 70.0 * 0.70
+    assert at / 70.0 == 0.70  # the fabricated result sits exactly on the line
+    f = findings.compute_finding(compute_job(at), {}, {0: 0})
+    assert f.status == "pass" and "bf16 49 (70%)" in f.actual and ">= 70% of dense" in f.expected, f
+    below = math.nextafter(at, 0.0)
+    f = findings.compute_finding(compute_job(below), {}, {0: 0})
+    assert f.status == "warn" and "nvidia-smi -q -d PERFORMANCE" in f.fix, f
+    assert findings.compute_finding(compute_job(at * 0.99), {}, {0: 0}).status == "warn"
+    assert findings.compute_finding(compute_job(at * 1.01), {}, {0: 0}).status == "pass"
+
+
+@pytest.mark.parametrize("dtype, peak", [("fp16", 70.0), ("tf32", 35.0)])
+def test_matmul_line_holds_for_every_dtype(dtype: str, peak: float) -> None:
+    line = peak * 0.70
+    assert findings.compute_finding(compute_job(line * 1.001, dtype=dtype), {}, {0: 0}).status == "pass"
+    assert findings.compute_finding(compute_job(line * 0.999, dtype=dtype), {}, {0: 0}).status == "warn"
+
+
+def copies_job(h2d: float, d2h: float, pageable: float = 1.0) -> JobResult:
+    rows = []
+    for kind, direction, gbps in (("pinned", "h2d", h2d), ("pinned", "d2h", d2h), ("pageable", "h2d", pageable),
+                                  ("pageable", "d2h", pageable)):
+        rows.append({"what": f"gpu_copies gpu0 {kind} {direction}", "gpu": 0, "kind": kind, "direction": direction,
+                     "bytes": exact_amount(gbps, 1e9), "seconds": 1.0})
+    return job_of(*rows)
+
+
+GEN4_X16 = bandwidth.pcie_expected_gbps(4, 16)  # 25.2 GB/s: coded rate x 80 %
+COPY_LINE = GEN4_X16 * 0.75  # the documented line: 75 % of it
+
+
+def copies(h2d: float, d2h: float, pageable: float = 1.0) -> Finding:
+    return findings.copies_finding(copies_job(h2d, d2h, pageable), {0: (4, 16)}, {}, {0: 0})
+
+
+def test_copy_line_is_exactly_75_percent_of_the_link() -> None:
+    f = copies(COPY_LINE, COPY_LINE)
+    assert f.status == "pass" and ">= 75% of GPU0 gen4 x16: 25.2 GB/s" in f.expected, f
+    below = math.nextafter(COPY_LINE, 0.0)
+    assert copies(below, COPY_LINE).status == "warn"
+    assert copies(COPY_LINE * 0.99, COPY_LINE * 0.99).status == "warn"
+    assert copies(COPY_LINE * 1.01, COPY_LINE * 1.01).status == "pass"
+
+
+@pytest.mark.parametrize("h2d, d2h", [(2.0, 0.9), (0.9, 2.0), (2.0, 0.0)])
+def test_a_link_slow_in_one_direction_only_warns(h2d: float, d2h: float) -> None:
+    f = copies(COPY_LINE * h2d, COPY_LINE * d2h)
+    assert f.status == "warn" and "nvidia.pcie_link" in f.fix, f
+
+
+def test_slow_pageable_copies_alone_do_not_warn() -> None:
+    """Pageable copies stage through a pinned buffer and are shown, not judged: only pinned ones meet the line."""
+    f = copies(COPY_LINE * 2, COPY_LINE * 2, pageable=COPY_LINE * 0.1)
+    assert f.status == "pass", f
