@@ -2,7 +2,9 @@
 
 import os
 import re
+import stat
 import threading
+from pathlib import Path
 from typing import List, Optional, Tuple
 
 from hosttune.detect._io import HostIO
@@ -21,6 +23,13 @@ PSEUDO_FS = {
     "tracefs", "configfs", "fusectl", "mqueue", "hugetlbfs", "autofs", "binfmt_misc", "efivarfs", "rpc_pipefs",
     "nsfs", "selinuxfs", "nfsd", "squashfs", "fuse.portal", "fuse.gvfsd-fuse", "rootfs", "cpuset",
     "fuse.lxcfs", "ramfs", "devfs", "sockfs", "pipefs", "xenfs", "zonefs",
+}
+# The kernel's own filesystems (and lxcfs, which stands in for /proc in containers): nothing on them is data on a
+# disk, whatever a path there looks like (/proc/kmsg is a "regular file" of size 0 that blocks when read).
+KERNEL_FS = {
+    "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs", "pstore", "bpf", "debugfs", "tracefs",
+    "configfs", "fusectl", "mqueue", "binfmt_misc", "efivarfs", "rpc_pipefs", "nsfs", "selinuxfs", "nfsd", "cpuset",
+    "fuse.lxcfs", "devfs", "sockfs", "pipefs", "xenfs",
 }
 # squashfs images (snaps) are read-only software, not where training data sits: skipped. overlay is kept: it is a
 # container's "/", with kind "unknown" because its upper layer's disk is not visible from inside.
@@ -171,3 +180,29 @@ def memory(io: HostIO, shm_mb: Optional[int]) -> Memory:
     return Memory(total_mb=mb("MemTotal"), available_mb=mb("MemAvailable"), swap_total_mb=mb("SwapTotal"),
                   hugepages_total=info.get("HugePages_Total"), hugepage_size_kb=info.get("Hugepagesize"),
                   shm_mb=shm_mb)
+
+
+_FILE_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+               (stat.S_ISSOCK, "a socket"))
+
+
+def data_path_problem(path: str, io: Optional[HostIO] = None) -> Optional[str]:
+    """Why `path` (a dataset or checkpoint path on this machine, doctor's --data) is not data on storage, or None.
+
+    Only what is certain: a device, FIFO or socket (/dev/zero, a named pipe: reading one never ends or blocks), or
+    a file on one of the kernel's own filesystems (/proc/kmsg, /sys/...), found by its device number in
+    /proc/self/mountinfo. A path that does not exist, or whose filesystem is not identified (a btrfs subvolume's
+    own device number), is not judged here."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    for test, kind in _FILE_KINDS:
+        if test(st.st_mode):
+            return f"is {kind}, not a file or directory of data"
+    devno = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    io = io if io is not None else HostIO(Path("/"))
+    for entry in read_mounts(io):
+        if entry.devno == devno and entry.fstype in KERNEL_FS:
+            return f"is on {entry.fstype} ({entry.mount}), a kernel filesystem, not storage"
+    return None

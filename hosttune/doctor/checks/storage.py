@@ -3,6 +3,7 @@
 import os
 from typing import Any, Optional
 
+from hosttune.detect.storage import data_path_problem
 from hosttune.doctor.context import Context
 from hosttune.doctor.fixes import tune_fix
 from hosttune.doctor.model import STATUSES, Finding
@@ -46,12 +47,19 @@ def _mount_for(ctx: Context, path: str) -> Optional[Any]:
 def check_data_storage(ctx: Context) -> Finding:
     """Each --data path is on local flash (NVMe/SSD), not on a spinning disk or a network filesystem.
 
+    A path that is not data on a disk (a device such as /dev/zero, a FIFO, a file in /proc or /sys) is named as
+    such and never classified; with no other --data path the check is skipped.
+
     Random-access reads of many small samples run at ~100-200 IOPS on an HDD and at network round-trip latency on
     NFS/CIFS/Lustre clients without a local cache: the GPUs wait for data. Stage the dataset on local NVMe (or use
     a sequential shard format such as WebDataset/tar shards and enough DataLoader workers).
     """
-    bad, seen = [], []
+    bad, seen, not_data = [], [], []
     for path in ctx.data:
+        why = data_path_problem(path)
+        if why is not None:  # /dev/zero, a FIFO, /proc/kmsg: no disk to classify
+            not_data.append(f"{path} {why}")
+            continue
         m = _mount_for(ctx, path)
         kind = m.kind if m is not None else "unknown"
         where = f"{path}: {kind}" + (f" ({m.fstype} on {m.mount})" if m is not None else "")
@@ -60,11 +68,13 @@ def check_data_storage(ctx: Context) -> Finding:
         seen.append(where)
         if kind in ("hdd", "network"):
             bad.append(where)
+    if not seen:
+        return Finding(status="skip", actual="; ".join(not_data), expected="local nvme/ssd")
     if bad:
-        return Finding(status="warn", actual="; ".join(bad), expected="local nvme/ssd",
+        return Finding(status="warn", actual="; ".join(bad + not_data), expected="local nvme/ssd",
                        fix="copy the dataset to local NVMe (e.g. rsync -a SRC /scratch/data/) or use sequential "
                        "shards (WebDataset) with more DataLoader workers")
-    return Finding(status="pass", actual="; ".join(seen), expected="local nvme/ssd")
+    return Finding(status="pass", actual="; ".join(seen + not_data), expected="local nvme/ssd")
 
 
 def space_status(total_mb: int, free_mb: int) -> str:
@@ -87,6 +97,10 @@ def check_free_space(ctx: Context) -> Finding:
     worst = "pass"
     notes = []
     for place in places:
+        why = data_path_problem(place)
+        if why is not None:  # statvfs of /dev/zero is devtmpfs's, of /proc/kmsg 0 of 0: not where checkpoints go
+            notes.append(f"{place} {why} (not checked)")
+            continue
         total, free = ctx.probe.disk_free_mb(place)
         status = space_status(total, free)
         notes.append(f"{place}: {free // GiB} GiB free of {total // GiB} GiB")
