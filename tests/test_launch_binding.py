@@ -113,3 +113,26 @@ def test_memory_policy_reaches_the_program_through_the_numactl_prefix(policy: st
     got, log = child_policy(policy, node, "numactl")
     assert f"'{flag}{node}'" in log, log
     assert got == (policy, (node,)), (got, log)
+
+
+@pytest.mark.skipif(not HAS_NUMA_MAPS, reason="kernel without CONFIG_NUMA: no numa_maps to read back")
+@pytest.mark.parametrize("policy", ["preferred", "bind"])
+def test_profile_memory_policy_reaches_a_program_under_hosttune_exec(tmp_path: Path, policy: str) -> None:
+    """The whole path: profile -> plan -> exec's binding -> the program. Run twice: the second start may be served
+    from the exec start-up cache, which must apply the same policy."""
+    import json
+
+    prof = tmp_path / "p.yaml"
+    prof.write_text(f"base: throughput\nmemory_policy: {policy}\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    base = [sys.executable, "-m", "hosttune", "exec", "--profile", str(prof)]
+    dry = subprocess.run(base + ["--dry-run", "--json", "--", "cat"], env=env, cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert dry.returncode == 0, dry.stderr
+    rank = json.loads(dry.stdout)["ranks"][0]
+    assert rank["mem_policy"] == policy and rank["mems"], rank
+    for _ in range(2):
+        r = subprocess.run(base + ["--", "cat", "/proc/self/numa_maps"], env=env, cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert parse_numa_maps_policy(r.stdout) == (policy, tuple(rank["mems"])), (r.stdout[:200], r.stderr)
