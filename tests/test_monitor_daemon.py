@@ -515,6 +515,8 @@ def test_unit_security_rating_is_ok_or_better(tmp_path: Path) -> None:
 NSPAWN_TEST = r"""set -x
 r=/mnt/out/result
 mkdir -p /var/lib/prometheus/node-exporter  # node_exporter's textfile directory as Debian ships it (root, 0755)
+# root's runtime directory with a running job's handoff in it: the monitor must neither take it nor remove it
+mkdir -m 700 /run/hosttune && echo handoff > /run/hosttune/job.handoff
 systemctl start hosttune-monitor.service; echo "start_rc=$?" >> $r
 i=0
 while [ $i -lt 40 ] && [ "$(cat /var/log/hosttune/monitor.jsonl 2>/dev/null | wc -l)" -lt 3 ]; do
@@ -529,6 +531,8 @@ echo "textfile_mode=$(stat -L -c %a $tf)" >> $r
 echo "textfile_owner_is_main=$([ "$(stat -L -c %u $tf)" = "$(stat -c %u /proc/$pid)" ] && echo yes)" >> $r
 echo "store_mode=$(stat -c %a /var/lib/hosttune/textfile)" >> $r
 echo "up_running=$(runuser -u nobody -- grep '^hosttune_monitor_up ' $tf)" >> $r
+echo "roots_runtime_running=$(stat -c %u:%a /run/hosttune)" >> $r
+echo "own_runtime_is_main=$([ "$(stat -c %u /run/hosttune-monitor)" = "$(stat -c %u /proc/$pid)" ] && echo yes)" >> $r
 cp /var/log/hosttune/monitor.jsonl /mnt/out/
 systemctl reload hosttune-monitor.service; echo "reload_rc=$?" >> $r
 sleep 1
@@ -537,6 +541,8 @@ systemctl stop hosttune-monitor.service
 echo "$(systemctl show -p Result hosttune-monitor.service)" >> $r
 echo "$(systemctl show -p ExecMainStatus hosttune-monitor.service)" >> $r
 echo "up_stopped=$(runuser -u nobody -- grep '^hosttune_monitor_up ' $tf)" >> $r
+echo "roots_handoff_after_stop=$(cat /run/hosttune/job.handoff)" >> $r
+echo "own_runtime_after_stop=$(ls -d /run/hosttune-monitor 2>/dev/null)" >> $r
 echo "gpu_lines_stopped=$(grep -c '^hosttune_gpu_' $tf)" >> $r
 journalctl -u hosttune-monitor.service --no-pager -o json > /mnt/out/journal.json
 # SIGHUP while it starts (the unit ignores it until the daemon's handler is in place): never a clean death
@@ -594,6 +600,10 @@ def test_unit_runs_under_real_systemd_in_nspawn(tmp_path: Path) -> None:
     assert result["textfile_owner_is_main"] == "yes", ctx
     assert result["up_running"] == "hosttune_monitor_up 1" and result["up_stopped"] == "hosttune_monitor_up 0", ctx
     assert result["gpu_lines_stopped"] == "0", ctx
+    # issue 22 item 5: the monitor's runtime directory is its own; root's /run/hosttune (handoffs, exec cache) stays
+    # root's 0700 while it runs and keeps its files when it stops (RuntimeDirectory=hosttune chowned and removed it)
+    assert result["roots_runtime_running"] == "0:700" and result["own_runtime_is_main"] == "yes", ctx
+    assert result["roots_handoff_after_stop"] == "handoff" and result["own_runtime_after_stop"] == "", ctx
     assert result["reload_rc"] == "0" and result["active_after_reload"] == "active", ctx
     assert result["Result"] == "success" and result["ExecMainStatus"] == "0", ctx
     assert result["active_after_early_hup"] == "active", ctx
