@@ -429,14 +429,14 @@ def test_with_tuned_running_apply_hands_it_a_profile_and_revert_switches_back(tm
 def test_tune_never_runs_a_systemctl_or_mount_another_user_planted_on_path(other_user: OtherUser,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """As root, PATH kept by `sudo -E` may start with a user's directory: tune's programs come from trusted ones."""
-    from hosttune.tune import core
+    from hosttune.tune import programs
 
     marker = other_user.home / "ran-as-root"
     for name in ("systemctl", "mount"):
         other_user.write(f"bin/{name}", f"#!/bin/sh\ntouch {marker}\n", mode=0o755)
     monkeypatch.setenv("PATH", f"{other_user.home / 'bin'}:{os.environ.get('PATH', os.defpath)}")
-    for call in (lambda: core._systemctl(["is-active", "hosttune-none.service"], check=False),
-                 lambda: core._tool("mount", ["--version"], 30)):
+    for call in (lambda: programs.systemctl(["is-active", "hosttune-none.service"], check=False),
+                 lambda: programs.tool("mount", ["--version"], 30)):
         try:
             call()
         except OSError:

@@ -15,7 +15,7 @@ from test_tune import host_tree, snapshot
 
 import hosttune.tune as tune
 from hosttune.errors import UserError
-from hosttune.tune import core, tuned
+from hosttune.tune import programs, state, tuned
 from hosttune.tune.model import MARKER
 from hosttune.tune.rootfs import Tree, check_line
 
@@ -219,8 +219,8 @@ def test_every_written_line_refuses_a_newline_or_control_character(tmp_path: Pat
     with pytest.raises(OSError):
         check_line(value, "x")
     with pytest.raises(OSError):
-        core.render_blocks({"memlock": [f"* soft memlock {value}"]}, {})
+        state.render_blocks({"memlock": [f"* soft memlock {value}"]}, {})
     with pytest.raises(OSError):
-        core._remount_shm(f"size={value}")  # refused before any mount runs
+        programs.remount_shm(f"size={value}")  # refused before any mount runs
     with pytest.raises(ValueError):
         tuned.render_profile("balanced", {"governor": f"performance{value}x"})

@@ -15,8 +15,9 @@ from test_tune import CPUFREQ, host_tree, snapshot
 
 import hosttune.tune as tune
 from hosttune.errors import UserError
-from hosttune.tune import core
+from hosttune.tune import state as tstate
 from hosttune.tune.model import STATE_FILE, STATE_SCHEMA, state_file, state_rel
+from hosttune.tune.rootfs import Tree
 
 
 def write_state(root: Path, data: Any) -> Path:
@@ -96,10 +97,10 @@ def test_a_state_that_apply_wrote_passes_its_own_check(tmp_path: Path) -> None:
                                                      "etc/tuned/active_profile": "balanced\n"})
     tune.apply(root)
     data = json.loads((root / STATE_FILE).read_text())
-    assert core.check_state(data, core.Tree(root)) is data
+    assert tstate.check_state(data, Tree(root)) is data
     assert data["tuned"]["files"] == {"etc/tuned/active_profile": {"text": "balanced\n", "mode": 0o644},
                                       "etc/tuned/profile_mode": None}
-    assert set(data["made_dirs"]) <= set(core.own_dirs(core.Tree(root)))
+    assert set(data["made_dirs"]) <= set(tstate.own_dirs(Tree(root)))
 
 
 def test_a_saved_value_that_would_break_a_file_is_refused_at_boot(tmp_path: Path) -> None:
@@ -153,7 +154,7 @@ def test_as_root_a_state_dir_another_user_can_write_is_refused(tmp_path: Path, o
     # before the first apply: the directory it would be made in is checked
     monkeypatch.setenv("HOSTTUNE_STATE_DIR", str(other_user.home / "fresh" / "state"))
     with pytest.raises(UserError, match="refusing tune state directory"):
-        core._trust_state(core.Tree(Path("/")), state_rel(Path("/")))
+        tstate.trust_state(Tree(Path("/")), state_rel(Path("/")))
 
 
 # ---- skipped is not "already right" -----------------------------------------------------------------------------

@@ -6,8 +6,10 @@
 - `revert(root)`: restores those values and removes hosttune's files.
 - `TUNABLE_IDS`: the ids `--only` takes.
 
-The tunables are data (`hosttune.tune.tunables`), the engine is `hosttune.tune.core`, every path under the root
-goes through `hosttune.tune.rootfs.Tree`. `profile=None` means the profile in use.
+The tunables are data (`hosttune.tune.tunables`); what each expects and where it applies is `hosttune.tune.rules`
+(doctor reads the same); each kind of tunable is an object with apply/verify/revert (`hosttune.tune.kinds.KINDS`);
+the engine is `hosttune.tune.core` (with `state`, `txn`, `programs`, `tunedhook`), every path under the root goes
+through `hosttune.tune.rootfs.Tree`. `profile=None` means the profile in use.
 """
 
 from pathlib import Path

@@ -1,6 +1,6 @@
 """The tunables as data: what each one reads, expects (from the profile's `tune:` section), writes and persists.
 
-Kinds, each handled by one branch of the engine:
+Kinds, each an object in `hosttune.tune.kinds.KINDS` (read, apply, verify, revert):
 - `attr`: kernel attributes written in place (sysfs, /proc/sys). Kept across reboots by a sysctl.d file (`persist`)
   or, for sysfs, by `hosttune-tune.service` re-applying the choices saved in the state file at boot (`boot`).
 - `file`: a configuration file only (limits.d: the limit applies to new logins; nothing runtime to change).
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
 from hosttune.profile.settings import Tune
+from hosttune.tune import rules
 from hosttune.tune.rootfs import Tree, iter_lines
 
 SYSCTL_FILE = "etc/sysctl.d/90-hosttune.conf"
@@ -31,10 +32,9 @@ class Tunable:
     id: str
     title: str
     check: str  # the doctor check it satisfies
-    kind: str  # attr | file | shm | service
+    kind: str  # a key of hosttune.tune.kinds.KINDS: attr | file | shm | service
     want: Callable[[Tree, Tune], Want]
     targets: Callable[[Tree], List[str]] = lambda tree: []  # attr: the files written
-    ok: Callable[[str, str], bool] = lambda actual, expected: actual == expected
     persist: Optional[str] = None  # attr/file/shm: the file holding it (shared files hold one block per tunable)
     lines: Callable[[str], List[str]] = lambda value: []  # the persisted lines for a value
     boot: bool = False  # attr: re-applied at boot by hosttune-tune.service
@@ -43,17 +43,19 @@ class Tunable:
     # attr writes, "/dev/shm", "nvidia-persistenced". revert writes nothing else, whatever the state file says.
     own: str = ""
 
-
-def _numa_nodes(tree: Tree) -> int:
-    return len([p for p in tree.glob("sys/devices/system/node/node*") if p.rsplit("node", 1)[-1].isdigit()])
-
-
-def _at_most(actual: str, expected: str) -> bool:
-    return actual.isdigit() and int(actual) <= int(expected)
+    def ok(self, actual: str, expected: str) -> bool:
+        """`actual` satisfies `expected` (hosttune.tune.rules: the comparison doctor makes too)."""
+        return rules.ok(self.id, actual, expected)
 
 
-def _at_least(actual: str, expected: str) -> bool:
-    return actual == "unlimited" or (actual.isdigit() and expected.isdigit() and int(actual) >= int(expected))
+def _rule(tid: str, reason: str) -> Callable[[Tree, Tune], Want]:
+    """The profile's value for `tid`, unless hosttune.tune.rules says it does not apply on this host."""
+    def want(tree: Tree, tune: Tune) -> Want:
+        why = rules.not_here(tid, rules.host_of_tree(tree.root))
+        if why is not None:
+            return None, why
+        return rules.expected(tid, tune), reason
+    return want
 
 
 def _policies(tree: Tree, name: str) -> List[str]:
@@ -79,7 +81,8 @@ def _want_governor(tree: Tree, tune: Tune) -> Want:
     missing = _not_offered(tree, files, "scaling_available_governors", tune.governor)
     if missing:
         return None, f"the cpufreq driver offers no {tune.governor!r} governor ({missing})"
-    return tune.governor, "clocks ramp up only after load appears; the threads feeding GPUs pay the ramp each burst"
+    return rules.expected("governor", tune), \
+        "clocks ramp up only after load appears; the threads feeding GPUs pay the ramp each burst"
 
 
 def _want_epp(tree: Tree, tune: Tune) -> Want:
@@ -89,15 +92,7 @@ def _want_epp(tree: Tree, tune: Tune) -> Want:
     missing = _not_offered(tree, files, "energy_performance_available_preferences", tune.epp)
     if missing:
         return None, f"the driver offers no {tune.epp!r} preference ({missing})"
-    return tune.epp, "the hardware favours speed over power saving, as the performance governor does"
-
-
-def _want_numa(tree: Tree, tune: Tune) -> Want:
-    nodes = _numa_nodes(tree)
-    if nodes <= 1:
-        return None, f"{nodes or 1} NUMA node: nothing to balance"
-    return ("1" if tune.numa_balancing else "0"), \
-        f"{nodes} nodes: ranks are pinned to their GPU's node, balancing only adds page faults and migrations"
+    return rules.expected("epp", tune), "the hardware favours speed over power saving, as the performance governor does"
 
 
 def _limit_lines(item: str) -> Callable[[str], List[str]]:
@@ -135,29 +130,30 @@ def _want_persistence(tree: Tree, tune: Tune) -> Want:
         return None, "no NVIDIA GPU"
     if not tree.live:
         return None, "--root: enabling a service needs systemctl on the host itself"
-    return "enabled, active", "without it the driver tears the GPUs down when the last process exits"
+    return rules.expected("persistence", tune), "without it the driver tears the GPUs down when the last process exits"
 
 
 TUNABLES: Tuple[Tunable, ...] = (
     Tunable("thp", "Transparent huge pages", "os.thp", "attr",
-            want=lambda tree, t: (t.thp, "`always` makes khugepaged compact in the background and faults stall on "
-                                         "direct compaction; madvise keeps huge pages for code that asks"),
+            want=_rule("thp", "`always` makes khugepaged compact in the background and faults stall on direct "
+                       "compaction; madvise keeps huge pages for code that asks"),
             targets=lambda tree: [f"{THP_DIR}/enabled"] if tree.exists(f"{THP_DIR}/enabled") else [],
             boot=True, own=re.escape(f"{THP_DIR}/enabled")),
     Tunable("thp_defrag", "Transparent huge page defrag", "os.thp", "attr",
-            want=lambda tree, t: (t.thp_defrag, "direct compaction only for regions that ask for huge pages"),
+            want=_rule("thp_defrag", "direct compaction only for regions that ask for huge pages"),
             targets=lambda tree: [f"{THP_DIR}/defrag"] if tree.exists(f"{THP_DIR}/defrag") else [],
             boot=True, own=re.escape(f"{THP_DIR}/defrag")),
-    Tunable("numa_balancing", "Automatic NUMA balancing", "os.numa_balancing", "attr", want=_want_numa,
+    Tunable("numa_balancing", "Automatic NUMA balancing", "os.numa_balancing", "attr",
+            want=_rule("numa_balancing", "ranks are pinned to their GPU's node, balancing only adds page faults "
+                       "and migrations"),
             targets=lambda tree: ["proc/sys/kernel/numa_balancing"]
             if tree.exists("proc/sys/kernel/numa_balancing") else [],
             persist=SYSCTL_FILE, lines=lambda v: [f"kernel.numa_balancing = {v}"], sysctl=True,
             own=re.escape("proc/sys/kernel/numa_balancing")),
     Tunable("swappiness", "Swappiness", "os.swappiness", "attr",
-            want=lambda tree, t: (str(10 if t.swappiness == "auto" else t.swappiness),
-                                  "the default 60 swaps out page cache and pinned buffers; the next step stalls"),
+            want=_rule("swappiness", "the default 60 swaps out page cache and pinned buffers; the next step stalls"),
             targets=lambda tree: ["proc/sys/vm/swappiness"] if tree.exists("proc/sys/vm/swappiness") else [],
-            ok=_at_most, persist=SYSCTL_FILE, lines=lambda v: [f"vm.swappiness = {v}"], sysctl=True,
+            persist=SYSCTL_FILE, lines=lambda v: [f"vm.swappiness = {v}"], sysctl=True,
             own=re.escape("proc/sys/vm/swappiness")),
     Tunable("governor", "CPU frequency governor", "os.governor", "attr", want=_want_governor,
             targets=lambda tree: _policies(tree, "scaling_governor"), boot=True,
@@ -166,14 +162,13 @@ TUNABLES: Tuple[Tunable, ...] = (
             targets=lambda tree: _policies(tree, "energy_performance_preference"), boot=True,
             own=re.escape(CPUFREQ) + r"/policy[0-9]{1,5}/energy_performance_preference"),
     Tunable("nofile", "Open files limit for new logins", "cpu.nofile", "file",
-            want=lambda tree, t: (str(65536 if t.nofile == "auto" else t.nofile),
-                                  "DataLoader workers and NCCL open many files and sockets; 1024 runs out"),
-            ok=_at_least, persist=LIMITS_FILE, lines=_limit_lines("nofile")),
+            want=_rule("nofile", "DataLoader workers and NCCL open many files and sockets; 1024 runs out"),
+            persist=LIMITS_FILE, lines=_limit_lines("nofile")),
     Tunable("memlock", "Locked memory limit for new logins", "cpu.memlock", "file",
-            want=lambda tree, t: (t.memlock, "RDMA (NCCL over InfiniBand/RoCE) pins its buffers"),
-            ok=_at_least, persist=LIMITS_FILE, lines=_limit_lines("memlock")),
+            want=_rule("memlock", "RDMA (NCCL over InfiniBand/RoCE) pins its buffers"),
+            persist=LIMITS_FILE, lines=_limit_lines("memlock")),
     Tunable("shm", "/dev/shm size", "storage.shm", "shm",
-            want=lambda tree, t: (f"size={t.shm_size}", "DataLoader workers hand every batch over in /dev/shm"),
+            want=_rule("shm", "DataLoader workers hand every batch over in /dev/shm"),
             persist=SHM_DROPIN, lines=lambda v: ["[Mount]", f"Options=mode=1777,strict,nosuid,nodev,{v}"],
             boot=True, own=re.escape("/dev/shm")),
     Tunable("persistence", "NVIDIA persistence mode", "nvidia.persistence", "service", want=_want_persistence,
