@@ -271,3 +271,83 @@ def test_a_failed_sharded_save_keeps_the_last_checkpoint_and_is_one_line(tmp_pat
                                           "step-0000002, is kept"):
         fit(model, data, torch.nn.functional.cross_entropy, steps=4, resume=True, **common)
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step-0000002"]
+
+
+def test_dcp_metadata_with_a_dotted_name_is_refused(tmp_path: Path) -> None:
+    """Issue 22: ("torch.distributed.checkpoint.filesystem", "os.system") walked to os.system under the old
+    module-prefix rule. Exact pairs only now, through hosttune/unpickle.py."""
+    _tiny_dcp(tmp_path / "dcp")
+    marker = tmp_path / "ran"
+
+    def text(s: str) -> bytes:
+        b = s.encode()
+        return b"\x8c" + bytes([len(b)]) + b
+
+    (tmp_path / "dcp" / ".metadata").write_bytes(
+        b"\x80\x04" + text("torch.distributed.checkpoint.filesystem") + text("os.system") + b"\x93"
+        + text(f"touch {marker}") + b"\x85R.")
+    with pytest.raises(RuntimeError, match=r"^dcp/\.metadata: torch\.distributed\.checkpoint\.filesystem\.os\.system "
+                                           r"is not allowed in a checkpoint's metadata$"):
+        shard.load_model(GPT(64, 16, 1, 2, 32), tmp_path / "dcp")
+    assert not marker.exists()
+
+
+def test_dcp_globals_are_exact_pairs_and_cover_what_dcp_writes(tmp_path: Path) -> None:
+    """Every global a real DCP checkpoint names (model + AdamW state; plain values too) is on the list, and the
+    list has no module-wide rule or dotted name."""
+    import torch.distributed.checkpoint as dcp
+
+    _tiny_dcp(tmp_path / "dcp")
+    with shard._one_process_quiet():
+        dcp.save({"a": torch.zeros(2, dtype=torch.bfloat16), "b": torch.zeros(3, dtype=torch.int64), "c": 3,
+                  "d": torch.zeros(2, 2).t()}, storage_writer=dcp.FileSystemWriter(str(tmp_path / "extra")))
+    seen = set()
+
+    class Recording(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            seen.add((module, name))
+            return super().find_class(module, name)
+
+    for d in ("dcp", "extra"):
+        with open(tmp_path / d / ".metadata", "rb") as f:
+            Recording(f).load()
+        shard.read_dcp_metadata(tmp_path / d)
+    assert seen <= shard.DCP_METADATA_GLOBALS, seen - shard.DCP_METADATA_GLOBALS
+    assert all("." not in name for _, name in shard.DCP_METADATA_GLOBALS)
+
+
+def _rewrite_metadata(where: Path, change: Any) -> None:
+    meta = shard.read_dcp_metadata(where)
+    change(meta)
+    (where / ".metadata").write_bytes(pickle.dumps(meta, protocol=4))
+
+
+@pytest.mark.parametrize("name", ["../state.pt", "/etc/hostname", "."])
+def test_dcp_data_files_outside_the_checkpoint_are_refused(tmp_path: Path, name: str) -> None:
+    """A planted .metadata could name any file as a data file: as root that reads e.g. /etc/shadow into a model
+    that is then exported where the planter can read it."""
+    _tiny_dcp(tmp_path / "dcp")
+
+    def elsewhere(meta: Any) -> None:
+        for info in meta.storage_data.values():
+            info.relative_path = name
+
+    _rewrite_metadata(tmp_path / "dcp", elsewhere)
+    with pytest.raises(RuntimeError, match="is not a plain name in the checkpoint directory"):
+        shard.load_model(GPT(64, 16, 1, 2, 32), tmp_path / "dcp")
+
+
+def test_a_link_planted_as_a_dcp_data_file_or_metadata_is_not_followed(tmp_path: Path) -> None:
+    _tiny_dcp(tmp_path / "dcp")
+    data = next((tmp_path / "dcp").glob("*.distcp"))
+    data.rename(tmp_path / "real.distcp")
+    data.symlink_to(tmp_path / "real.distcp")
+    with pytest.raises(RuntimeError, match="dcp/: .*(Too many levels of symbolic links|ELOOP|symbolic)"):
+        shard.load_model(GPT(64, 16, 1, 2, 32), tmp_path / "dcp")
+    data.unlink()
+    (tmp_path / "real.distcp").rename(data)
+    meta = tmp_path / "dcp" / ".metadata"
+    meta.rename(tmp_path / "real.metadata")
+    meta.symlink_to(tmp_path / "real.metadata")
+    with pytest.raises(RuntimeError, match=r"dcp/\.metadata: .*symbolic links"):
+        shard.load_model(GPT(64, 16, 1, 2, 32), tmp_path / "dcp")

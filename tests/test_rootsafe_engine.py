@@ -6,6 +6,7 @@ import contextlib
 import errno
 import json
 import os
+import pickle
 import shlex
 import shutil
 import subprocess
@@ -425,3 +426,66 @@ def test_a_really_full_tmpfs_during_a_save_is_one_line(tmp_path: Path) -> None:
 def test_fit_with_a_config_object_and_a_misspelt_setting_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown key 'setps'"):
         fit(_Toy(), _Recorded(), torch.nn.functional.cross_entropy, config=Config(run_dir=str(tmp_path)), setps=3)
+
+
+# ---- issue 22 item 1: a planted sharded checkpoint (DCP .metadata) never runs code as root ----
+
+def _dotted_payload(marker: Path) -> bytes:
+    """Protocol 4: STACK_GLOBAL("torch.distributed.checkpoint.filesystem", "os.system")("touch MARKER"). The
+    dotted name walks from an allowed module to os.system (what a module-prefix allow-list let through)."""
+    def text(s: str) -> bytes:
+        b = s.encode()
+        return b"\x8c" + bytes([len(b)]) + b  # SHORT_BINUNICODE
+
+    return (b"\x80\x04" + text("torch.distributed.checkpoint.filesystem") + text("os.system") + b"\x93"
+            + text(f"touch {marker}") + b"\x85R.")
+
+
+class _SystemPayload:
+    """A plain os.system global (posix.system)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> Any:
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.fixture(scope="module")
+def sharded_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished 1-rank shard=fsdp run (checkpoints step-1 and step-2, each with dcp/.metadata)."""
+    cwd = tmp_path_factory.mktemp("sharded")
+    r = engine(*TINY, "--set", "shard=fsdp", "--run-dir", "run", cwd=cwd)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (cwd / "run" / "checkpoints" / "step-0000002" / "dcp" / ".metadata").is_file()
+    return cwd / "run"
+
+
+@pytest.mark.parametrize("payload", ["dotted-name", "os.system"])
+@pytest.mark.parametrize("command", ["--resume", "--export"])
+def test_a_planted_dcp_metadata_in_another_users_run_dir_runs_nothing_as_root(
+        other_user: Any, sharded_run: Path, payload: str, command: str) -> None:
+    """The run directory is the other user's (an admin resuming or exporting a user's model is the normal case);
+    they replace step-2's dcp/.metadata with a pickle that would create a marker. As root: no marker, and one
+    line naming the refused global, exit 2 (DCP's metadata is read when the model is loaded, after the
+    checkpoint was chosen: the engine stops rather than training on from a checkpoint it cannot read)."""
+    run = other_user.home / "run"
+    shutil.copytree(sharded_run, run)
+    subprocess.run(["chown", "-R", f"{other_user.uid}:{other_user.gid}", str(run)], check=True)
+    marker = other_user.home / "owned"
+    blob = _dotted_payload(marker) if payload == "dotted-name" else pickle.dumps(_SystemPayload(marker), protocol=4)
+    staged = other_user.home / "payload.pkl"
+    staged.write_bytes(blob)
+    staged.chmod(0o644)
+    meta = run / "checkpoints" / "step-0000002" / "dcp" / ".metadata"
+    done = other_user.run(["cp", str(staged), str(meta)])  # written by them, into their own run directory
+    assert done.returncode == 0, done.stderr
+    if command == "--resume":
+        r = engine(*TINY, "--set", "shard=fsdp", "--set", "steps=3", "--run-dir", str(run), "--resume",
+                   cwd=other_user.home)
+    else:
+        r = engine("--export", str(other_user.home / "out"), "--run-dir", str(run), cwd=other_user.home)
+    assert not marker.exists(), "the planted pickle ran as root"
+    refused = ("torch.distributed.checkpoint.filesystem.os.system" if payload == "dotted-name"
+               else "posix.system")
+    assert_one_line_error(r, "step-0000002", f"{refused} is not allowed in a checkpoint's metadata")

@@ -186,6 +186,13 @@ def load_model(model: nn.Module, where: Path) -> None:
 def _dcp_load(state: Dict[str, Any], where: Path) -> None:
     import torch.distributed.checkpoint as dcp
 
+    # The metadata is read (through the allow-list) before DCP is asked: DCP answers a failed read by logging a
+    # traceback and trying again with each rank's own metadata. Refused or damaged: one line.
+    try:
+        read_dcp_metadata(where)
+    except Exception as exc:  # noqa: BLE001 - a planted or damaged pickle fails in many ways: one reason
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise RuntimeError(f"{DCP_DIR}/.metadata: {first[:300]}") from None
     reader, planner = _safe_classes()
     try:
         with _one_process_quiet():
