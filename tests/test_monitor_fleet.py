@@ -24,7 +24,7 @@ from test_monitor_daemon import Daemon, _env, rewrite, scenario, wait_for
 
 from hosttune import nvml
 from hosttune.cli import cli
-from hosttune.monitor import daemon, sinks, xid
+from hosttune.monitor import daemon, sinks, textfile, xid
 from hosttune.monitor.config import MonitorConfig
 from hosttune.policy import dirs
 
@@ -385,12 +385,12 @@ def test_stopped_file_is_valid_and_only_says_down() -> None:
 
 def test_default_textfile_dir_is_node_exporters_when_it_exists(tmp_path: Path) -> None:
     # the store follows $HOSTTUNE_STATE_DIR (conftest points it into the test's own directory)
-    assert sinks.resolve_textfile_dir("auto", str(tmp_path)) == os.path.join(dirs.state_dir(), "textfile")
-    assert sinks.store_dir({}) == sinks.STORE_DIR == "/var/lib/hosttune/textfile"
+    assert textfile.resolve_textfile_dir("auto", str(tmp_path)) == os.path.join(dirs.state_dir(), "textfile")
+    assert textfile.store_dir({}) == textfile.STORE_DIR == "/var/lib/hosttune/textfile"
     (tmp_path / "var/lib/prometheus/node-exporter").mkdir(parents=True)
-    assert sinks.resolve_textfile_dir("auto", str(tmp_path)) == str(tmp_path / "var/lib/prometheus/node-exporter")
-    assert sinks.resolve_textfile_dir("/srv/tf", str(tmp_path)) == "/srv/tf"
-    assert sinks.resolve_textfile_dir("", str(tmp_path)) == ""
+    assert textfile.resolve_textfile_dir("auto", str(tmp_path)) == str(tmp_path / "var/lib/prometheus/node-exporter")
+    assert textfile.resolve_textfile_dir("/srv/tf", str(tmp_path)) == "/srv/tf"
+    assert textfile.resolve_textfile_dir("", str(tmp_path)) == ""
     assert MonitorConfig().textfile_dir == "auto"
 
 
@@ -402,11 +402,11 @@ def test_auto_is_the_directory_debians_node_exporter_reads_by_default() -> None:
     res = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30)
     m = re.search(r'--collector\.textfile\.directory="([^"]+)"', res.stdout + res.stderr)
     assert m, res.stderr[-2000:]
-    assert m.group(1) in sinks.NODE_EXPORTER_DIRS
+    assert m.group(1) in textfile.NODE_EXPORTER_DIRS
     default_args = Path("/etc/default/prometheus-node-exporter")
     if default_args.exists():  # Debian's unit passes $ARGS: the shipped file leaves the directory alone
         assert not re.search(r"^ARGS=.*textfile\.directory", default_args.read_text(), re.MULTILINE)
-    assert sinks.resolve_textfile_dir("auto") == m.group(1)  # this host has the package
+    assert textfile.resolve_textfile_dir("auto") == m.group(1)  # this host has the package
 
 
 def test_publish_links_the_store_and_the_daemon_writes_there(tmp_path: Path) -> None:
@@ -414,7 +414,7 @@ def test_publish_links_the_store_and_the_daemon_writes_there(tmp_path: Path) -> 
         pytest.skip("publish runs as root (the unit's ExecStartPre=+)")
     target, store = tmp_path / "node-exporter", tmp_path / "store"
     target.mkdir()
-    said, warnings = sinks.publish(str(target), 65534, 65534, store=str(store))
+    said, warnings = textfile.publish(str(target), 65534, 65534, store=str(store))
     link = target / "hosttune.prom"
     assert os.readlink(link) == str(store / "hosttune.prom") and said.endswith(f"linked from {link}")
     assert warnings == []
@@ -422,8 +422,8 @@ def test_publish_links_the_store_and_the_daemon_writes_there(tmp_path: Path) -> 
     assert (st.st_uid, oct(st.st_mode & 0o777), oct(store.stat().st_mode & 0o777)) == (65534, "0o644", "0o755")
     assert store.stat().st_uid == 65534
     assert "hosttune_monitor_up 0" in link.read_text()  # valid before the first sample: never a dangling link
-    assert sinks.write_dir(str(target), str(store)) == str(store)
-    sinks.publish(str(target), 0, 0, store=str(store))  # again (a new dynamic uid): same link, re-owned
+    assert textfile.write_dir(str(target), str(store)) == str(store)
+    textfile.publish(str(target), 0, 0, store=str(store))  # again (a new dynamic uid): same link, re-owned
     assert store.stat().st_uid == 0 and os.readlink(link) == str(store / "hosttune.prom")
     assert [n for n in os.listdir(target)] == ["hosttune.prom"]
     # what the monitor's user may leave in its store is never chowned or followed by root: a link, a hard link
@@ -431,30 +431,30 @@ def test_publish_links_the_store_and_the_daemon_writes_there(tmp_path: Path) -> 
     precious.write_text("root's\n")
     (store / "hosttune.prom").unlink()
     os.link(precious, store / "hosttune.prom")
-    sinks.publish(str(target), 65534, 65534, store=str(store))
+    textfile.publish(str(target), 65534, 65534, store=str(store))
     assert precious.stat().st_uid == 0 and precious.read_text() == "root's\n"
     assert (store / "hosttune.prom").stat().st_nlink == 1 and "hosttune_monitor_up 0" in link.read_text()
     (store / "hosttune.prom").unlink()
     os.symlink(precious, store / "hosttune.prom")
-    sinks.publish(str(target), 65534, 65534, store=str(store))
+    textfile.publish(str(target), 65534, 65534, store=str(store))
     assert precious.stat().st_uid == 0 and not (store / "hosttune.prom").is_symlink()
     # a link that root did not make, or that points elsewhere, is not followed: the writes stay in target
     other = tmp_path / "other"
     other.mkdir()
     os.symlink("/etc/hosttune.prom", other / "hosttune.prom")
-    assert sinks.write_dir(str(other), str(store)) == str(other)
+    assert textfile.write_dir(str(other), str(store)) == str(other)
     os.lchown(link, 65534, 65534)
-    assert sinks.write_dir(str(target), str(store)) == str(target)
+    assert textfile.write_dir(str(target), str(store)) == str(target)
 
 
 def test_service_user_from_the_user_database_or_systemds_dynamic_uid_records(tmp_path: Path) -> None:
-    assert sinks.service_user("root") == (0, 0)
+    assert textfile.service_user("root") == (0, 0)
     # what systemd records for a running DynamicUser= unit (read by nss-systemd, absent on a minimal Debian)
     os.symlink("62563", tmp_path / "direct:hosttune-monitor")
     os.symlink("hosttune-monitor", tmp_path / "direct:62563")
-    assert sinks.service_user("hosttune-monitor", str(tmp_path)) == (62563, 62563)
-    assert sinks.service_user("no-such-unit-user", str(tmp_path)) is None
-    assert sinks.service_user("../direct:hosttune-monitor", str(tmp_path)) is None
+    assert textfile.service_user("hosttune-monitor", str(tmp_path)) == (62563, 62563)
+    assert textfile.service_user("no-such-unit-user", str(tmp_path)) is None
+    assert textfile.service_user("../direct:hosttune-monitor", str(tmp_path)) is None
 
 
 def test_setup_textfile_cli(tmp_path: Path) -> None:
@@ -621,13 +621,13 @@ def test_real_node_exporter_scrapes_the_textfile_running_and_stopped(tmp_path: P
     if how == "linked" and os.geteuid() != 0:
         pytest.skip("publish runs as root")
     root = tmp_path / "root"
-    ne_dir = root / sinks.NODE_EXPORTER_DIRS[0].lstrip("/")
+    ne_dir = root / textfile.NODE_EXPORTER_DIRS[0].lstrip("/")
     ne_dir.mkdir(parents=True)
-    assert sinks.resolve_textfile_dir("auto", str(root)) == str(ne_dir)
+    assert textfile.resolve_textfile_dir("auto", str(root)) == str(ne_dir)
     textfile_dir = ne_dir
     if how == "linked":
-        textfile_dir = root / sinks.STORE_DIR.lstrip("/")
-        sinks.publish(str(ne_dir), os.geteuid(), os.getegid(), store=str(textfile_dir))
+        textfile_dir = root / textfile.STORE_DIR.lstrip("/")
+        textfile.publish(str(ne_dir), os.geteuid(), os.getegid(), store=str(textfile_dir))
         assert (ne_dir / "hosttune.prom").is_symlink()
     env = _env(fake_nvml(scenario(healthy(0, "3B"))))
     port = _free_port()

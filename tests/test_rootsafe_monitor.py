@@ -18,7 +18,7 @@ from conftest import FAKES, REPO, OtherUser, cli_runner
 from hosttune.cli import cli
 from hosttune.errors import UserError
 from hosttune.monitor import config as mconfig
-from hosttune.monitor import sinks
+from hosttune.monitor import sinks, textfile
 
 
 def _env() -> Dict[str, str]:
@@ -433,37 +433,33 @@ def test_a_link_prometheus_plants_for_node_exporters_directory_is_never_followed
     assert os.listdir(vault) == ["hosttune.prom"] and _snapshot({"p": precious}) == before
     # the unit's route, `setup-textfile` as root before each start: the old one replaced root's file with its link
     with pytest.raises(OSError, match="never followed"):
-        sinks.publish(str(root / NODE_EXPORTER), 0, 0, store=str(tmp_path / "state" / "textfile"))
+        textfile.publish(str(root / NODE_EXPORTER), 0, 0, store=str(tmp_path / "state" / "textfile"))
     assert os.listdir(vault) == ["hosttune.prom"] and _snapshot({"p": precious}) == before
 
 
 def test_a_link_prometheus_plants_at_the_textfile_name_is_replaced_not_followed(
         tmp_path: Path, other_user: OtherUser) -> None:
     """Fedora's node-exporter directory is prometheus's own: a link planted at hosttune.prom is renamed over."""
-    from hosttune.monitor import sinks as msinks
-
     root = _prometheus_tree(other_user.home, other_user, "fedora")
     ne = root / NODE_EXPORTER
     targets = _targets(tmp_path, ["hosttune.prom"])
     before = _snapshot(targets)
     assert other_user.run(["ln", "-s", str(targets["hosttune.prom"]), str(ne / "hosttune.prom")]).returncode == 0
     store = tmp_path / "state" / "textfile"
-    done, warnings = msinks.publish(str(ne), 0, 0, store=str(store))
+    done, warnings = textfile.publish(str(ne), 0, 0, store=str(store))
     assert os.readlink(ne / "hosttune.prom") == str(store / "hosttune.prom") and warnings == []
     assert _snapshot(targets) == before
 
 
 def test_an_admins_root_link_on_the_way_to_node_exporter_is_followed(tmp_path: Path) -> None:
     """/var/lib/prometheus -> /srv/prometheus, made by root in a root-only directory: a trusted link."""
-    from hosttune.monitor import sinks as msinks
-
     real = tmp_path / "srv/prometheus/node-exporter"
     real.mkdir(parents=True)
     lib = tmp_path / "host/var/lib"
     lib.mkdir(parents=True)
     os.symlink(tmp_path / "srv/prometheus", lib / "prometheus")
     store = tmp_path / "state" / "textfile"
-    msinks.publish(str(lib / "prometheus/node-exporter"), 0, 0, store=str(store))
+    textfile.publish(str(lib / "prometheus/node-exporter"), 0, 0, store=str(store))
     assert os.readlink(real / "hosttune.prom") == str(store / "hosttune.prom")
 
 
@@ -518,3 +514,13 @@ def test_a_directory_at_the_textfile_name_does_not_stop_the_sink(tmp_path: Path)
     assert len(sink.warnings) == 1 and "renamed it to hosttune.prom.aside-" in sink.warnings[0]
     sink.write("a 1\n")
     assert (tf / "hosttune.prom").read_text() == "a 1\n"
+
+
+def test_a_state_dir_another_user_owns_gets_no_store_from_root(tmp_path: Path, other_user: OtherUser) -> None:
+    """$HOSTTUNE_STATE_DIR survives `sudo -E`: root chowns and writes the store below it, so it must be root's."""
+    state = other_user.home / "state"
+    assert other_user.run(["mkdir", "-m", "755", str(state)]).returncode == 0
+    with pytest.raises(UserError, match=r"refusing state dir .* owned by nobody") as exc:
+        textfile.publish(str(tmp_path / "node-exporter"), 0, 0, store=str(state / "textfile"))
+    assert "chown" not in str(exc.value)
+    assert os.listdir(state) == [] and not (tmp_path / "node-exporter").exists()

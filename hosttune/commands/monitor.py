@@ -64,22 +64,22 @@ def setup_textfile_cmd(ctx: click.Context, owner: Optional[str], config_path: Op
     import os
 
     from hosttune.errors import UserError
-    from hosttune.monitor import sinks
+    from hosttune.monitor import textfile
 
     parent = ctx.obj or {}
     cfg = mconfig.load(config_path or parent.get("config_path"))
-    target = sinks.resolve_textfile_dir(cfg.textfile_dir)
+    target = textfile.resolve_textfile_dir(cfg.textfile_dir)
     if not target:
         click.echo("textfile_dir is off; nothing to set up")
         return
     if os.geteuid() != 0:
         raise UserError("monitor setup-textfile must run as root (the unit runs it with ExecStartPre=+)")
     name = owner or "root"
-    ids = sinks.service_user(name)
+    ids = textfile.service_user(name)
     if ids is None:
         raise UserError(f"--owner: no user {name!r} (neither in the user database nor a running unit's dynamic user)")
     try:
-        done, warnings = sinks.publish(target, ids[0], ids[1])
+        done, warnings = textfile.publish(target, ids[0], ids[1])
     except OSError as exc:
         raise UserError(f"cannot set up the textfile for {target}: {exc.strerror or exc}"
                         f"{' (' + exc.filename + ')' if exc.filename else ''}") from None

@@ -58,7 +58,7 @@ class MonitorConfig:
     interval: float = 5.0
     log_dir: str = field(default_factory=dirs.log_dir)  # /var/log/hosttune, or $HOSTTUNE_LOG_DIR
     # "auto": node_exporter's textfile directory (/var/lib/prometheus/node-exporter) when it exists, else
-    # /var/lib/hosttune/textfile (sinks.resolve_textfile_dir); "" = no Prometheus textfile
+    # /var/lib/hosttune/textfile (textfile.resolve_textfile_dir); "" = no Prometheus textfile
     textfile_dir: str = "auto"
     max_bytes: int = 64 * 1024 * 1024  # rotate monitor.jsonl at this size ...
     backups: int = 8  # ... keeping monitor.jsonl.1 .. .8

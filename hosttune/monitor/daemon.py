@@ -36,14 +36,11 @@ from hosttune.monitor.sinks import (
     JSONL_NAME,
     JsonlSink,
     TextfileSink,
-    publish,
     render_stopped,
     render_textfile,
-    resolve_textfile_dir,
-    store_dir,
     trusted_dir,
-    write_dir,
 )
+from hosttune.monitor.textfile import publish, resolve_textfile_dir, store_dir, write_dir
 from hosttune.monitor.xid import KmsgXids, describe
 from hosttune.policy import dirs
 
