@@ -56,8 +56,9 @@ CODE_ENV: FrozenSet[str] = frozenset({
     "SSH_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_CONFIG_PARAMETERS", "GIT_EDITOR", "GIT_PAGER",
     "EDITOR", "VISUAL", "PAGER", "BROWSER", "LESSOPEN", "LESSCLOSE",
 })
-# Names of that kind spelled with a counter (git's GIT_CONFIG_KEY_0=core.sshCommand, GIT_CONFIG_VALUE_0=...).
-CODE_ENV_PREFIXES: Tuple[str, ...] = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
+# Names of that kind spelled with a counter (git's GIT_CONFIG_KEY_0=core.sshCommand, GIT_CONFIG_VALUE_0=...), and
+# bash's exported functions (BASH_FUNC_ls%%: every bash script the job runs would call it instead of ls).
+CODE_ENV_PREFIXES: Tuple[str, ...] = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "BASH_FUNC_")
 # Interpreter start-up variables a caller's environment may carry (kept by `su`/`sudo -E`). hosttune drops them when
 # it starts an interpreter of its own as root, unless their paths pass `check_path`.
 PYTHON_START_ENV: Tuple[str, ...] = (

@@ -3,6 +3,7 @@ pieces (which values name a path; an ordinary user's values unchanged). The atta
 against a profile's env: are in tests/test_rootsafe_profile.py."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,12 @@ def test_a_root_owned_file_of_the_other_users_directory_still_says_move(other_us
     planted = other_user.write("p.yaml", "x: 1\n")
     with pytest.raises(trust.Untrusted, match=r"owned by nobody.*fix: move it"):
         trust.check_path(planted, "profile")
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the root trust rule applies when running as root")
+@pytest.mark.parametrize("name", ["GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "BASH_FUNC_ls%%", "GIT_SSH_COMMAND",
+                                  "LD_BIND_NOT"])
+def test_code_valued_names_are_refused_whatever_the_value(name: str) -> None:
+    """A plan's env (the shim's checked_env) is not validated by the profile table: names there are checked too."""
+    with pytest.raises(trust.Untrusted, match=f"refusing env {re.escape(name)} while running as root"):
+        trust.check_env_value(name, "4", "the launcher's plan")
