@@ -63,6 +63,10 @@ def one_run(kind: str, code: Path, work: Path, timeout: float) -> Dict[str, obje
         os.killpg(proc.pid, signal.SIGKILL)  # the launcher's own session: every rank with it
         out, _ = proc.communicate()
         outcome = "hang"
+    except BaseException:  # the soak itself interrupted: no rank outlives it
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
     seconds = round(time.monotonic() - t0, 1)
     if outcome == "failed" and (proc.returncode < 0 or any(m in out for m in ABORT_MARKS)):
         outcome = "abort"
@@ -74,12 +78,12 @@ def one_run(kind: str, code: Path, work: Path, timeout: float) -> Dict[str, obje
 
 
 def export_rev(rev: str, into: Path) -> str:
-    """hosttune/ as of `rev`, unpacked under `into`; returns the full commit id."""
+    """The tree of `rev` (hosttune/ and the profiles it reads), unpacked under `into`; returns the commit id."""
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", f"{rev}^{{commit}}"],
                             capture_output=True, text=True)
     if commit.returncode != 0:
         raise SystemExit(f"soak: error: {rev!r} is not a commit of {REPO}")
-    archive = subprocess.Popen(["git", "-C", str(REPO), "archive", commit.stdout.strip(), "hosttune"],
+    archive = subprocess.Popen(["git", "-C", str(REPO), "archive", commit.stdout.strip()],
                                stdout=subprocess.PIPE)
     subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout, check=True)
     if archive.wait() != 0:
@@ -104,6 +108,9 @@ def main() -> int:
     code, rev = REPO, "working tree"
     loops: List[subprocess.Popen] = []
     results: List[Dict[str, object]] = []
+    # SIGTERM/SIGHUP end the soak like Ctrl-C: the busy loops and the temporary directory go with it.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.default_int_handler)
     try:
         if args.rev:
             code = work / "code"
