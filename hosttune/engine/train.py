@@ -22,6 +22,7 @@ import signal
 import sys
 import threading
 import time
+import types
 import weakref
 from collections import deque
 from dataclasses import dataclass, field
@@ -247,20 +248,19 @@ def unpin_group(group: Any) -> int:
     for a module that a later torch imports lazily after the group exists."""
     found = 0
     for name, module in list(sys.modules.items()):
-        if not name.startswith("torch.") or module is None:
+        if not name.startswith("torch.") or not isinstance(module, types.ModuleType):
             continue
         for value in list(vars(module).values()):
-            funcs = [value] if callable(value) and hasattr(value, "__defaults__") else []
-            if isinstance(value, type):
-                funcs = [f for f in vars(value).values() if hasattr(f, "__defaults__")]
+            # type(), not isinstance(): some torch objects warn (deprecation) when their __class__ is read.
+            funcs = [value] if type(value) is types.FunctionType else []
+            if issubclass(type(value), type):
+                funcs = [f for f in vars(value).values() if type(f) is types.FunctionType]
             for func in funcs:
-                defaults = getattr(func, "__defaults__", None)
-                if defaults and any(d is group for d in defaults):
-                    func.__defaults__ = tuple(None if d is group else d for d in defaults)
+                if func.__defaults__ and any(d is group for d in func.__defaults__):
+                    func.__defaults__ = tuple(None if d is group else d for d in func.__defaults__)
                     found += 1
-                kwdefaults = getattr(func, "__kwdefaults__", None)
-                if kwdefaults and any(d is group for d in kwdefaults.values()):
-                    func.__kwdefaults__ = {k: (None if d is group else d) for k, d in kwdefaults.items()}
+                if func.__kwdefaults__ and any(d is group for d in func.__kwdefaults__.values()):
+                    func.__kwdefaults__ = {k: (None if d is group else d) for k, d in func.__kwdefaults__.items()}
                     found += 1
     return found
 
