@@ -8,6 +8,7 @@
   through the numactl prefix.
 """
 
+import functools
 import os
 import subprocess
 import sys
@@ -91,11 +92,30 @@ def _libnuma_works() -> bool:
     return binding._libnuma(None) is not None
 
 
+@functools.cache
+def mempolicy_permitted() -> bool:
+    """set_mempolicy is allowed here (Docker's default seccomp profile refuses it without CAP_SYS_NICE): tried in
+    a child, so this process keeps its own policy."""
+    code = ("import sys; from hosttune.launch.binding import set_mempolicy; "
+            "sys.exit(0 if set_mempolicy('preferred', (int(sys.argv[1]),)) is None else 1)")
+    r = subprocess.run([sys.executable, "-c", code, str(my_mems_allowed()[0])],
+                       env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, timeout=120)
+    return r.returncode == 0
+
+
+def needs_mempolicy() -> None:
+    if not HAS_NUMA_MAPS:
+        pytest.skip("kernel without CONFIG_NUMA: no numa_maps to read back")
+    if not _libnuma_works():
+        pytest.skip("libnuma.so.1 not installed")
+    if not mempolicy_permitted():
+        pytest.skip("set_mempolicy is not permitted here (a seccomp profile without CAP_SYS_NICE)")
+
+
 @pytest.mark.skipif(not HAS_NUMA_MAPS, reason="kernel without CONFIG_NUMA: no numa_maps to read back")
 @pytest.mark.parametrize("policy, shown", [("preferred", "preferred"), ("bind", "bind")])
 def test_memory_policy_reaches_the_exec_d_program_through_libnuma(policy: str, shown: str) -> None:
-    if not _libnuma_works():
-        pytest.skip("libnuma.so.1 not installed")
+    needs_mempolicy()
     node = my_mems_allowed()[0]
     got, log = child_policy(policy, node, "libnuma")
     assert "prefix=()" in log, log  # set_mempolicy itself, no numactl
@@ -109,6 +129,7 @@ def test_memory_policy_reaches_the_program_through_the_numactl_prefix(policy: st
 
     if not shutil.which("numactl"):
         pytest.skip("numactl not installed")
+    needs_mempolicy()  # numactl makes the same call
     node = my_mems_allowed()[0]
     got, log = child_policy(policy, node, "numactl")
     assert f"'{flag}{node}'" in log, log
@@ -122,6 +143,7 @@ def test_profile_memory_policy_reaches_a_program_under_hosttune_exec(tmp_path: P
     from the exec start-up cache, which must apply the same policy."""
     import json
 
+    needs_mempolicy()
     prof = tmp_path / "p.yaml"
     prof.write_text(f"base: throughput\nmemory_policy: {policy}\n")
     env = dict(os.environ, PYTHONPATH=str(REPO))
