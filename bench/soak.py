@@ -83,7 +83,8 @@ def export_rev(rev: str, into: Path) -> str:
                             capture_output=True, text=True)
     if commit.returncode != 0:
         raise SystemExit(f"soak: error: {rev!r} is not a commit of {REPO}")
-    archive = subprocess.Popen(["git", "-C", str(REPO), "archive", commit.stdout.strip()],
+    # tar.umask=0022: no group-writable files (as root, hosttune refuses a profile others could change).
+    archive = subprocess.Popen(["git", "-C", str(REPO), "-c", "tar.umask=0022", "archive", commit.stdout.strip()],
                                stdout=subprocess.PIPE)
     subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout, check=True)
     if archive.wait() != 0:
