@@ -387,3 +387,28 @@ def test_the_real_tune_verify_on_a_tree_drives_the_monitors_drift_events(tmp_pat
     events = [(ev["kind"], ev["subject"], ev["state"]) for rec in records for ev in rec.get("events", [])]
     assert events == [("tune_drift", "swappiness", "start"), ("tune_drift", "swappiness", "clear")], events
     assert run.drift_gauges()["swappiness"] == 0.0
+
+
+def test_on_the_live_host_the_saved_state_is_looked_for_where_tune_keeps_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tune apply` saves its state in dirs.state_dir() ($HOSTTUNE_STATE_DIR, this test's own directory): the
+    monitor looks for it there on the live host, not in a fixed /var/lib/hosttune."""
+    import hosttune.tune.model  # noqa: F401 - the real one: only verify is stood in for
+    from hosttune.policy import dirs
+
+    calls: List[Path] = []
+
+    def verify(root: Path = Path("/"), profile: Any = None) -> List[Status]:
+        calls.append(root)
+        return [Status("swappiness", "vm.swappiness", "10", "60", "drift")]
+
+    monkeypatch.setitem(sys.modules, "hosttune.tune", types.SimpleNamespace(verify=verify))
+    cfg = MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir="")
+    mon = daemon.Monitor(cfg, io.StringIO(), io.StringIO(), environ={}, root=Path("/"))
+    mon.check_tune({})
+    assert calls == [] and mon.tune_drift == {}  # nothing saved: not tuned, not drifting
+    state = Path(dirs.state_dir()) / "tune-state.json"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text("{}\n")
+    mon.check_tune({})
+    assert calls == [Path("/")] and mon.tune_drift == {"swappiness": True}

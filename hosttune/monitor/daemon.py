@@ -246,9 +246,13 @@ class Monitor:
 
             # lazily: not on the way to READY=1. verify compares with the profile whether or not anything was
             # applied; a host where `tune apply` never ran (no saved state) is not drifting, it is not tuned.
-            state = getattr(importlib.import_module("hosttune.tune.model"), "STATE_FILE",
-                            "var/lib/hosttune/tune-state.json")
-            if not os.path.lexists(self.root / state):
+            # where `tune apply` saves it: on the live host in dirs.state_dir() ($HOSTTUNE_STATE_DIR), in a tree
+            # under the tree's var/lib/hosttune (tune.model.state_file)
+            model = importlib.import_module("hosttune.tune.model")
+            state_file = getattr(model, "state_file", None)
+            state = state_file(self.root) if state_file is not None else str(
+                self.root / getattr(model, "STATE_FILE", "var/lib/hosttune/tune-state.json"))
+            if not os.path.lexists(state):
                 self.tune_drift = {}
                 return
             statuses = list(importlib.import_module("hosttune.tune").verify(self.root))
