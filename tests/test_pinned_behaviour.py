@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
-from conftest import a100
+from conftest import a100, run_cli
 from conftest import build_tree as build
 
 from hosttune.detect import collect
@@ -241,7 +241,7 @@ def test_doctor_gpu_at_exactly_85_c_fails(fake_nvml: Any) -> None:
     for temp in (74, 75, 76, 84, 85):
         env = fake_nvml({"driver": "550.54.15", "cuda_driver": 12040,
                          "devices": [a100(0, "1B", 0, temperature_c=temp)]})
-        done = hosttune("doctor", "--json", "--only", "nvidia", env=env)
+        done = run_cli(["doctor", "--json", "--only", "nvidia"], env=env)  # in-process: the fake NVML is this one
         by = {f["id"]: f for f in json.loads(done.stdout)["findings"]}
         statuses[temp] = by["nvidia.temperature"]["status"]
     assert statuses == {74: "pass", 75: "warn", 76: "warn", 84: "warn", 85: "fail"}, statuses
