@@ -126,7 +126,7 @@ def test_two_nodes_on_loopback_allreduce(probe_env: Dict[str, str]) -> None:
     for node in (0, 1):
         cmd = [PY, "-m", "hosttune", "exec", "--", *TORCHRUN, "--nnodes=2", f"--node-rank={node}",
                "--nproc_per_node=1", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
-               "--rdzv-id=hosttune-test", PROBE, "--allreduce"]
+               f"--rdzv-id=hosttune-test-{port}", PROBE, "--allreduce"]
         procs.append(subprocess.Popen(cmd, env=probe_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outs = [p.communicate(timeout=150) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
