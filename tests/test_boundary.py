@@ -373,3 +373,29 @@ def test_every_test_security_md_names_exists() -> None:
     missing = sorted(r for r in refs if not _test_exists(r))
     missing += sorted(f for f in files if "*" not in f and not (REPO / f).is_file())
     assert not missing, f"SECURITY.md names tests that do not exist: {missing}"
+
+
+def _defines(rel: str, qualname: str) -> bool:
+    tree = dict(_sources()).get(rel)
+    if tree is None:
+        return False
+    scope: List[ast.stmt] = list(tree.body)
+    for part in qualname.split("."):
+        hit = [n for n in scope if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+               and n.name == part]
+        if not hit:
+            return False
+        scope = list(hit[0].body)
+    return True
+
+
+def test_every_gateway_a_row_names_exists() -> None:
+    """"hosttune/x.py" and "hosttune/x.py::name" in a row's gateway (or a call site's input) name real code: a
+    gateway renamed or moved makes its rows wrong, and this says which."""
+    wrong = []
+    for row in boundary.ROWS:
+        for ref in re.findall(r"hosttune/[\w/]+\.py(?:::[\w.]+)?", f"{row.gateway} {row.input}"):
+            rel, _, name = ref.partition("::")
+            if not (REPO / rel).is_file() or (name and not _defines(rel, name)):
+                wrong.append(f"{row.input}: {ref}")
+    assert not wrong, "rows naming code that does not exist:\n" + "\n".join(wrong)
