@@ -26,7 +26,10 @@ PROBE = Path(__file__).resolve().parent / "probes" / "probe.py"
 SBIN = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
 TOOLS = ("munged", "mungekey", "slurmctld", "slurmd", "srun", "scontrol")
 INTERVAL = 2  # HealthCheckInterval, seconds
-BUDGET = 60  # seconds per test, cluster start included: every wait below is cut to what is left of it
+# Seconds per test, cluster start included: every wait below is cut to what is left of it. A guard against a
+# hang, never a speed test: each wait is for a state (a socket, the node's state, a count of health checks), and a
+# busy machine (load 10 on 2 cores) may take minutes to reach it.
+BUDGET = 900
 
 pytestmark = pytest.mark.integration
 
@@ -91,7 +94,7 @@ class Cluster:
         reason = re.search(r"\bReason=(.*?)(?: \[[^\]]*\])?\s*$", line)
         return {"state": state.group(1) if state else "", "reason": reason.group(1) if reason else ""}
 
-    def wait_for(self, what: str, ok: Callable[[Dict[str, str]], bool], seconds: float = 20) -> Dict[str, str]:
+    def wait_for(self, what: str, ok: Callable[[Dict[str, str]], bool], seconds: float = 300) -> Dict[str, str]:
         deadline = time.monotonic() + self.left(seconds)
         node = self.show()
         while not ok(node):
@@ -170,13 +173,13 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         c.start([_tool("munged"), "-F", "--force", f"--key-file={base}/munge.key", f"--socket={base}/munge.sock",
                  f"--pid-file={base}/munged.pid", f"--log-file={base}/munged.log", f"--seed-file={base}/munge.seed"],
                 "munged.out")
-        deadline = time.monotonic() + c.left(10)
+        deadline = time.monotonic() + c.left(120)
         while not (base / "munge.sock").exists():
             assert time.monotonic() < deadline, (base / "munged.out").read_text()
             time.sleep(0.1)
         c.start([_tool("slurmctld"), "-D", "-i", "-f", str(c.conf)], "slurmctld.out")
         c.start([_tool("slurmd"), "-D", "-f", str(c.conf)], "slurmd.out")
-        deadline = time.monotonic() + c.left(20)
+        deadline = time.monotonic() + c.left(300)
         while True:
             try:
                 if c.show()["state"].startswith("IDLE"):
@@ -197,13 +200,13 @@ def test_srun_tasks_get_their_own_cores_inside_slurms(cluster: Cluster) -> None:
     srun = [_tool("srun"), "-n", str(ntasks), "--cpu-bind=cores"]
     given = subprocess.run(srun + [sys.executable, "-c", "import os; print(os.environ['SLURM_PROCID'], "
                                    "','.join(map(str, sorted(os.sched_getaffinity(0)))))"],
-                           capture_output=True, text=True, env=env, timeout=cluster.left(30), cwd=cluster.base)
+                           capture_output=True, text=True, env=env, timeout=cluster.left(300), cwd=cluster.base)
     assert given.returncode == 0, given.stderr
     slurm_cpus = {int(r): {int(c) for c in cpus.split(",")} for r, cpus in (ln.split() for ln in
                                                                            given.stdout.splitlines())}
     assert len(slurm_cpus) == ntasks
     done = subprocess.run(srun + [sys.executable, "-m", "hosttune", "exec", "--", sys.executable, str(PROBE)],
-                          capture_output=True, text=True, env=env, timeout=cluster.left(30), cwd=cluster.base)
+                          capture_output=True, text=True, env=env, timeout=cluster.left(300), cwd=cluster.base)
     assert done.returncode == 0, done.stderr
     reports = [json.loads(p.read_text()) for p in sorted((cluster.base / "out").glob("rank-*.json"))]
     assert len(reports) == ntasks, done.stderr
