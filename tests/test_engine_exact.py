@@ -154,22 +154,34 @@ def _toy(n: int = 64):
 def test_logged_lr_is_the_steps_own_and_checkpoints_do_not_count_as_step_time(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real_save = ckpt.save
+    skew = [0.0]
+
+    class EngineClock:
+        """The engine's `time`, on which every checkpoint save lasts 1000 s more than it did: no real sleep, and a
+        margin no machine's speed comes near."""
+
+        def __getattr__(self, name: str):
+            return getattr(time, name)
+
+        def perf_counter(self) -> float:
+            return time.perf_counter() + skew[0]
 
     def slow_save(*a, **k):
-        time.sleep(1.0)
+        skew[0] += 1000.0
         return real_save(*a, **k)
 
     monkeypatch.setattr(ckpt, "save", slow_save)
+    monkeypatch.setattr(train, "time", EngineClock())
     fit(torch.nn.Linear(4, 2), _toy(), torch.nn.functional.cross_entropy, steps=6, micro_batch_size=8,
         warmup_steps=4, lr=1.0, min_lr=0.1, log_interval=1, ckpt_interval=2, device="cpu", num_workers=0,
         run_dir=str(tmp_path / "run"))
     cfg = Config(steps=6, warmup_steps=4, lr=1.0, min_lr=0.1)
     logs = [r for r in metrics(tmp_path / "run") if "loss" in r]
     assert [r["lr"] for r in logs] == pytest.approx([train.lr_at(s, cfg) for s in range(6)])
-    # A one-second checkpoint after steps 2 and 4 is reported as such; the steps after it are a linear layer's
-    # (milliseconds), not a second.
+    # A 1000-second checkpoint after steps 2 and 4 is reported as such, and left out of the next step's time.
     after = [r for r in logs if r["step"] in (3, 5)]
-    assert all(r["checkpoint_s"] >= 1.0 and r["step_time_s"] < 0.5 for r in after), after
+    assert all(r["checkpoint_s"] >= 1000 and r["step_time_s"] < 1000 for r in after), after
+    assert all("checkpoint_s" not in r for r in logs if r["step"] not in (3, 5))
 
 
 def test_fit_streams_an_iterable_dataset_and_refuses_one_without_len(tmp_path: Path) -> None:
@@ -277,6 +289,42 @@ def test_resume_is_bitwise_with_two_workers_and_random_augmentation(tmp_path: Pa
     assert_bitwise_equal(final_params(tmp_path / "b"), final_params(tmp_path / "a"))
     for r in (first, second):  # the caller's process group outlives fit() on both ranks
         assert r.stdout.count("GROUP_ALIVE 2") == 2, r.stdout + r.stderr[-2000:]
+
+
+GROUP_GONE_SCRIPT = '''
+import os, sys
+import torch, torch.distributed as dist
+from hosttune.engine.api import fit
+
+g = torch.Generator().manual_seed(0)
+x = torch.randn(64, 4, generator=g)
+data = torch.utils.data.TensorDataset(x, (x[:, 0] > 0).long())
+fit(torch.nn.Linear(4, 2), data, torch.nn.functional.cross_entropy, val_set=data, steps=4, micro_batch_size=8,
+    log_interval=2, device="cpu", amp="off", num_workers=0, run_dir=sys.argv[1])
+names = []
+for tid in os.listdir("/proc/self/task"):
+    try:
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            names.append(f.read().strip())
+    except OSError:
+        pass
+gloo = sorted(n for n in names if "gloo" in n)
+sys.stdout.write(f"AFTER_FIT rank={os.environ['RANK']} initialized={dist.is_initialized()} gloo={gloo}\\n")
+sys.stdout.flush()
+'''
+
+
+@pytest.mark.integration
+def test_fit_destroys_the_group_it_made_before_returning(tmp_path: Path) -> None:
+    """fit() under torchrun makes the gloo group and must really destroy it before returning (the caller's process
+    goes on): not initialized any more, and gloo's worker and transport threads (pt_gloo_runloop, gloo_tcp_loop)
+    gone. A group kept alive past destroy_process_group() died at interpreter shutdown instead: SIGABRT."""
+    script = tmp_path / "fit_group.py"
+    script.write_text(GROUP_GONE_SCRIPT)
+    r = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script),
+             "run"], tmp_path)
+    lines = sorted(line for line in r.stdout.splitlines() if line.startswith("AFTER_FIT"))
+    assert lines == [f"AFTER_FIT rank={rank} initialized=False gloo=[]" for rank in (0, 1)], r.stdout + r.stderr[-2000:]
 
 
 @pytest.mark.integration

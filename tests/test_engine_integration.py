@@ -18,6 +18,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from hosttune.engine.config import load_config  # noqa: E402
+from hosttune.engine.data import loader_settings  # noqa: E402
+from hosttune.engine.train import resolve_amp  # noqa: E402
+
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,8 +92,16 @@ def test_two_rank_gpt_tiny_learns(gpt_run: Path) -> None:
     assert [r["step"] for r in logs] == list(range(10, 61, 10))
     assert logs[-1]["loss"] < logs[0]["loss"] and logs[-1]["tokens_per_s"] > 0
     start = metrics(gpt_run)[0]
-    assert start["event"] == "start" and start["world_size"] == 2 and start["amp"] == "off"  # AVX2: no bf16
-    assert start["loader"]["num_workers"] == 0 and start["loader"]["pin_memory"] is False
+    assert start["event"] == "start" and start["world_size"] == 2
+    # amp=auto and the loader defaults are the engine's own choice for this host, asked of the engine's selectors
+    # here (the same CPUs and flags as the ranks): bf16 where the CPU has avx512_bf16/amx_bf16, else fp32; loader
+    # workers by the planner's rule for this many CPUs.
+    device = torch.device(start["device"])
+    want_amp = resolve_amp("auto", device)
+    assert start["amp"] == (str(want_amp).replace("torch.", "") if want_amp is not None else "off"), start
+    loader = loader_settings(load_config("gpt-tiny", None, GPT_SETS), device.type == "cuda", env())
+    assert start["loader"]["num_workers"] == loader.num_workers
+    assert start["loader"]["pin_memory"] is loader.pin_memory
     # keep_checkpoints=3 of steps 15, 30, 45, 60; each holds both ranks' RNG
     ckpts = sorted(p.name for p in (gpt_run / "checkpoints").iterdir())
     assert ckpts == ["step-0000030", "step-0000045", "step-0000060"]
