@@ -16,7 +16,8 @@ the path `resolve` returned:
   be run as `bin/python3`, or Python no longer finds the venv's pyvenv.cfg); every link on the way passed the check,
   so nobody but root can re-point it.
 
-`run`/`popen`/`execve` are thin wrappers that resolve argv[0] and start the resolved path. The detector's
+`run`/`popen`/`execve` are thin wrappers that resolve argv[0] and start the resolved path (argv[0] itself is passed
+on as written, as a shell would). The detector's
 `HostIO.run` (started in "/", with `child_env`) goes through `resolve` too.
 """
 
@@ -118,33 +119,32 @@ def resolve(program: str, what: str, *, path: Optional[str] = None, check: bool 
     return found
 
 
-def resolve_argv(argv: Sequence[str], what: str, *, path: Optional[str] = None, check: bool = True) -> List[str]:
-    """`argv` with argv[0] replaced by `resolve(argv[0])`."""
+def run(argv: Sequence[str], what: str, *, env: Optional[Mapping[str, str]] = None, check_trust: bool = True,
+        **kwargs: Any) -> "subprocess.CompletedProcess[Any]":
+    """subprocess.run of argv with argv[0] resolved (bare names looked up on `env`'s PATH when given); the
+    resolved path is what runs (`executable=`), argv[0] is passed on as written. Raises as `resolve`, then as
+    subprocess.run."""
+    exe = _resolve_first(argv, what, env, check_trust)
+    return subprocess.run(list(argv), executable=exe, env=None if env is None else dict(env), **kwargs)
+
+
+def popen(argv: Sequence[str], what: str, *, env: Optional[Mapping[str, str]] = None, check_trust: bool = True,
+          **kwargs: Any) -> "subprocess.Popen[Any]":
+    """subprocess.Popen of argv with argv[0] resolved (see `run`)."""
+    exe = _resolve_first(argv, what, env, check_trust)
+    return subprocess.Popen(list(argv), executable=exe, env=None if env is None else dict(env), **kwargs)
+
+
+def execve(argv: Sequence[str], env: Dict[str, str], what: str, *, exe: Optional[str] = None,
+           check_trust: bool = True) -> NoReturn:
+    """Replace this process with argv, running `exe` (a path `resolve` returned) or else argv[0] resolved; argv[0]
+    is passed on as written. Raises as `resolve`, or OSError when the exec fails."""
+    path = exe if exe is not None else _resolve_first(argv, what, env, check_trust)
+    os.execve(path, list(argv), env)
+
+
+def _resolve_first(argv: Sequence[str], what: str, env: Optional[Mapping[str, str]], check_trust: bool) -> str:
     if not argv:
         raise NotFound(f"{what}: no program given")
-    return [resolve(argv[0], what, path=path, check=check), *argv[1:]]
-
-
-def run(argv: Sequence[str], what: str, *, env: Optional[Mapping[str, str]] = None,
-        **kwargs: Any) -> "subprocess.CompletedProcess[Any]":
-    """subprocess.run of the resolved argv (bare names looked up on `env`'s PATH when given). Raises as `resolve`,
-    then as subprocess.run."""
     path = None if env is None else env.get("PATH", os.defpath)
-    resolved = resolve_argv(argv, what, path=path)
-    return subprocess.run(resolved, env=None if env is None else dict(env), **kwargs)
-
-
-def popen(argv: Sequence[str], what: str, *, env: Optional[Mapping[str, str]] = None, check: bool = True,
-          **kwargs: Any) -> "subprocess.Popen[Any]":
-    """subprocess.Popen of the resolved argv (see `run`)."""
-    path = None if env is None else env.get("PATH", os.defpath)
-    resolved = resolve_argv(argv, what, path=path, check=check)
-    return subprocess.Popen(resolved, env=None if env is None else dict(env), **kwargs)
-
-
-def execve(argv: Sequence[str], env: Dict[str, str], what: str, *, resolved: bool = False,
-           check: bool = True) -> NoReturn:
-    """Replace this process with the resolved argv[0] (`resolved`: argv[0] already came from `resolve`). Raises as
-    `resolve`, or OSError when the exec fails."""
-    exe = argv[0] if resolved else resolve(argv[0], what, path=env.get("PATH", os.defpath), check=check)
-    os.execve(exe, list(argv), env)
+    return resolve(argv[0], what, path=path, check=check_trust)

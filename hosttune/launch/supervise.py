@@ -17,6 +17,7 @@ import sys
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from hosttune import programs
 from hosttune.errors import UserError
 from hosttune.launch import handoff, hook
 from hosttune.launch.binding import bind_self
@@ -31,18 +32,12 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _which_or_fail(cmd: str, environ: Mapping[str, str]) -> str:
-    import shutil
-
-    if os.sep in cmd:
-        if not os.path.exists(cmd):
-            raise UserError(f"exec: {cmd}: no such file")
-        if os.path.isdir(cmd) or not os.access(cmd, os.X_OK):
-            raise UserError(f"exec: {cmd}: not an executable file")
-        return cmd
-    found = shutil.which(cmd, path=environ.get("PATH", os.defpath))
-    if not found:
-        raise UserError(f"exec: {cmd}: command not found")
-    return found
+    """The job's program, resolved by the program gateway (hosttune/programs.py): a bare name on PATH (as root, on
+    its directories only root can write: a PATH kept by `sudo -E` must not pick another user's `torchrun`), a
+    path made absolute. A path typed on root's own command line is run as named (sudo's semantics)."""
+    if os.sep in cmd and not os.path.lexists(cmd):
+        raise UserError(f"exec: {cmd}: no such file")
+    return programs.resolve(cmd, "exec:", path=environ.get("PATH", os.defpath), check=False)
 
 
 def _grace() -> float:
@@ -107,7 +102,7 @@ def run(launch: Launch, *, verify: bool = False) -> int:
         sys.stdout.flush()
         default_handlers_for_exec()  # a Ctrl-C caught just now is acted on, not lost in the exec
         try:
-            os.execve(exe, argv, env)
+            programs.execve(argv, env, "exec:", exe=exe)
         except OSError as exc:
             raise UserError(f"exec: {argv[0]}: {exc.strerror}") from None
     return _supervise(launch, argv, env, marker, verify)
@@ -158,7 +153,8 @@ def _supervise(launch: Launch, argv: List[str], env: Dict[str, str], marker: str
     try:
         try:
             # no threads here, so preexec_fn is safe; the top process also gets SIGTERM if we die
-            child = subprocess.Popen(argv, env=env, preexec_fn=guardian.pdeathsig_preexec())
+            child = programs.popen(argv, "exec:", env=env, check_trust=False,
+                                   preexec_fn=guardian.pdeathsig_preexec())
         except OSError as exc:
             guard.finish()
             raise UserError(f"exec: {argv[0]}: {exc.strerror}") from None
