@@ -3,7 +3,7 @@ open files, locked memory."""
 
 from typing import Optional, Tuple
 
-from hosttune.doctor.context import Context, effective_cpus
+from hosttune.doctor.context import Context
 from hosttune.doctor.fixes import COUNT, LIMITS_FILE, tune_fix, valid
 from hosttune.doctor.model import Finding
 from hosttune.policy import cpu as cpu_policy
@@ -14,11 +14,12 @@ def check_cgroup(ctx: Context) -> Finding:
 
     PyTorch sizes its intra-op thread pool from the number of online CPUs, not from the cgroup cpuset or
     `cpu.max` quota. In a container limited to 8 of 64 CPUs it starts 32-64 threads that fight for 8 CPUs
-    (measured here: oversubscription halves training throughput). The finding gives the effective CPU count;
-    `hosttune exec` sizes threads to it, or set OMP_NUM_THREADS yourself.
+    (measured here: oversubscription halves training throughput). The finding gives the usable CPU count and the
+    thread budget `hosttune exec` sizes threads to (policy.cpu.thread_budget: physical cores of the allowed set,
+    capped by the quota), or set OMP_NUM_THREADS to it yourself.
     """
     cpu = ctx.facts.cpu
-    eff = effective_cpus(ctx)
+    eff = cpu_policy.usable_cpus(cpu)
     if not cpu.logical or eff is None:
         return Finding(status="skip", actual="CPU count not readable", expected="")
     if eff >= cpu.logical:
@@ -31,7 +32,8 @@ def check_cgroup(ctx: Context) -> Finding:
     if quota is not None:
         how.append(f"cpu.max quota {quota:g} CPUs")
     actual = f"effective {eff} of {cpu.logical} CPUs ({', '.join(how) or 'limited'})"
-    fix = (f"run training through `hosttune exec` (sizes threads to {eff}), or export OMP_NUM_THREADS={eff}; "
+    threads = cpu_policy.thread_budget(cpu) or eff
+    fix = (f"run training through `hosttune exec` (sizes threads to {threads}), or export OMP_NUM_THREADS={threads}; "
            "or give the container more CPUs (docker --cpus/--cpuset-cpus, systemd CPUQuota=/AllowedCPUs=)")
     return Finding(status="warn", actual=actual, expected=f"{cpu.logical} CPUs, or threads sized to {eff}", fix=fix)
 
@@ -62,7 +64,7 @@ def check_omp_threads(ctx: Context) -> Finding:
     warning. Under `hosttune exec`/torchrun each rank gets its own value: this check looks at your shell only.
     """
     raw = ctx.env.get("OMP_NUM_THREADS")
-    eff = effective_cpus(ctx)
+    eff = cpu_policy.thread_budget(ctx.facts.cpu)
     if raw is None:
         return Finding(status="pass", actual="unset (hosttune exec / torchrun decide)",
                        expected="unset, or matching the plan")
@@ -84,9 +86,9 @@ def check_omp_threads(ctx: Context) -> Finding:
         return Finding(status="warn", actual=f"{value}, plan from {src} says {want}", expected=want,
                        fix=f"unset OMP_NUM_THREADS{export}")
     if eff is not None and value > eff:
-        return Finding(status="warn", actual=f"{value} threads for {eff} usable CPUs", expected=f"<= {eff}",
+        return Finding(status="warn", actual=f"{value} threads for {eff} usable cores", expected=f"<= {eff}",
                        fix=f"export OMP_NUM_THREADS={eff}   # or unset it and launch with `hosttune exec`")
-    return Finding(status="pass", actual=f"{value} (<= {eff} usable CPUs; no profile to compare with)",
+    return Finding(status="pass", actual=f"{value} (<= {eff} usable cores; no profile to compare with)",
                    expected=f"<= {eff}")
 
 

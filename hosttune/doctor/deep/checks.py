@@ -9,12 +9,13 @@ from typing import Dict, Optional, Tuple
 from hosttune import nvml as nvmlmod
 from hosttune.detect._io import HostIO
 from hosttune.doctor.checks.storage import _mount_for
-from hosttune.doctor.context import GPU, Context, Need, effective_cpus, gpus, live
+from hosttune.doctor.context import GPU, Context, Need, gpus, live
 from hosttune.doctor.deep import findings, host
 from hosttune.doctor.deep.session import DeepRun, nvml_index
 from hosttune.doctor.fixes import container_toolkit_install
 from hosttune.doctor.model import Check, Finding
 from hosttune.policy import bandwidth
+from hosttune.policy import cpu as cpu_policy
 
 DEEP = Need("deep", lambda ctx: ctx.deep is not None, "measured only with --deep")
 LIVE = live("measurements run on this machine only (--root given)")
@@ -154,10 +155,9 @@ def check_nvlink(ctx: Context) -> Finding:
 
 # ---- CPU ----------------------------------------------------------------------------------------------------------
 def _cores(ctx: Context, threads: Optional[int]) -> int:
-    cpu = ctx.facts.cpu
-    budget = effective_cpus(ctx) or cpu.logical or 1
-    physical = cpu.physical or cpu.logical or budget
-    cores = min(budget, physical)
+    """Threads the CPU measurements run: the thread budget (policy.cpu: physical cores of the allowed set, capped by
+    the quota), or `threads` when fewer."""
+    cores = cpu_policy.thread_budget(ctx.facts.cpu) or 1
     return max(1, min(cores, threads) if threads else cores)
 
 
