@@ -137,3 +137,23 @@ def test_train_runs_the_ranks_on_the_path_it_resolved(tmp_path: Path, monkeypatc
     assert r.returncode == 0, r.stderr
     argv = r.stdout.split()
     assert argv[argv.index("--") + 1] == str(link)
+
+
+def test_exec_as_root_never_runs_another_users_program_found_on_path(other_user: Any, tmp_path: Path) -> None:
+    """`sudo -E hosttune exec -- NAME` with the user's PATH: their directory comes first, but as root NAME is
+    looked up only where root alone can write."""
+    import subprocess
+
+    marker = marker_of(other_user)
+    other_user.write("bin/hosttune-test-job", f"#!/bin/sh\nid -u > {marker}\n", mode=0o755)
+    mine = tmp_path / "bin" / "hosttune-test-job"
+    mine.parent.mkdir()
+    mine.write_text("#!/bin/sh\necho root-s own job\n")
+    mine.chmod(0o755)
+    repo = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=repo, PATH=f"{other_user.home / 'bin'}{os.pathsep}{mine.parent}{os.pathsep}"
+                                                 f"{os.environ['PATH']}")
+    r = subprocess.run([sys.executable, "-m", "hosttune", "exec", "--", "hosttune-test-job"], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert not marker.exists(), "the other user's program ran as root"
+    assert r.returncode == 0 and "root-s own job" in r.stdout, r.stderr
