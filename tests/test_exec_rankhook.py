@@ -368,6 +368,45 @@ def test_as_root_the_hook_directory_must_pass_the_trust_rule(monkeypatch: pytest
     assert hook.job_env({"PYTHONPATH": "/x"}) == {"PYTHONPATH": f"{loose}{os.pathsep}/x"}
 
 
+def test_as_root_a_refused_hook_directory_is_said_once_in_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture) -> None:
+    """The launcher asks twice for a torchrun job (prepare, then run): one line, naming the file and the fix."""
+    if os.geteuid() != 0:
+        pytest.skip("the root trust rule")
+    loose = tmp_path / "rankhook"
+    loose.mkdir()
+    (loose / "sitecustomize.py").write_text("")
+    os.chmod(loose, 0o775)
+    monkeypatch.setattr(hook, "HOOK_DIR", str(loose))
+    monkeypatch.setattr(hook, "_REFUSED", set())
+    assert hook.job_env({}) == {} and hook.job_env({}) == {}
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(loose) in err and f"fix: chmod go-w {loose}" in err, err
+    assert err.startswith("hosttune: refusing the per-rank hook directory") and "runs without" in err
+
+
+def test_as_root_an_untrusted_hook_directory_is_one_line_and_the_job_runs(tmp_path: Path) -> None:
+    """Issue 22 (low): exec used to drop the hook silently. A hosttune whose rankhook directory others can write
+    (a copy of the package, made group/other-writable) says so in one line and runs the job without it."""
+    if os.geteuid() != 0:
+        pytest.skip("the root trust rule")
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(REPO / "hosttune", src / "hosttune", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "profiles", src / "hosttune" / "profiles")  # where an installed package has them
+    rankhook = src / "hosttune" / "launch" / "rankhook"
+    os.chmod(rankhook, 0o777)
+    env = dict(os.environ, PYTHONPATH=str(src), PYTHONDONTWRITEBYTECODE="1", HOSTTUNE_EXEC_CACHE="0")
+    r = subprocess.run([PY, "-m", "hosttune", "exec", "--", "sh", "-c", 'echo "PYTHONPATH=$PYTHONPATH"'], env=env,
+                       cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert str(rankhook) in lines[0] and f"fix: chmod go-w {rankhook}" in lines[0]
+    assert r.stdout.strip() == f"PYTHONPATH={src}"  # the job ran, without the hook on its path
+
+
 def test_the_hook_imports_nothing_from_the_ranks_working_directory(job: Dict[str, Any], tmp_path: Path) -> None:
     # site runs before Python puts the script's directory (or '' for -c/-m) on sys.path: what the hook imports comes
     # from the standard library and the launcher's hosttune, never from a module planted where the rank starts.

@@ -213,9 +213,9 @@ def test_an_unrelated_variable_is_a_miss_and_the_unchanged_call_still_hits(work:
     env = _env()
     warm("--", *JOB, env=env, cwd=work)
     other = run("--", *JOB, env=dict(env, HT_UNRELATED="1"), cwd=work)
-    assert other.returncode == 0 and not replayed(other) and "HT_UNRELATED=1" in job_view(other)
+    assert other.returncode == 0 and not replayed(other) and "HT_UNRELATED=1" in job_view(other), why(other)
     again = run("--", *JOB, env=env, cwd=work)
-    assert again.returncode == 0 and replayed(again) and "HT_UNRELATED=1" not in job_view(again)
+    assert again.returncode == 0 and replayed(again) and "HT_UNRELATED=1" not in job_view(again), why(again)
 
 
 def test_a_gone_program_is_a_miss(work: Path) -> None:

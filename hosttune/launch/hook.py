@@ -69,9 +69,13 @@ _KINDS_WITH_TOP = ("plain", "srun", "rank")  # the launcher exec's into the user
 # ---- launcher side --------------------------------------------------------------------------------------------
 
 
+_REFUSED: Set[str] = set()  # what job_env said already in this process (prepare and run both ask)
+
+
 def job_env(environ: Mapping[str, str]) -> Dict[str, str]:
     """The variables that install the hook in every Python of the job: PYTHONPATH with HOOK_DIR first. Empty when
-    HOOK_DIR cannot be used (as root: not root's alone), so the job runs as it would without the hook."""
+    HOOK_DIR cannot be used (as root: not root's alone), so the job runs as it would without the hook; then ONE
+    line on stderr names the file and the fix (once per process, however often the launcher asks)."""
     from hosttune import trust
 
     try:
@@ -79,7 +83,11 @@ def job_env(environ: Mapping[str, str]) -> Dict[str, str]:
         if trust.is_root():  # like any PYTHONPATH entry: the directory and the one file in it are root's alone
             hook_dir = trust.check_path(HOOK_DIR, "the per-rank hook directory", kind="dir")
             trust.check_path(os.path.join(hook_dir, "sitecustomize.py"), "the per-rank hook")
-    except trust.Untrusted:
+    except trust.Untrusted as exc:
+        msg = str(exc)
+        if msg not in _REFUSED:
+            _REFUSED.add(msg)
+            _say(f"{msg}; the job runs without the per-rank hook")
         return {}
     old = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != hook_dir]
     return {"PYTHONPATH": os.pathsep.join([hook_dir, *old])}
