@@ -28,13 +28,15 @@ TREE_IDS = ("thp", "thp_defrag", "numa_balancing", "swappiness", "governor", "ep
 
 
 def host_tree(root: Path) -> Path:
-    """A two-node host with cpufreq, THP `always`, swappiness 60, a 64 MiB /dev/shm and a site's own files."""
+    """A two-node host with swap, an RDMA device, cpufreq, THP `always`, swappiness 60, a 64 MiB /dev/shm and a
+    site's own files."""
     files = {
         f"{THP}/enabled": "[always] madvise never\n",
         f"{THP}/defrag": "[always] defer defer+madvise madvise never\n",
         "proc/sys/vm/swappiness": "60\n",
         "proc/sys/kernel/numa_balancing": "1\n",
-        "proc/meminfo": "MemTotal:       65536000 kB\nMemFree:        1000000 kB\n",
+        "proc/meminfo": "MemTotal:       65536000 kB\nMemFree:        1000000 kB\nSwapTotal:      8388604 kB\n",
+        "sys/class/infiniband/mlx5_0/node_type": "1: CA\n",
         "proc/mounts": "tmpfs /dev/shm tmpfs rw,nosuid,nodev,size=65536k 0 0\n",
         "sys/devices/system/node/node0/cpulist": "0-1\n",
         "sys/devices/system/node/node1/cpulist": "2-3\n",
@@ -387,6 +389,47 @@ def test_real_round_trip_of_thp_and_its_defrag(tmp_path: Path, monkeypatch: pyte
         for tid, p in LIVE.items():
             if _live_value(p) != original[tid]:
                 Path(p).write_text(original[tid])
+
+
+@pytest.mark.parametrize("files,tid,state,text", [
+    ({"proc/meminfo": "MemTotal:       65536000 kB\nSwapTotal:              0 kB\n"}, "swappiness", "skip", "no swap"),
+    ({"sys/class/infiniband/mlx5_0/node_type": None}, "memlock", "skip", "no RDMA"),
+    ({f"{THP}/enabled": "always madvise [never]\n"}, "thp", "ok", ""),  # never: fewer huge pages than madvise
+    ({"proc/mounts": "tmpfs /dev/shm tmpfs rw,size=48g 0 0\n"}, "shm", "ok", "mounted with size=48g"),
+    ({"proc/mounts": "tmpfs /dev/shm tmpfs rw,size=16g 0 0\n"}, "shm", "drift", "size=16g"),
+])
+def test_where_a_tunable_applies_and_what_satisfies_it(tmp_path: Path, files: Dict[str, object], tid: str,
+                                                      state: str, text: str) -> None:
+    """hosttune.tune.rules, the rules doctor uses too: swappiness needs swap, memlock an RDMA device; `never` is
+    fine under a profile asking for `madvise`; a /dev/shm at least the profile's size is right in a tree too."""
+    root = host_tree(tmp_path / "host")
+    for rel, text_ in files.items():
+        if text_ is None:
+            shutil.rmtree(root / rel.rsplit("/", 1)[0])
+        else:
+            (root / rel).write_text(str(text_))
+    st = {s.id: s for s in tune.verify(root)}[tid]
+    assert st.state == state and text in f"{st.reason} {st.actual}", st
+
+
+def test_governor_on_a_kernel_without_policy_directories(tmp_path: Path) -> None:
+    """Before kernel 4.3 each CPU has its own cpufreq directory and no policyN: tune sets, verifies and reverts the
+    governor there, as doctor (the detector reads cpuN/cpufreq) sees it; before, tune skipped it as "no cpufreq
+    driver" while doctor warned."""
+    cpus = "sys/devices/system/cpu"
+    root = build_tree(tmp_path / "host", {
+        **{f"{cpus}/cpu{i}/cpufreq/scaling_governor": "ondemand\n" for i in range(2)},
+        **{f"{cpus}/cpu{i}/cpufreq/scaling_available_governors": "ondemand performance\n" for i in range(2)},
+    })
+    before = snapshot(root)
+    st = {s.id: s for s in tune.verify(root)}["governor"]
+    assert (st.state, st.actual, st.expected) == ("drift", "ondemand", "performance")
+    tune.apply(root, only=["governor"])
+    assert all((root / f"{cpus}/cpu{i}/cpufreq/scaling_governor").read_text().strip() == "performance"
+               for i in range(2))
+    assert states(root)["governor"] == "ok"
+    tune.revert(root)
+    assert snapshot(root) == before
 
 
 def test_each_tunable_satisfies_a_doctor_check_whose_fix_points_at_it() -> None:

@@ -10,6 +10,7 @@ from hosttune.doctor.checks import cpu, gpu, nvidia, storage, tools, topology
 from hosttune.doctor.checks import hosttune as hosttune_checks
 from hosttune.doctor.checks import os as os_checks
 from hosttune.doctor.checks import torch as torch_checks
+from hosttune.doctor.checks import tunables as tune_checks
 from hosttune.doctor.context import DATA, GPU, NVML, Context, live, local_profiles, shell_env
 from hosttune.doctor.deep import DEEP_CHECKS, DeepOptions, DeepRun
 from hosttune.doctor.model import GROUPS, Check, Finding, Report, Result
@@ -28,9 +29,9 @@ CHECKS: Tuple[Check, ...] = (
     Check("os.tuned", "os", "tuned profile agrees with these checks", os_checks.check_tuned),
     Check("cpu.cgroup_limit", "cpu", "Usable CPUs vs machine (cgroup)", cpu.check_cgroup),
     Check("cpu.omp_threads", "cpu", "OMP_NUM_THREADS set by hand", cpu.check_omp_threads),
-    Check("cpu.nofile", "cpu", "Open files limit (ulimit -n)", cpu.check_nofile),
-    Check("cpu.memlock", "cpu", "Locked memory limit on RDMA hosts", cpu.check_memlock),
-    Check("storage.shm", "storage", "/dev/shm size for DataLoader workers", storage.check_shm),
+    Check("cpu.nofile", "cpu", "Open files limit (ulimit -n)", tune_checks.check_nofile),
+    Check("cpu.memlock", "cpu", "Locked memory limit on RDMA hosts", tune_checks.check_memlock),
+    Check("storage.shm", "storage", "/dev/shm size for DataLoader workers", tune_checks.check_shm),
     Check("storage.data", "storage", "Dataset storage (--data)", storage.check_data_storage,
           needs=(DATA, live("--data paths are on this machine, the storage facts are the captured host's",
                             "local nvme/ssd"))),

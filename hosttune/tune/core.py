@@ -21,8 +21,8 @@ from hosttune.tune.state import load_state, new_state, read_ours, save_state, tr
 from hosttune.tune.tunables import BY_ID, TUNABLE_IDS, TUNABLES, Tunable
 from hosttune.tune.txn import Txn, edit_blocks
 
-__all__ = ["TUNABLE_IDS", "UNIT", "apply", "apply_report", "check_ids", "revert", "tune_settings", "uid_check",
-           "verify"]
+__all__ = ["TUNABLE_IDS", "UNIT", "apply", "apply_report", "check_ids", "revert", "status", "tune_settings",
+           "uid_check", "verify"]
 
 
 def tune_settings(profile: Any) -> Tune:
@@ -66,6 +66,11 @@ def _status(tree: Tree, t: Tunable, tune: Tune, state: Optional[Dict[str, Any]])
     if kept is not None:
         return Status(t.id, t.title, expected, actual, "drift", kept)
     return Status(t.id, t.title, expected, actual, "ok", reason)
+
+
+def status(root: Path, tid: str, profile: Any = None) -> Status:
+    """One tunable's `Status` as `verify` gives it, without the state file (what doctor asks on a captured host)."""
+    return _status(Tree(root), BY_ID[tid], tune_settings(profile), None)
 
 
 def verify(root: Path = Path("/"), profile: Any = None) -> List[Status]:

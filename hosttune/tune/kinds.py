@@ -151,7 +151,7 @@ class Shm(Kind):
         block = persisted(tree, t) or []
         opt = next((o for line in block if line.startswith("Options=") for o in line[8:].split(",")
                     if o.startswith("size=")), None)
-        return opt or mount_size(tree)
+        return sized(tree, tune, opt or mount_size(tree))
 
     def kept(self, tree: Tree, t: Tunable, expected: str, state: Optional[State]) -> Optional[str]:
         if not tree.live:
@@ -216,15 +216,16 @@ KINDS: Dict[str, Kind] = {k.name: k for k in (Attr(), LimitFile(), Shm(), Servic
 
 # ---- /dev/shm's size ---------------------------------------------------------------------------------------------
 def mount_size(tree: Tree) -> Optional[str]:
-    """The size= option /dev/shm is mounted with (proc/self is a link: read through HostIO, inside the tree)."""
+    """The size= option /dev/shm is mounted with, from the mount table as the detector reads it
+    (`hosttune.detect.mounts.read_mounts`: proc/self/mountinfo, else proc/mounts; the last mount there wins)."""
     from hosttune.detect._io import HostIO
+    from hosttune.detect.mounts import read_mounts
 
-    io = HostIO(tree.root)
-    for line in iter_lines(io.read("/proc/self/mounts") or io.read("/proc/mounts")):
-        f = line.split()
-        if len(f) >= 4 and f[1] == "/dev/shm":
-            return next((o for o in f[3].split(",") if o.startswith("size=")), None)
-    return None
+    size = None
+    for m in read_mounts(HostIO(tree.root)):
+        if m.mount == "/dev/shm":
+            size = next((o for o in m.options.split(",") if o.startswith("size=")), None)
+    return size
 
 
 def mem_kib(tree: Tree) -> Optional[int]:

@@ -60,6 +60,7 @@ EXPECTED: Dict[str, Callable[[Tune], str]] = {
 }
 
 OK: Dict[str, Callable[[str, str], bool]] = {
+    "thp": _thp_at_most,
     "swappiness": _at_most,
     "nofile": _at_least,
     "memlock": _at_least,
@@ -67,6 +68,8 @@ OK: Dict[str, Callable[[str, str], bool]] = {
 
 NOT_HERE: Dict[str, Callable[[Host], Optional[str]]] = {
     "numa_balancing": lambda h: f"{h.numa_nodes or 1} NUMA node: nothing to balance" if h.numa_nodes <= 1 else None,
+    "swappiness": lambda h: "no swap configured: swappiness has no effect" if h.swap_mb == 0 else None,
+    "memlock": lambda h: "no RDMA devices: only RDMA pins memory" if h.rdma_devices == 0 else None,
 }
 
 

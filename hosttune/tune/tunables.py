@@ -20,7 +20,10 @@ SYSCTL_FILE = "etc/sysctl.d/90-hosttune.conf"
 LIMITS_FILE = "etc/security/limits.d/90-hosttune.conf"
 SHM_DROPIN = "etc/systemd/system/dev-shm.mount.d/hosttune.conf"
 THP_DIR = "sys/kernel/mm/transparent_hugepage"
-CPUFREQ = "sys/devices/system/cpu/cpufreq"
+CPU_DIR = "sys/devices/system/cpu"
+CPUFREQ = CPU_DIR + "/cpufreq"
+# the files a cpufreq tunable writes: policyN's (kernel 4.3 and later) or, before, each CPU's own
+_CPUFREQ_OWN = f"(?:{re.escape(CPUFREQ)}/policy[0-9]{{1,5}}|{re.escape(CPU_DIR)}/cpu[0-9]{{1,5}}/cpufreq)/"
 NOFILE_HARD = 1048576  # systemd's default hard limit since v240: what doctor's fix writes
 
 # (expected value or None when the tunable does not apply here, the reason shown beside it)
@@ -59,7 +62,12 @@ def _rule(tid: str, reason: str) -> Callable[[Tree, Tune], Want]:
 
 
 def _policies(tree: Tree, name: str) -> List[str]:
-    return [p for p in tree.glob(f"{CPUFREQ}/policy*/{name}")]
+    """`name` in each cpufreq policy directory; on kernels before 4.3 (no policyN directories) in each CPU's own
+    cpufreq directory, as the detector reads the governors (links, cpuN/cpufreq on newer kernels, never entered)."""
+    files = tree.glob(f"{CPUFREQ}/policy*/{name}")
+    if files:
+        return files
+    return [p for p in tree.glob(f"{CPU_DIR}/cpu*/cpufreq/{name}") if p.split("/")[4][3:].isdigit()]
 
 
 def _not_offered(tree: Tree, files: List[str], listing: str, value: str) -> Optional[str]:
@@ -157,10 +165,10 @@ TUNABLES: Tuple[Tunable, ...] = (
             own=re.escape("proc/sys/vm/swappiness")),
     Tunable("governor", "CPU frequency governor", "os.governor", "attr", want=_want_governor,
             targets=lambda tree: _policies(tree, "scaling_governor"), boot=True,
-            own=re.escape(CPUFREQ) + r"/policy[0-9]{1,5}/scaling_governor"),
+            own=_CPUFREQ_OWN + "scaling_governor"),
     Tunable("epp", "Energy/performance preference", "os.governor", "attr", want=_want_epp,
             targets=lambda tree: _policies(tree, "energy_performance_preference"), boot=True,
-            own=re.escape(CPUFREQ) + r"/policy[0-9]{1,5}/energy_performance_preference"),
+            own=_CPUFREQ_OWN + "energy_performance_preference"),
     Tunable("nofile", "Open files limit for new logins", "cpu.nofile", "file",
             want=_rule("nofile", "DataLoader workers and NCCL open many files and sockets; 1024 runs out"),
             persist=LIMITS_FILE, lines=_limit_lines("nofile")),

@@ -4,9 +4,11 @@ frequency governor, SMT, tuned's active profile."""
 from typing import List
 
 from hosttune.detect._io import small_int
+from hosttune.doctor.checks.tunables import host, in_tree, want
 from hosttune.doctor.context import Context, version_tuple
 from hosttune.doctor.fixes import kernel_arg_fix, sysctl_fix, tune_fix
 from hosttune.doctor.model import Finding
+from hosttune.tune import rules
 
 SUPPORTED = {  # distro id -> (minimum major, what we say)
     "debian": (11, "Debian 11, 12, 13"),
@@ -50,7 +52,7 @@ def check_distro(ctx: Context) -> Finding:
 
 
 def check_numa_balancing(ctx: Context) -> Finding:
-    """Automatic NUMA balancing is off on multi-node hosts.
+    """Automatic NUMA balancing is as the profile's `tune.numa_balancing` says (off by default) on multi-node hosts.
 
     kernel.numa_balancing=1 makes the kernel unmap pages periodically to see who touches them and migrate them:
     with ranks pinned to their GPU's node (what hosttune does) this only adds page faults and migrations in the
@@ -58,75 +60,98 @@ def check_numa_balancing(ctx: Context) -> Finding:
     """
     k = ctx.facts.kernel
     nodes = len(ctx.facts.numa.nodes)
-    if nodes <= 1:
-        return Finding(status="pass", actual=f"{nodes or 1} NUMA node: not relevant", expected="0 on multi-node hosts")
+    need = want(ctx, "numa_balancing")  # the profile's tune.numa_balancing (off: 0)
+    if rules.not_here("numa_balancing", host(ctx)) is not None:
+        return Finding(status="pass", actual=f"{nodes or 1} NUMA node: not relevant",
+                       expected=f"{need} on multi-node hosts")
     if k.numa_balancing is None:
-        return Finding(status="skip", actual="kernel.numa_balancing not readable", expected="0")
-    if k.numa_balancing == 0:
-        return Finding(status="pass", actual=f"0 ({nodes} nodes)", expected="0")
-    return Finding(status="warn", actual=f"{k.numa_balancing} ({nodes} nodes)", expected="0",
-                   fix=tune_fix("numa_balancing", sysctl_fix("kernel.numa_balancing", 0)))
+        return Finding(status="skip", actual="kernel.numa_balancing not readable", expected=need)
+    if rules.ok("numa_balancing", str(k.numa_balancing), need):
+        return Finding(status="pass", actual=f"{k.numa_balancing} ({nodes} nodes)", expected=need)
+    return Finding(status="warn", actual=f"{k.numa_balancing} ({nodes} nodes)", expected=need,
+                   fix=tune_fix("numa_balancing", sysctl_fix("kernel.numa_balancing", need)))
 
 
 def check_thp(ctx: Context) -> Finding:
-    """Transparent huge pages are `madvise` (or `never`), not `always`.
+    """Transparent huge pages are the profile's `tune.thp` or fewer (`madvise` by default: `never` is fine too,
+    `always` is not), and the defrag mode is `tune.thp_defrag` where the kernel shows it.
 
     With `always`, khugepaged compacts and collapses memory in the background and page faults may stall on direct
     compaction: a known source of latency spikes in data loading and allocator-heavy training. `madvise` keeps
     huge pages for code that asks for them (jemalloc's metadata_thp:auto, which hosttune's profiles use, works
     with it). `never` is fine too.
     """
-    mode = ctx.facts.kernel.thp
-    if mode is None:
-        return Finding(status="skip", actual="transparent_hugepage/enabled not readable", expected="madvise")
-    if mode in ("madvise", "never"):
-        return Finding(status="pass", actual=mode, expected="madvise or never")
-    persist = kernel_arg_fix(ctx, "transparent_hugepage=madvise")
-    return Finding(status="warn", actual=mode, expected="madvise or never",
-                   fix=tune_fix("thp", f"echo madvise > /sys/kernel/mm/transparent_hugepage/enabled\n{persist}"
-                                "   # keep it after reboot"))
+    k = ctx.facts.kernel
+    need, need_defrag = want(ctx, "thp"), want(ctx, "thp_defrag")  # the profile's tune.thp / tune.thp_defrag
+    fine = [m for m in rules.THP_ORDER if rules.ok("thp", m, need)] or [need]
+    expected = " or ".join(reversed(fine)) + (f", defrag {need_defrag}" if k.thp_defrag is not None else "")
+    if k.thp is None:
+        return Finding(status="skip", actual="transparent_hugepage/enabled not readable", expected=expected)
+    bad_defrag = k.thp_defrag is not None and not rules.ok("thp_defrag", k.thp_defrag, need_defrag)
+    if rules.ok("thp", k.thp, need) and not bad_defrag:
+        return Finding(status="pass", actual=k.thp, expected=expected)
+    thp_dir = "/sys/kernel/mm/transparent_hugepage"
+    shell = []
+    if not rules.ok("thp", k.thp, need):
+        persist = kernel_arg_fix(ctx, f"transparent_hugepage={need}")
+        shell += [f"echo {need} > {thp_dir}/enabled", f"{persist}   # keep it after reboot"]
+    if bad_defrag:
+        shell.append(f"echo {need_defrag} > {thp_dir}/defrag")
+    actual = k.thp + (f", defrag {k.thp_defrag}" if bad_defrag else "")
+    return Finding(status="warn", actual=actual, expected=expected, fix=tune_fix("thp", "\n".join(shell)))
 
 
 def check_swappiness(ctx: Context) -> Finding:
-    """vm.swappiness is at most 10 on a host with swap.
+    """vm.swappiness is at most the profile's `tune.swappiness` (10 by default) on a host with swap.
 
     A training host keeps big, cold-looking but essential memory (dataset shards in page cache, pinned staging
     buffers, DataLoader worker heaps). The default 60 lets the kernel swap those out under memory pressure and the
     next step stalls on swap-in. 10 is what tuned's throughput-performance profile sets: swap stays as a safety
     net but is used only when memory is really short. Without swap the setting has no effect.
     """
-    k, m = ctx.facts.kernel, ctx.facts.memory
+    k = ctx.facts.kernel
+    need = want(ctx, "swappiness")  # the profile's tune.swappiness (auto: 10)
+    expected = f"<= {need}"
     if k.swappiness is None:
-        return Finding(status="skip", actual="vm.swappiness not readable", expected="<= 10")
-    if m.swap_total_mb == 0:
-        return Finding(status="pass", actual=f"{k.swappiness} (no swap configured)", expected="<= 10 when swap exists")
-    if k.swappiness <= 10:
-        return Finding(status="pass", actual=str(k.swappiness), expected="<= 10")
-    return Finding(status="warn", actual=str(k.swappiness), expected="<= 10",
-                   fix=tune_fix("swappiness", sysctl_fix("vm.swappiness", 10)))
+        return Finding(status="skip", actual="vm.swappiness not readable", expected=expected)
+    if rules.not_here("swappiness", host(ctx)) is not None:
+        return Finding(status="pass", actual=f"{k.swappiness} (no swap configured)",
+                       expected=f"{expected} when swap exists")
+    if rules.ok("swappiness", str(k.swappiness), need):
+        return Finding(status="pass", actual=str(k.swappiness), expected=expected)
+    return Finding(status="warn", actual=str(k.swappiness), expected=expected,
+                   fix=tune_fix("swappiness", sysctl_fix("vm.swappiness", need)))
 
 
 def check_governor(ctx: Context) -> Finding:
-    """The CPU frequency governor is `performance`.
+    """The CPU frequency governor is the profile's `tune.governor` (`performance` by default).
 
     `powersave`/`ondemand`/`schedutil` ramp clocks up only after load appears; the host threads that feed GPUs
     (data loading, kernel launches, NCCL proxies) run in short bursts and pay the ramp-up every time. VMs and some
     clouds expose no cpufreq driver at all: then the hypervisor owns frequency and there is nothing to set (skip).
     """
     govs = ctx.facts.kernel.governors
+    need = want(ctx, "governor")  # the profile's tune.governor
     if not govs:
         why = "no cpufreq driver (typical of VMs: the hypervisor controls CPU frequency)"
-        return Finding(status="skip", actual=why, expected="performance")
-    if set(govs) == {"performance"}:
-        return Finding(status="pass", actual="performance", expected="performance")
-    now = "echo performance | tee /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+        return Finding(status="skip", actual=why, expected=need)
+    epp = in_tree(ctx, "epp")  # a captured host's energy_performance_preference, as `tune verify --root` reads it
+    bad_epp = epp is not None and epp.state == "drift"
+    if all(rules.ok("governor", g, need) for g in govs) and not bad_epp:
+        return Finding(status="pass", actual=",".join(govs), expected=need)
+    if epp is not None and bad_epp and all(rules.ok("governor", g, need) for g in govs):
+        return Finding(status="warn", actual=f"{','.join(govs)}, energy_performance_preference {epp.actual}",
+                       expected=f"{need}, energy_performance_preference {epp.expected}",
+                       fix=tune_fix("epp", f"echo {epp.expected} | tee "
+                               "/sys/devices/system/cpu/cpufreq/policy*/energy_performance_preference"))
+    now = f"echo {need} | tee /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
     if ctx.family == "rhel":
         keep = "tuned-adm profile throughput-performance   # keeps it after reboot"
     else:
-        keep = ("echo 'w /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor - - - - performance' > "
+        keep = (f"echo 'w /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor - - - - {need}' > "
                 "/etc/tmpfiles.d/90-hosttune-governor.conf   # keeps it after reboot")
     fix = tune_fix("governor", f"{now}\n{keep}")
-    return Finding(status="warn", actual=",".join(govs), expected="performance", fix=fix)
+    return Finding(status="warn", actual=",".join(govs), expected=need, fix=fix)
 
 
 def check_smt(ctx: Context) -> Finding:
@@ -146,21 +171,29 @@ def check_smt(ctx: Context) -> Finding:
 
 
 
+_JUDGED = ("thp", "swappiness", "numa_balancing", "governor")  # the tuned settings the checks above have
+
+
 def _tuned_conflicts(ctx: Context) -> List[str]:
     """`option=value (profile)` for each setting of the active tuned profile that the checks above would flag."""
     k, tu = ctx.facts.kernel, ctx.facts.tuned
+    here = host(ctx)
     out = []
     for s in tu.settings:
         value = s.value.strip()
-        if not value or value[0] in "<>" or "${" in value:
+        if not value or value[0] in "<>" or "${" in value or s.id not in _JUDGED:
             continue  # tuned's min/max modifiers and variables depend on the host: not judged here
-        n = small_int(value)
-        bad = ((s.id == "thp" and value == "always")
-               or (s.id == "swappiness" and n is not None and n > 10 and ctx.facts.memory.swap_total_mb != 0)
-               or (s.id == "numa_balancing" and n is not None and n != 0 and len(ctx.facts.numa.nodes) > 1)
-               or (s.id == "governor" and bool(k.governors) and value.split("|")[0].strip() != "performance"))
-        if bad:
-            out.append(f"{s.option}={value} ({s.profile})")
+        if rules.not_here(s.id, here) is not None or (s.id == "governor" and not k.governors):
+            continue  # the same rule as the checks above: nothing to judge on this host
+        if s.id in ("swappiness", "numa_balancing"):
+            n = small_int(value)
+            if n is None:
+                continue
+            value = str(n)
+        elif s.id == "governor":
+            value = value.split("|")[0].strip()  # tuned tries the alternatives in order
+        if not rules.ok(s.id, value, want(ctx, s.id)):
+            out.append(f"{s.option}={s.value.strip()} ({s.profile})")
     return out
 
 
