@@ -5,9 +5,12 @@ shard=fsdp run is in test_engine_shard.py, next to the run it exports.)"""
 
 import importlib.util
 import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,3 +143,68 @@ def test_hosttune_train_refuses_export_which_is_one_process() -> None:
 
     assert "run it as one process" in check_args(["--export", "OUT", "--run-dir", "RUN"])
     assert check_args(["--export", "OUT"]) == "--export needs --run-dir RUN (the run whose last checkpoint to export)"
+
+
+# ---- issue 22 items 6 and 7 ----
+
+needs_onnx = pytest.mark.skipif(not (importlib.util.find_spec("onnx") and importlib.util.find_spec("onnxscript")),
+                                reason="the ONNX export needs onnx and onnxscript (the dev extras)")
+
+
+@needs_onnx
+def test_an_export_into_another_users_directory_follows_no_planted_link(trained: Path, tmp_path: Path,
+                                                                       other_user: Any) -> None:
+    """A models directory the other user made world-writable; they plant links at the ONNX file's old temp name
+    (`.model.onnx.<pid>.tmp`, this process's pid) and at every file the export writes, each pointing at a root-owned
+    0600 file. Root's export replaces the links with its files and never writes through one."""
+    out = other_user.home / "models"
+    done = other_user.run(["sh", "-c", f"mkdir -m 777 {out} && chmod 777 {out}"])
+    assert done.returncode == 0, done.stderr
+    victims = {}
+    for name in (f".model.onnx.{os.getpid()}.tmp", "model.onnx", "model.pt2", "export.json"):
+        victim = tmp_path / f"victim-{name.strip('.')}"
+        victim.write_text("root's secret\n")
+        victim.chmod(0o600)
+        victims[name] = victim
+        done = other_user.run(["ln", "-s", str(victim), str(out / name)])
+        assert done.returncode == 0, done.stderr
+    export.export_run(trained, out, lambda line: None)
+    for victim in victims.values():
+        assert victim.read_text() == "root's secret\n" and stat.S_IMODE(victim.stat().st_mode) == 0o600
+    for name in ("model.onnx", "model.pt2", "export.json"):
+        st = (out / name).lstat()
+        assert stat.S_ISREG(st.st_mode) and st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o644, name
+    assert (out / "model.onnx").read_bytes()[:2] != b"ro"
+
+
+@needs_onnx
+def test_without_onnxruntime_the_onnx_check_is_skipped_and_export_json_is_written(trained: Path,
+                                                                                   tmp_path: Path) -> None:
+    """onnx installed, onnxruntime not (hidden from the subprocess by a sitecustomize whose path finder does not
+    see it):
+    one line says the comparison was skipped, the ONNX file and export.json are written, exit 0."""
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        "import sys\n"
+        "from importlib.machinery import PathFinder\n"
+        "class _WithoutOnnxRuntime(PathFinder):\n"
+        "    @classmethod\n"
+        "    def find_spec(cls, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'onnxruntime':\n"
+        "            return None  # as if it were not installed: find_spec() says None, import fails\n"
+        "        return PathFinder.find_spec(name, path, target)\n"
+        "sys.meta_path[:] = [_WithoutOnnxRuntime if f is PathFinder else f for f in sys.meta_path]\n")
+    e = env()
+    e["PYTHONPATH"] = os.pathsep.join([str(hide), e["PYTHONPATH"]])
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "hosttune.engine", "--export", str(out), "--run-dir", str(trained)],
+                       env=e, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Traceback" not in r.stderr
+    notes = [line for line in r.stderr.splitlines() if "outputs not compared" in line]
+    assert len(notes) == 1 and "onnxruntime is not installed (pip install onnxruntime)" in notes[0], r.stderr
+    report = json.loads((out / "export.json").read_text())
+    onnx_check = [c for c in report["checks"] if c["format"] == "onnx"][0]
+    assert onnx_check["skipped"] and onnx_check["max_abs_diff"] is None and onnx_check["ok"] is True
+    assert (out / "model.onnx").stat().st_size > 10_000

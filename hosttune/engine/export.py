@@ -1,7 +1,13 @@
 """Export: `python -m hosttune.engine --export DIR --run-dir RUN` turns a run's last checkpoint into files an
 inference stack loads without hosttune: DIR/model.pt2 (a torch.export ExportedProgram) and DIR/model.onnx (when
 onnxscript, which torch.onnx's exporter needs, is installed). Each file is read back and run on validation samples;
-its outputs must match the checkpoint's model within `TOLERANCE` (`ONNX_TOLERANCE`), or the command fails.
+its outputs must match the checkpoint's model within `TOLERANCE` (`ONNX_TOLERANCE`), or the command fails (exit 1).
+Without onnxruntime the ONNX file is still written and checked by onnx.checker; the comparison is skipped with a
+one-line note (exit 0), and export.json says so (`skipped`, `max_abs_diff: null`).
+
+Every file goes through the atomic writer (hosttune/fsio.py: a private temp beside the target, renamed over it, no
+link followed): the output directory may be one another user can write. The ONNX file is serialized in memory and
+checked before it is published, so nothing is written through, or read back from, a name another user could plant.
 
 A sharded (zero1/fsdp) checkpoint is gathered into one full model on this process (DCP reshards on load: no process
 group needed). The batch dimension is dynamic, and for sequence models the sequence length up to block_size.
@@ -10,8 +16,10 @@ group needed). The batch dimension is dynamic, and for sequence models the seque
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import logging
+import math
 import os
 import sys
 from dataclasses import asdict, dataclass, fields
@@ -34,6 +42,9 @@ from .config import Config, ConfigError
 # 2e-6 resnet-tiny), so ONNX gets room for deeper models. A weight nudged by 1e-3 moved gpt-tiny's logits by 5e-5.
 TOLERANCE = 1e-5
 ONNX_TOLERANCE = 1e-4
+# Weights above this go to ONNX external-data side files (torch.onnx's _LARGE_MODEL_THRESHOLD, under protobuf's
+# 2 GiB limit for one message): such a model's ONNX export is skipped with a note (model.pt2 holds it).
+ONNX_SINGLE_FILE_LIMIT = 1536 << 20
 SAMPLES = 16  # validation samples compared: one batch of 11 and one of 5 (the second checks the dynamic batch)
 
 
@@ -82,16 +93,34 @@ def export_run(run_dir: Path, out_dir: Path, say: Callable[[str], None] = print,
         say(f"hosttune.engine: export: ONNX skipped: torch.onnx.export(dynamo=True) needs {' and '.join(missing)} "
             f"(pip install {' '.join(missing)})")
     else:
-        export_onnx(model, example, onnx_path, dynamic_shapes(model, example))
-        say(f"hosttune.engine: export: {where} (step {state['step']}) -> {onnx_path} (ONNX)")
-        checks.append(check_onnx(onnx_path, model, batches, ONNX_TOLERANCE if tolerance is None else tolerance))
+        data = onnx_bytes(model, example, dynamic_shapes(model, example))
+        if data is None:
+            say("hosttune.engine: export: ONNX skipped: the model's weights are over 1.5 GiB, which ONNX keeps in side "
+                "files (torch.export's model.pt2 holds them)")
+        else:
+            # Checked before it is published (nothing is read back from a directory another user may write), then
+            # written by the atomic writer: a private temp beside the target, renamed over it, no link followed.
+            check = check_onnx(data, str(onnx_path), model, batches,
+                               ONNX_TOLERANCE if tolerance is None else tolerance)
+            fsio.atomic_write(onnx_path, data, 0o644)
+            say(f"hosttune.engine: export: {where} (step {state['step']}) -> {onnx_path} (ONNX)")
+            checks.append(check)
     for c in checks:
         say(check_line(c))
     summary = {"checkpoint": str(where), "step": state["step"], "config": cfg.to_dict(),
-               "checks": [dict(asdict(c), ok=c.ok) for c in checks]}
+               "checks": [check_record(c) for c in checks]}
     fsio.atomic_write(out_dir / "export.json", json.dumps(summary, indent=1, allow_nan=False,
                                                           default=str) + "\n")
     return checks
+
+
+def check_record(c: Check) -> Dict[str, Any]:
+    """A check for export.json (strict JSON): a difference that was not measured (skipped) or is not finite (a
+    broken file) is null; `ok` says which."""
+    record = dict(asdict(c), ok=c.ok)
+    if not math.isfinite(c.max_abs_diff):
+        record["max_abs_diff"] = None
+    return record
 
 
 def check_line(c: Check) -> str:
@@ -260,43 +289,51 @@ def _quiet_onnx() -> Iterator[None]:
             lg.setLevel(level)
 
 
-def export_onnx(model: nn.Module, example: torch.Tensor, path: Path, shapes: Tuple[Dict[int, Any]]) -> None:
+def onnx_bytes(model: nn.Module, example: torch.Tensor, shapes: Tuple[Dict[int, Any]]) -> Optional[bytes]:
+    """The ONNX file's bytes (serialized in memory: no file name to plant a link at), or None when its weights
+    would need ONNX's external-data files (over protobuf's 2 GiB)."""
     import warnings
 
     with _quiet_onnx(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         program = torch.onnx.export(model, (example,), dynamo=True, dynamic_shapes=shapes, verbose=False)
-        assert program is not None
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            program.save(str(tmp))
-            with open(tmp, "rb") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-    fsio.fsync_dir(path.parent)
+        if program is None:
+            raise ExportError("torch.onnx.export returned no program")
+        size = sum(p.numel() * p.element_size() for p in model.parameters())
+        size += sum(b.numel() * b.element_size() for b in model.buffers())
+        if size >= ONNX_SINGLE_FILE_LIMIT:
+            return None
+        buf = io.BytesIO()
+        program.save(buf, external_data=False)
+    return buf.getvalue()
 
 
 @torch.no_grad()
-def check_onnx(path: Path, model: nn.Module, batches: List[Tuple[torch.Tensor, Any]], tolerance: float) -> Check:
+def check_onnx(data: bytes, shown: str, model: nn.Module, batches: List[Tuple[torch.Tensor, Any]],
+               tolerance: float) -> Check:
+    """Check the ONNX file's bytes (`shown`: its path, for the report): structurally valid (onnx.checker), then
+    run by ONNX Runtime and compared with `model` on every batch; without onnxruntime the comparison is skipped with
+    its reason (the file is still written)."""
     import onnx
 
-    onnx.checker.check_model(str(path))  # structurally valid, whatever runs it
+    try:
+        onnx.checker.check_model(onnx.load_from_string(data))  # structurally valid, whatever runs it
+    except Exception as exc:  # noqa: BLE001 - onnx's ValidationError/DecodeError: one line, not a traceback
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ExportError(f"the ONNX export of this model is not valid ONNX ({first[:200]}): not written") from None
     try:
         import onnxruntime as ort
     except ImportError:
-        return Check("onnx", str(path), 0, float("nan"), tolerance,
+        return Check("onnx", shown, 0, float("nan"), tolerance,
                      skipped="onnxruntime is not installed (pip install onnxruntime) to run it")
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
     name = session.get_inputs()[0].name
     worst, n = 0.0, 0
     for x, _ in batches:
         out = torch.from_numpy(session.run(None, {name: x.numpy()})[0])
         worst = max(worst, _max_diff(out, model(x)))
         n += len(x)
-    return Check("onnx", str(path), n, worst, tolerance)
+    return Check("onnx", shown, n, worst, tolerance)
 
 
 def main(run_dir: str, out_dir: str) -> int:
