@@ -304,7 +304,8 @@ def onnx_bytes(model: nn.Module, example: torch.Tensor, shapes: Tuple[Dict[int, 
         if size >= ONNX_SINGLE_FILE_LIMIT:
             return None
         buf = io.BytesIO()
-        program.save(buf, external_data=False)
+        # Typed as a path, but without external data it ends in onnx.save, which takes a binary file.
+        program.save(buf, external_data=False)  # type: ignore[arg-type]
     return buf.getvalue()
 
 
