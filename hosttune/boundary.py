@@ -208,8 +208,9 @@ ROWS: Tuple[Row, ...] = (
         "a regular file, bounded; hostile YAML/JSON is one line",
         "tests/test_rootsafe_engine.py::test_hostile_config_files_are_one_line_through_the_engine"),
     Row("engine --export", OPTION, "hosttune/engine/export.py (fsio.atomic_writer; checkpoint gateways)",
-        "reads the run's checkpoint through the checkpoint gateways; writes through a private temp beside the target",
-        "tests/test_engine_export.py::test_bad_input_is_one_line_and_exit_2"),
+        "reads the run's checkpoint through the checkpoint gateways; every file written through a private temp "
+        "beside the target (the ONNX file serialized and checked in memory first), no link followed",
+        "tests/test_engine_export.py::test_an_export_into_another_users_directory_follows_no_planted_link"),
     Row("engine --run-dir", OPTION, "hosttune/engine/checkpoint.py, engine/shard.py",
         "checkpoints read from it go through torch.load(weights_only=True) or the one unpickler",
         "tests/test_rootsafe_engine.py::test_a_planted_pickle_is_not_executed_and_the_resume_falls_back"),
