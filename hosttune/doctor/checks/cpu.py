@@ -1,10 +1,10 @@
-"""Checks of the CPUs this process may use and its limits: cgroup CPU limit, OMP_NUM_THREADS against the plan,
-open files, locked memory."""
+"""Checks of the CPUs this process may use: cgroup CPU limit, OMP_NUM_THREADS against the plan. (The limits, open
+files and locked memory, are tunable-backed: hosttune.doctor.checks.tunables.)"""
 
 from typing import Optional, Tuple
 
 from hosttune.doctor.context import Context
-from hosttune.doctor.fixes import COUNT, LIMITS_FILE, tune_fix, valid
+from hosttune.doctor.fixes import COUNT, valid
 from hosttune.doctor.model import Finding
 from hosttune.policy import cpu as cpu_policy
 
@@ -90,49 +90,3 @@ def check_omp_threads(ctx: Context) -> Finding:
                        fix=f"export OMP_NUM_THREADS={eff}   # or unset it and launch with `hosttune exec`")
     return Finding(status="pass", actual=f"{value} (<= {eff} usable cores; no profile to compare with)",
                    expected=f"<= {eff}")
-
-
-def check_nofile(ctx: Context) -> Finding:
-    """The open-files soft limit (`ulimit -n`) is at least 65536.
-
-    DataLoader workers share tensors through file descriptors (PyTorch's default `file_descriptor` sharing
-    strategy keeps one open fd per shared storage), and sharded datasets, NCCL sockets and checkpoint writers add
-    more: "RuntimeError: received 0 items of ancdata" / "Too many open files" at the default soft limit of 1024 is
-    a classic (pytorch/pytorch#973). 65536 is the common recommendation and costs nothing.
-    """
-    lim = ctx.facts.limits
-    if lim.nofile_soft is None:
-        return Finding(status="skip", actual="RLIMIT_NOFILE not readable (captured host?)", expected=">= 65536")
-    soft = "unlimited" if lim.nofile_soft == -1 else str(lim.nofile_soft)
-    if lim.nofile_soft == -1 or lim.nofile_soft >= 65536:
-        return Finding(status="pass", actual=soft, expected=">= 65536")
-    hard = lim.nofile_hard
-    persist = (f"printf '* soft nofile 65536\\n* hard nofile 1048576\\n' > {LIMITS_FILE}   # new logins; "
-               "systemd services: LimitNOFILE=65536; docker: --ulimit nofile=65536:1048576")
-    if hard is not None and hard != -1 and hard < 65536:
-        fix = f"{persist}\n# this shell's hard limit is {hard}: only a new login (or root) gets more"
-    else:
-        fix = f"ulimit -n 65536   # this shell\n{persist}"
-    return Finding(status="warn", actual=soft, expected=">= 65536", fix=tune_fix("nofile", fix))
-
-
-def check_memlock(ctx: Context) -> Finding:
-    """Locked memory is unlimited on hosts with RDMA (InfiniBand/RoCE/EFA) devices.
-
-    NCCL and GPUDirect RDMA register (pin) buffers with the NIC; with the default 64 KiB-8 MiB RLIMIT_MEMLOCK the
-    registration fails and NCCL falls back to sockets or aborts ("ibv_reg_mr failed"). Hosts without
-    /sys/class/infiniband devices do not need it.
-    """
-    lim = ctx.facts.limits
-    if lim.rdma_devices == 0:
-        return Finding(status="pass", actual="no RDMA devices: not relevant", expected="unlimited on RDMA hosts")
-    if lim.memlock_soft is None:
-        return Finding(status="skip", actual=f"{lim.rdma_devices} RDMA devices; RLIMIT_MEMLOCK not readable",
-                       expected="unlimited")
-    if lim.memlock_soft == -1:
-        return Finding(status="pass", actual=f"unlimited ({lim.rdma_devices} RDMA devices)", expected="unlimited")
-    fix = (f"printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > {LIMITS_FILE}   # then log in "
-           "again; systemd services: LimitMEMLOCK=infinity; docker: --ulimit memlock=-1")
-    return Finding(status="warn", actual=f"{lim.memlock_soft // 1024} KiB with {lim.rdma_devices} RDMA devices",
-                   expected="unlimited", fix=tune_fix("memlock", fix))
-
