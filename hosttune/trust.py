@@ -163,6 +163,10 @@ def fix_for(why: str, real: str, owners: Optional[FrozenSet[int]] = None) -> str
                 f"owned by root that only root can write")
     if os.path.isfile(real) and _foreign_ancestor(real, owners):
         return move
+    if os.path.isdir(real) and _foreign_ancestor(real, owners):
+        # The same for a directory: whoever owns a directory above it can rename it and put another in its place.
+        return (f"use a directory only root can write instead of {real} (another user owns a directory above it "
+                f"and can put another one in its place)")
     if " writable by " in why and not why.startswith("its directory ") and _is_shared_tmp(real):
         return f"use a directory only root can write, not {real} (everybody may create entries there)"
     if why.startswith("its directory "):

@@ -81,3 +81,13 @@ def test_code_valued_names_are_refused_whatever_the_value(name: str) -> None:
     """A plan's env (the shim's checked_env) is not validated by the profile table: names there are checked too."""
     with pytest.raises(trust.Untrusted, match=f"refusing env {re.escape(name)} while running as root"):
         trust.check_env_value(name, "4", "the launcher's plan")
+
+
+def test_a_directory_below_another_users_directory_is_never_fixed_with_chown(other_user: OtherUser) -> None:
+    """Was: "fix: chown root: /home/them/tmp && chmod go-w ..." for a TMPDIR in their directory: they own the
+    directory above it and can swap it again, so the only fix is another directory."""
+    d = other_user.home / "tmp"
+    assert other_user.run(["mkdir", "-m", "755", str(d)]).returncode == 0
+    msg = str(pytest.raises(trust.Untrusted, trust.check_path, d, "env TMPDIR entry", kind="dir").value)
+    assert "owned by nobody" in msg and "chown" not in msg and "chmod" not in msg, msg
+    assert "fix: use a directory only root can write instead of" in msg, msg
