@@ -454,6 +454,23 @@ class _Tee:
         return getattr(self._stream, name)
 
 
+class _Recorded:
+    """os.stat (lstat, access, readlink) while recording: tells the recorder, then calls the real one. An object, not
+    a function: a class that takes `os.stat` as an attribute while we are installed (Python 3.9's
+    pathlib._NormalAccessor: `stat = os.stat`) must get a callable that does not bind like a method, as the
+    builtin does not."""
+
+    __slots__ = ("__wrapped__", "_recorder")
+
+    def __init__(self, fn: Any, recorder: Recorder) -> None:
+        self.__wrapped__, self._recorder = fn, recorder
+
+    def __call__(self, path: Any, *args: Any, **kwargs: Any) -> Any:
+        if self._recorder.active:
+            self._recorder.saw(path, kwargs.get("dir_fd"))
+        return self.__wrapped__(path, *args, **kwargs)
+
+
 class Recorder:
     """What the full path of one `hosttune exec` reads and does, from `start` to its exec."""
 
@@ -494,13 +511,7 @@ class Recorder:
         return rec
 
     def _wrap(self, fn: Any) -> Any:
-        def recorded(path: Any, *args: Any, **kwargs: Any) -> Any:
-            if self.active:
-                self.saw(path, kwargs.get("dir_fd"))
-            return fn(path, *args, **kwargs)
-
-        recorded.__wrapped__ = fn  # type: ignore[attr-defined]
-        return recorded
+        return _Recorded(fn, self)
 
     def stop(self) -> None:
         if not self.active:

@@ -388,3 +388,21 @@ def test_what_the_recorder_keys_and_what_it_refuses() -> None:
         rec = execcache.Recorder(["--", "true"], "/nonexistent/entry", b"d" * 32)
         rec.saw(path)
         assert rec.spoiled is not None and "load" in rec.spoiled, path
+
+
+def test_the_recorders_stat_is_a_plain_callable_like_the_builtin(tmp_path: Path) -> None:
+    """Python 3.9's pathlib keeps `stat = os.stat` as a class attribute (_NormalAccessor): imported while the
+    recorder is installed, it took the wrapper, which bound like a method (every Path.stat a TypeError: exec
+    failed on each cache miss under 3.9). Whatever the interpreter, a class attribute must call through."""
+    rec = execcache.Recorder(["--", "true"], "/nonexistent/entry", b"d" * 32)
+
+    class Accessor:
+        stat = rec._wrap(os.stat)
+        lstat = rec._wrap(os.lstat)
+
+    f = tmp_path / "f"
+    f.write_text("x")
+    assert Accessor().stat(str(f)).st_size == 1 and Accessor().lstat(f).st_size == 1
+    assert rec.paths == {str(f)}
+    rec.active = False
+    assert Accessor().stat(str(tmp_path)).st_ino == tmp_path.stat().st_ino and rec.paths == {str(f)}

@@ -1,0 +1,37 @@
+"""tests/conftest.py's autouse environment: every test has hosttune directories of its own (issue 21: no test reads
+or writes the host's /etc/hosttune, /run/hosttune, /var/lib/hosttune, /var/log/hosttune or the user's cache; two test
+runs at once on one machine, or a real hosttune in use there, never meet)."""
+
+import os
+import stat
+from pathlib import Path
+
+from hosttune import execcache, trust
+from hosttune.launch import handoff
+from hosttune.policy import dirs, names
+
+
+def test_hosttunes_directories_are_the_tests_own(tmp_path: Path) -> None:
+    for d in (dirs.runtime_dir(), dirs.state_dir(), dirs.log_dir(), dirs.etc_dir(), dirs.user_cache_dir()):
+        assert d is not None and tmp_path in Path(d).parents, d
+    assert {os.environ[n] for n in (names.RUNTIME_DIR, names.STATE_DIR, names.LOG_DIR, names.ETC_DIR)} == {
+        dirs.runtime_dir(), dirs.state_dir(), dirs.log_dir(), dirs.etc_dir()}
+    assert tmp_path in Path(execcache.cache_dir() or "/").parents
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if os.geteuid() == 0:
+        assert xdg is None  # root's handoffs go to its runtime directory, as under sudo
+    else:
+        assert xdg is not None and tmp_path in Path(xdg).parents
+        st = os.stat(xdg)
+        assert st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == 0o700
+
+
+def test_the_per_test_directories_pass_the_trust_rule(tmp_path: Path) -> None:
+    """As root the runtime directory is used only when it and every directory above it pass the rule: pytest's
+    tmp_path (0700, under a sticky /tmp) does, so the tests exercise the real path, not a fallback."""
+    _, why = trust.problem(tmp_path, kind="dir")
+    assert why is None, why
+    path = Path(handoff.write_shared({"version": handoff.VERSION, "plans": {}}))
+    base = Path(execcache.cache_dir() or "").parent if os.geteuid() == 0 else Path(os.environ["XDG_RUNTIME_DIR"])
+    assert path.parent.parent == base
+    assert trust.problem(path, kind="file")[1] is None
