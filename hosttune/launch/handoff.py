@@ -29,7 +29,8 @@ here:
   directories never outnumber the distinct plans. Such a predictable name goes only into a directory that is the
   caller's alone ($XDG_RUNTIME_DIR, root's runtime directory, else the user's cache directory,
   `policy.dirs.user_cache_dir()`), never into a shared one like /tmp, where another user could take the name
-  first. They live until the base is cleaned (/run and $XDG_RUNTIME_DIR at reboot or logout).
+  first. They live until the base is cleaned (/run and $XDG_RUNTIME_DIR at reboot or logout; a user's cache
+  directory keeps them, one per distinct plan).
 
 The reader imports neither plan.py nor the profile: see `rank_plan`.
 """
