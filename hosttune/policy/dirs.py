@@ -5,8 +5,13 @@ machine, a container that mounts them somewhere else) by its `HOSTTUNE_*_DIR` va
 directory is, the module that uses it still applies the trust rule (`hosttune.trust`) before acting on it, because
 these variables survive `su`/`sudo -E` like every other.
 """
+from __future__ import annotations
+
 import os
-from typing import Mapping, Optional
+
+TYPE_CHECKING = False  # `typing` is not imported at run time: this module is on exec's cached replay path
+if TYPE_CHECKING:
+    from typing import Mapping, Optional
 
 from hosttune.policy import names
 
