@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 
+from hosttune.policy import names
+
 TYPE_CHECKING = False  # `typing` is not imported at run time: this module is on exec's cached replay path
 if TYPE_CHECKING:
     from typing import Mapping, Optional
-
-from hosttune.policy import names
 
 RUNTIME = "/run/hosttune"  # root's handoffs and exec cache (tmpfs, private to root)
 STATE = "/var/lib/hosttune"  # tune's saved originals, the monitor's textfile store
