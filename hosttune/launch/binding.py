@@ -2,7 +2,8 @@
 numactl prefix), and the CPUs/nodes a plan really gets inside what this process is allowed.
 
 Used by the launcher for plain/srun jobs and by every torchrun rank's shim, so it stays cheap to import: ctypes
-and shutil are imported only inside the functions that need them, and no dataclasses (a NamedTuple is enough).
+and the programs gateway are imported only inside the functions that need them, and no dataclasses (a NamedTuple
+is enough).
 A plan here is anything with `cpus`, `mems` and `mem_policy` (a RankPlan, or the shim's view of
 `RankPlan.to_dict()`).
 """
@@ -87,10 +88,22 @@ class Binding(NamedTuple):
     notes: Tuple[str, ...]
 
 
+def _numactl() -> Tuple[Optional[str], str]:
+    """(numactl's path, "") through the programs gateway (as root only a numactl root alone can change), else
+    (None, why not)."""
+    from hosttune import programs
+    from hosttune.errors import UserError
+
+    try:
+        return programs.resolve("numactl", "numactl"), ""
+    except programs.NotFound:
+        return None, "numactl not found either"
+    except UserError as exc:  # trust.Untrusted, as root: one line, and the rank runs without the memory binding
+        return None, str(exc)
+
+
 def bind_self(plan: Any, libnuma_path: Optional[str] = None, numactl: Optional[str] = None) -> Binding:
     """Bind this process to the plan (CPUs, then memory); exec afterwards so every thread of the job inherits it."""
-    import shutil
-
     notes: List[str] = []
     allowed = os.sched_getaffinity(0)
     cpus: Tuple[int, ...] = ()
@@ -104,11 +117,11 @@ def bind_self(plan: Any, libnuma_path: Optional[str] = None, numactl: Optional[s
     if policy != "none":
         why = set_mempolicy(policy, nodes, libnuma_path)
         if why is not None:
-            tool = numactl or shutil.which("numactl")
+            tool, missing = (numactl, "") if numactl else _numactl()
             if tool:
                 flag = "--membind" if policy == "bind" else "--preferred"
                 prefix = (tool, f"{flag}={_cpulist(nodes) if policy == 'bind' else nodes[0]}")
             else:
-                notes.append(f"memory not bound ({why}; numactl not found either)")
+                notes.append(f"memory not bound ({why}; {missing})")
                 policy, nodes = "none", ()
     return Binding(cpus, policy, nodes, prefix, tuple(notes))

@@ -222,7 +222,7 @@ def _lookup_option(name: str) -> _Opt:
 
 def _shebang_python(path: str, environ: Mapping[str, str]) -> Optional[str]:
     """The interpreter a script's `#!` line names, when it is a Python (else None: a shell wrapper, a pyenv shim)."""
-    import shutil
+    from hosttune import programs
 
     try:
         with open(path, "rb") as fh:
@@ -237,21 +237,22 @@ def _shebang_python(path: str, environ: Mapping[str, str]) -> Optional[str]:
     if os.path.basename(words[0]) == "env":
         rest = [w for w in words[1:] if not w.startswith("-")]
         if rest and is_python(rest[0]):
-            return shutil.which(rest[0], path=environ.get("PATH")) or rest[0]
+            return programs.trusted_which(rest[0], environ.get("PATH"))[0] or rest[0]
         return None
     return words[0] if is_python(words[0]) else None
 
 
 def torchrun_python(t: TorchrunArgv, environ: Mapping[str, str]) -> str:
     """The interpreter torchrun runs a `script.py` with: $PYTHON_EXEC, else torchrun's own sys.executable."""
-    import shutil
+    from hosttune import programs
 
     if environ.get("PYTHON_EXEC"):
         return environ["PYTHON_EXEC"]
     path = environ.get("PATH")
+    # looked up as the gateway looks programs up (as root only on PATH directories that pass the trust rule)
     if t.launcher_python is not None:
-        return shutil.which(t.launcher_python, path=path) or t.launcher_python
-    exe = t.launcher[0] if os.sep in t.launcher[0] else shutil.which(t.launcher[0], path=path)
+        return programs.trusted_which(t.launcher_python, path)[0] or t.launcher_python
+    exe = t.launcher[0] if os.sep in t.launcher[0] else programs.trusted_which(t.launcher[0], path)[0]
     found = _shebang_python(exe, environ) if exe else None
     return found or TORCHRUN_PYTHON
 

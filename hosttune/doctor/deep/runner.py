@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
+from hosttune import programs
 from hosttune.term import printable, redraw
 
 OUTPUT_LIMIT = 4 << 20  # the probe prints a few KiB; a runaway child's output is cut here
@@ -160,8 +161,11 @@ def run_job(name: str, argv: Sequence[str], *, env: Dict[str, str], timeout: flo
     doing: Tuple[Optional[str], float] = (None, start)  # the open measurement and since when
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            proc = subprocess.Popen(list(argv), stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd="/", env=env,
-                                    start_new_session=True)
+            # the gateway: argv[0] resolved (and, as root, trust-checked: Untrusted is a one-line error) before it runs
+            proc = programs.popen(argv, "cannot run", env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                  cwd="/", start_new_session=True)
+        except programs.NotFound as exc:
+            return JobResult(name=name, start_error=str(exc))
         except OSError as exc:
             return JobResult(name=name, start_error=f"cannot run {argv[0]}: {exc.strerror or exc}")
         timed_out = False
