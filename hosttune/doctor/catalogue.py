@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
+from hosttune.detect.storage import data_path_problem
 from hosttune.doctor.checks import cpu, gpu, nvidia, storage, tools, topology
 from hosttune.doctor.checks import hosttune as hosttune_checks
 from hosttune.doctor.checks import os as os_checks
@@ -15,6 +16,7 @@ from hosttune.doctor.context import DATA, GPU, NVML, Context, live, local_profil
 from hosttune.doctor.deep import DEEP_CHECKS, DeepOptions, DeepRun
 from hosttune.doctor.model import GROUPS, Check, Finding, Report, Result
 from hosttune.errors import UserError
+from hosttune.term import printable
 
 NVIDIA_HEALTH = (GPU, NVML)  # per-GPU state only NVML reports
 SKIPPED = "not run (--skip)"
@@ -139,7 +141,10 @@ def diagnose(root: Optional[str] = None, python: Optional[str] = None, data: Seq
                         + f" (groups: {', '.join(GROUPS)})")
     for path in data:
         if not os.path.exists(path):
-            raise UserError(f"--data: {path}: no such file or directory")
+            raise UserError(f"--data: {printable(path)}: no such file or directory")
+        why = data_path_problem(path)  # a device, FIFO, socket or /proc, /sys file: bad usage, never measured
+        if why is not None:
+            raise UserError(f"--data: {printable(path)} {why}")
     if root is not None and not os.path.isdir(root):
         raise UserError(f"--root: {root}: not a directory")
     if deep is not None and root is not None and os.path.realpath(root) != "/":
