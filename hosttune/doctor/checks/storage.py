@@ -1,36 +1,14 @@
-"""Checks of memory and storage for training: /dev/shm, where --data lives, free space for checkpoints."""
+"""Checks of storage for training: where --data lives, free space for checkpoints (/dev/shm's size is
+doctor/checks/tunables.py's check_shm)."""
 
 import os
 from typing import Any, Optional
 
 from hosttune.detect.storage import data_path_problem
 from hosttune.doctor.context import Context
-from hosttune.doctor.fixes import tune_fix
 from hosttune.doctor.model import STATUSES, Finding
 
 GiB = 1024  # MiB
-
-
-def check_shm(ctx: Context) -> Finding:
-    """/dev/shm is big enough for DataLoader workers: fail below 256 MiB, warn below 1 GiB.
-
-    DataLoader workers hand every batch to the trainer through shared memory in /dev/shm. Docker's default is
-    64 MB: the first large batch dies with "Bus error" / "DataLoader worker ... killed ... insufficient shared
-    memory (shm)". One batch of 256 ImageNet images in fp32 is 154 MB, and workers keep prefetch_factor batches
-    each in flight, so 1 GiB is a floor, not a target.
-    """
-    shm = ctx.facts.memory.shm_mb
-    if shm is None:
-        return Finding(status="skip", actual="/dev/shm size not readable", expected=">= 1024 MiB")
-    fix = ("docker run --shm-size=16g ... (or --ipc=host); Kubernetes: an emptyDir with medium: Memory on /dev/shm\n"
-           "host: mount -o remount,size=50% /dev/shm && echo 'tmpfs /dev/shm tmpfs defaults,size=50% 0 0' "
-           ">> /etc/fstab")
-    fix = tune_fix("shm", fix)  # on the host itself; the container lines stay for containers
-    if shm < 256:
-        return Finding(status="fail", actual=f"{shm} MiB", expected=">= 1024 MiB", fix=fix)
-    if shm < GiB:
-        return Finding(status="warn", actual=f"{shm} MiB", expected=">= 1024 MiB", fix=fix)
-    return Finding(status="pass", actual=f"{shm} MiB", expected=">= 1024 MiB")
 
 
 def _mount_for(ctx: Context, path: str) -> Optional[Any]:
