@@ -878,10 +878,13 @@ def test_doctor_runs_lspci_from_the_root_directory(monkeypatch: pytest.MonkeyPat
         seen.update(kw, argv=argv)
         return subprocess.CompletedProcess(argv, 0, "", "")
 
+    from hosttune import programs
     from hosttune.detect import _io
 
+    # lspci need not be installed: found, and resolved by the program gateway, as /usr/bin/lspci
     monkeypatch.setattr(_io.HostIO, "which", lambda self, name, extra_dirs=(): "/usr/bin/lspci")
-    monkeypatch.setattr(_io.subprocess, "run", fake_run)
+    monkeypatch.setattr(programs, "_resolve_first", lambda argv, what, env, check_trust: "/usr/bin/lspci")
+    monkeypatch.setattr(programs.subprocess, "run", fake_run)
     assert doctor.Live().lspci_vvv() == ""
     assert seen["cwd"] == "/" and seen["argv"] == ["/usr/bin/lspci", "-vvv"] and "shell" not in seen
 
