@@ -389,6 +389,11 @@ def _replay(entry: Tuple[Any, ...], path: str) -> bool:
 
     default_handlers_for_exec()
     try:
+        # Not programs.execve: hosttune/programs.py imports subprocess and typing (~20 ms with `python3 -X
+        # importtime`, more than the rest of a hit). `exe` is exactly the path the program gateway resolved when the
+        # entry was recorded (launch/supervise.py: programs.resolve, then programs.execve with exe=; the recorder
+        # keeps only an absolute path), and the stat of it, of every link on the way and of every directory above
+        # it are unchanged (`_stale`), so the gateway's lookup and trust decision still hold.
         os.execve(exe, list(argv), env)
     except OSError:
         return False
@@ -579,6 +584,11 @@ class Recorder:
         import time
 
         exe = os.fsdecode(exe)
+        if not exe.startswith("/"):
+            # The full path execs what the program gateway resolved (programs.resolve: always absolute); anything
+            # else did not come through it, and the replay (which execs `exe` as recorded) must never run it.
+            explain(f"not recorded: the exec of {exe!r} is not a path the program gateway resolved")
+            return None
         argv = tuple(os.fsdecode(a) for a in argv)
         env = {os.fsdecode(k): os.fsdecode(v) for k, v in dict(env).items()}
         marker = LAUNCH_ID in env and LAUNCH_ID not in self.environ
@@ -601,7 +611,7 @@ class Recorder:
             if d.startswith("/"):
                 paths.add(os.path.normpath(d))  # a program installed or removed (numactl, tools the detector runs)
                 listed.add(os.path.normpath(d))
-        paths.add(exe if exe.startswith("/") else os.path.join(os.getcwd(), exe))
+        paths.add(exe)  # the program, its links and every directory above it: owners and modes, as resolve saw them
         cache_root = os.path.dirname(self.path) + "/"
         deps: Dict[str, bool] = {}  # path -> its entries matter (listed, or the parent of a missing path)
         for p in paths:

@@ -17,7 +17,9 @@ name is used. `python3 -X importtime` on the bootstrap path (shim_argv, a handof
 of 21): `import hosttune.shim` 17.2 ms / 27 modules before the launch/ package (launch.py + dataclasses), 5.7 ms /
 16 modules after. The handed plan is read as `RankPlan.to_dict()` without RankPlan.from_dict, because importing
 plan.py (facts, profile, YAML) would add about 60 ms to every rank; only an elastic world size or a missing
-handoff plans here, and pays for it.
+handoff plans here, and pays for it. The rank is started through the program gateway (hosttune/programs.py, imported
+right before the exec), which imports subprocess at module level: +30 ms median of 11 on a busy 2-core CI box
+(`-X importtime`, cumulative `hosttune.programs`, beside 43 ms for `hosttune.shim`), until programs.py defers it.
 """
 
 import os
@@ -92,10 +94,16 @@ def resolve_plan(
 def parent_python() -> Optional[str]:
     """The interpreter torchrun runs on: $PYTHON_EXEC (torchrun's own override), else argv[0] of our parent (the
     kernel puts the `#!` interpreter there), else its executable. None when the parent is not a Python at all (a
-    shell ran the shim): the rank command must never be handed to bash or sh."""
-    import shutil
+    shell ran the shim): the rank command must never be handed to bash or sh.
+
+    Through the program gateway (hosttune/programs.py): as root $PYTHON_EXEC, which `su`/`sudo -E` keep, must be
+    root's alone (`programs.resolve`, Untrusted otherwise) and a bare argv[0] is looked up on PATH's trusted
+    directories only (`programs.trusted_which`). As an ordinary user both are what they were (PATH as is)."""
+    from hosttune import programs
 
     if os.environ.get("PYTHON_EXEC"):
+        if trust.is_root():
+            return programs.resolve(os.environ["PYTHON_EXEC"], "$PYTHON_EXEC")
         return os.environ["PYTHON_EXEC"]
     ppid = os.getppid()
     try:
@@ -106,7 +114,7 @@ def parent_python() -> Optional[str]:
     if argv0 and handoff.is_python(argv0):
         if os.path.isabs(argv0) and os.access(argv0, os.X_OK):
             return argv0
-        found = shutil.which(argv0)
+        found = programs.trusted_which(argv0)[0]
         if found:
             return found
     try:
@@ -145,7 +153,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     env[names.LOCAL_WORLD_SIZE] = str(world)
     env.pop(names.HANDOFF, None)  # the rank's own children have no use for it
     if args[0] == handoff.TORCHRUN_PYTHON:
-        found = parent_python()
+        try:
+            found = parent_python()
+        except UserError as exc:
+            _say(f"error: {exc}; rank {local_rank} not started")
+            return 2
         if found is None:
             _say("cannot tell which python torchrun runs on (the shim's parent is not a Python interpreter); "
                  "set PYTHON_EXEC to the interpreter for the training script")
@@ -157,12 +169,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             _say(f"rank {local_rank}: {note}")
         if binding.prefix:
             args = [*binding.prefix, "--", *args]
+    from hosttune import programs  # the gateway; imported here, after the plan (see the import cost above)
+
     default_handlers_for_exec()  # a signal caught just now is acted on, not lost in the exec
     try:
-        os.execvpe(args[0], args, env)
-    except FileNotFoundError:
-        _say(f"{args[0]}: command not found")
-        return 127
+        # A bare name is looked up on env's PATH (as os.execvpe did), as root on its trusted directories only; the
+        # resolved path runs. Not trust-checked beyond that: the rank command is root's own command line (`exec --
+        # torchrun --no-python CMD`: sudo's semantics, as launch/supervise.py resolves it with check=False).
+        programs.execve(args, env, "rank command", check_trust=False)
+    except programs.NotFound as exc:
+        _say(str(exc))
+        return 126 if os.sep in args[0] and os.path.lexists(args[0]) else 127  # as a shell: found but not runnable
     except OSError as exc:
         _say(f"{args[0]}: {exc.strerror}")
         return 126

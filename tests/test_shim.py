@@ -1,0 +1,101 @@
+"""hosttune/shim.py starts the rank through the program gateway (hosttune/programs.py): what it runs, as root and
+as an ordinary user, and the exit statuses of a rank command that cannot run."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, Iterator
+
+import pytest
+
+from hosttune import launch
+from hosttune.launch import handoff
+
+PY = sys.executable
+IS_ROOT = os.geteuid() == 0
+
+
+@pytest.fixture
+def handed() -> Iterator[str]:
+    job = launch.prepare(["torchrun", "--nproc_per_node=1", "t.py"])
+    path = handoff.write(launch.handoff_payload(job, "m"))
+    try:
+        yield path
+    finally:
+        handoff.remove(path)
+
+
+def _shim(env: Dict[str, str], *cmd: str, cwd: Any = None) -> "subprocess.CompletedProcess[str]":
+    full = dict(os.environ, LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
+    full.update(env)
+    return subprocess.run([*launch.shim_argv(PY), *cmd], env=full, capture_output=True, text=True, timeout=120,
+                          cwd=cwd)
+
+
+def _touching_script(other_user: Any, rel: str, ran: Path) -> Path:
+    return other_user.write(rel, f"#!/bin/sh\ntouch {ran}\n", mode=0o755)
+
+
+def test_as_root_a_bare_rank_command_is_never_taken_from_another_users_path_dir(
+        other_user: Any, handed: str, tmp_path: Path) -> None:
+    ran = tmp_path / "ran"
+    script = _touching_script(other_user, "bin/hosttune-test-rank-cmd", ran)
+    path = f"{script.parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}"
+    r = _shim({"HOSTTUNE_HANDOFF": handed, "PATH": path}, script.name)
+    assert r.returncode == 127, r.stderr
+    assert "command not found" in r.stderr and "Traceback" not in r.stderr
+    assert not ran.exists()
+
+
+def test_as_root_python_exec_naming_another_users_file_is_refused(other_user: Any, handed: str,
+                                                                  tmp_path: Path) -> None:
+    ran = tmp_path / "ran"
+    script = _touching_script(other_user, "bin/python3", ran)
+    r = _shim({"HOSTTUNE_HANDOFF": handed, "PYTHON_EXEC": str(script)}, launch.TORCHRUN_PYTHON, "-c", "pass")
+    assert r.returncode == 2, r.stderr
+    assert "$PYTHON_EXEC" in r.stderr and "not started" in r.stderr and "Traceback" not in r.stderr
+    assert not ran.exists()
+
+
+def test_python_exec_that_root_owns_runs_the_rank(handed: str) -> None:
+    r = _shim({"HOSTTUNE_HANDOFF": handed, "PYTHON_EXEC": PY}, launch.TORCHRUN_PYTHON, "-c",
+              "import sys; print(sys.argv[0])")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "-c"
+
+
+def test_a_rank_command_that_cannot_run_exits_as_a_shell_would(handed: str, tmp_path: Path) -> None:
+    plain = tmp_path / "not-executable"
+    plain.write_text("#!/bin/sh\nexit 0\n")
+    os.chmod(plain, 0o644)
+    for cmd, status in ((str(plain), 126), (str(tmp_path), 126), (str(tmp_path / "missing"), 127),
+                        ("hosttune-no-such-program-xyz", 127)):
+        r = _shim({"HOSTTUNE_HANDOFF": handed}, cmd)
+        assert r.returncode == status, (cmd, r.stderr)
+        assert cmd in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_bare_rank_command_is_found_on_the_rank_environments_path(handed: str, tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    out = tmp_path / "out"
+    (bindir / "hosttune-test-rank-cmd").write_text(f"#!/bin/sh\necho \"$0\" > {out}\n")
+    os.chmod(bindir / "hosttune-test-rank-cmd", 0o755)
+    path = f"{bindir}{os.pathsep}{os.environ.get('PATH', os.defpath)}"
+    r = _shim({"HOSTTUNE_HANDOFF": handed, "PATH": path}, "hosttune-test-rank-cmd")
+    assert r.returncode == 0, r.stderr
+    assert out.read_text().strip() == str(bindir / "hosttune-test-rank-cmd")
+
+
+def test_an_ordinary_user_runs_a_rank_command_from_their_own_path_dir(other_user: Any) -> None:
+    out = other_user.home / "out"
+    script = other_user.write("bin/hosttune-test-rank-cmd", f"#!/bin/sh\ntouch {out}\n", mode=0o755)
+    repo = str(Path(__file__).resolve().parents[1])
+    env = {"PATH": f"{script.parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}", "PYTHONPATH": repo,
+           "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "HOME": str(other_user.home),
+           "XDG_CACHE_HOME": str(other_user.home / ".cache")}
+    env = {k: v for k, v in dict(os.environ, **env).items() if not k.startswith("HOSTTUNE_")}
+    r = other_user.run([*launch.shim_argv(PY), script.name], env=env, cwd=str(other_user.home), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert out.exists()
