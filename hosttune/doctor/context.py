@@ -14,7 +14,6 @@ from hosttune import nvml as nvmlmod
 from hosttune.detect._io import HostIO
 from hosttune.doctor.model import Need
 from hosttune.facts import Facts, Gpu
-from hosttune.policy import cpu as cpu_policy
 
 if TYPE_CHECKING:
     from hosttune.profile import Active, Profile
@@ -133,11 +132,6 @@ def version_tuple(text: Optional[str]) -> Tuple[int, ...]:
 
 def gpu_label(g: Gpu) -> str:
     return f"GPU{g.index} ({g.pci_bus_id or '?'})"
-
-
-def effective_cpus(ctx: Context) -> Optional[int]:
-    """CPUs this process may really use (policy.cpu.thread_budget: the cpuset capped by the quota, rounded down)."""
-    return cpu_policy.thread_budget(ctx.facts.cpu)
 
 
 def missing(ctx: Context, prefix: str) -> Optional[str]:
