@@ -24,11 +24,13 @@ on as written, as a shell would). The detector's
 import os
 import shutil
 import stat
-import subprocess
-from typing import Any, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple
 
 from hosttune import trust
 from hosttune.errors import UserError
+
+if TYPE_CHECKING:
+    import subprocess  # imported where a program is run: the shim and the cache's replay only exec
 
 # Searched (as root, when they pass the trust rule) when a program is not on a trusted PATH directory.
 SYSTEM_BIN = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
@@ -125,6 +127,8 @@ def run(argv: Sequence[str], what: str, *, env: Optional[Mapping[str, str]] = No
     resolved path is what runs (`executable=`), argv[0] is passed on as written. Raises as `resolve`, then as
     subprocess.run."""
     exe = _resolve_first(argv, what, env, check_trust)
+    import subprocess
+
     return subprocess.run(list(argv), executable=exe, env=None if env is None else dict(env), **kwargs)
 
 
@@ -132,6 +136,8 @@ def popen(argv: Sequence[str], what: str, *, env: Optional[Mapping[str, str]] = 
           **kwargs: Any) -> "subprocess.Popen[Any]":
     """subprocess.Popen of argv with argv[0] resolved (see `run`)."""
     exe = _resolve_first(argv, what, env, check_trust)
+    import subprocess
+
     return subprocess.Popen(list(argv), executable=exe, env=None if env is None else dict(env), **kwargs)
 
 
