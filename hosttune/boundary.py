@@ -56,7 +56,7 @@ ROWS: Tuple[Row, ...] = (
         _PROFILE_TEST),
     Row("HOSTTUNE_ETC_DIR", ENV, "hosttune/policy/dirs.py::etc_dir, then profile/load.py (trust.check_path)",
         _PROFILE_RULE, _PROFILE_TEST),
-    Row("HOSTTUNE_RUNTIME_DIR", ENV, "hosttune/launch/handoff.py::_runtime_base, hosttune/execcache.py "
+    Row("HOSTTUNE_RUNTIME_DIR", ENV, "hosttune/launch/handoff.py::_runtime_base, hosttune/execcache/store.py "
         "(trust.problem + trust.private_dir)",
         "as root used only when its parent passes the trust rule and it is root's own 0700 directory; nothing is "
         "created under another user's directory, and handoffs then go to a fresh private directory elsewhere",
@@ -74,7 +74,7 @@ ROWS: Tuple[Row, ...] = (
     Row("HOSTTUNE_STOP_GRACE", ENV, "hosttune/launch/supervise.py::_grace",
         "a number of seconds, else one line exit 2",
         "tests/test_boundary.py::test_job_variables_with_hostile_values_are_one_line_or_ignored"),
-    Row("HOSTTUNE_EXEC_CACHE", ENV, "hosttune/execcache.py",
+    Row("HOSTTUNE_EXEC_CACHE", ENV, "hosttune/execcache/ (store.py::cache_dir, replay.py)",
         "a switch (0 / explain); the cache itself is read only from the caller's private directory",
         "tests/test_exec_speed.py::test_a_users_cache_that_others_could_write_is_ignored"),
     Row("HOSTTUNE_HANDOFF", ENV, "hosttune/launch/handoff.py::check",
@@ -112,7 +112,7 @@ ROWS: Tuple[Row, ...] = (
     Row("XDG_RUNTIME_DIR", ENV, "hosttune/launch/handoff.py::_bases (trust.problem)",
         "as root used only when root alone can write it (after `su` it is the user's)",
         "tests/test_rootsafe_exec.py::test_handoff_never_goes_into_another_users_runtime_dir"),
-    Row("XDG_CACHE_HOME", ENV, "hosttune/execcache.py (trust rule on the cache directory and entry)",
+    Row("XDG_CACHE_HOME", ENV, "hosttune/execcache/store.py::cache_dir (trust rule on the cache directory and entry)",
         "a cache another user could write is ignored, never trusted",
         "tests/test_exec_speed.py::test_a_users_cache_that_others_could_write_is_ignored"),
     Row("PATH", ENV, "hosttune/programs.py::trusted_path_dirs",
@@ -124,6 +124,9 @@ ROWS: Tuple[Row, ...] = (
     Row("RUNTIME_DIRECTORY", ENV, "hosttune/monitor/daemon.py (the monitor's own runtime directory)",
         "systemd's value for the monitor unit; never root's /run/hosttune, a relative value falls back",
         "tests/test_monitor_tune.py::test_the_monitors_runtime_dir_comes_from_systemd_and_is_never_roots"),
+    Row("PYTHON_EXEC", ENV, "hosttune/programs.py::resolve (from shim.py::parent_python)",
+        "torchrun's interpreter override, kept by su/sudo -E: as root it must be root's alone or the rank is not "
+        "started", "tests/test_shim.py::test_as_root_python_exec_naming_another_users_file_is_refused"),
     # ---- options that name a path or a program ----------------------------------------------------------------
     Row("doctor --python", OPTION, "hosttune/programs.py::resolve (commands/doctor.py, before anything runs)",
         "as root the interpreter must be root's alone (one line, exit 2, before it runs); a bare name is looked up "
@@ -230,7 +233,7 @@ ROWS: Tuple[Row, ...] = (
     Row("the handoff file", FILE, "hosttune/launch/handoff.py::check",
         "the caller's own private file in a private directory, opened without following links",
         "tests/test_rootsafe_exec.py::test_shim_refuses_a_handoff_another_user_could_have_written"),
-    Row("the exec start-up cache", FILE, "hosttune/execcache.py",
+    Row("the exec start-up cache", FILE, "hosttune/execcache/store.py::load",
         "only the caller's private single-link file in a private directory; anything else ignored",
         "tests/test_exec_speed.py::test_load_trusts_only_the_callers_private_file"),
     Row("tune state file", FILE, "hosttune/tune/core.py, tune/model.py",
@@ -250,6 +253,10 @@ ROWS: Tuple[Row, ...] = (
     Row("a plan's env at rank start (shim, hook)", VALUE, "hosttune/shim.py::checked_env",
         "every variable the plan sets is checked again right before exec",
         "tests/test_rootsafe_exec.py::test_shim_as_root_refuses_a_plan_env_pointing_at_another_users_files"),
+    Row("the rank command the shim starts (torchrun's argv)", VALUE, "hosttune/programs.py::execve (from shim.py)",
+        "a bare name is looked up on the rank environment's PATH, as root on its trusted directories only; a "
+        "command that cannot run exits 126/127 as a shell would",
+        "tests/test_shim.py::test_as_root_a_bare_rank_command_is_never_taken_from_another_users_path_dir"),
     Row("a profile's tune: values", VALUE, "hosttune/profile/settings.py (a strict pattern per tune setting)",
         "each text value matches its setting's pattern; the file writers refuse newlines too",
         "tests/test_profile_settings.py::test_the_memlock_newline_never_reaches_limits_d"),
@@ -270,9 +277,6 @@ ROWS: Tuple[Row, ...] = (
     Row("hosttune/programs.py::execve", CALL, "hosttune/programs.py (the gateway itself: os.execve)",
         "argv[0] resolved and checked as for run (train's interpreter, every rank)",
         "tests/test_programs.py::test_train_never_runs_another_users_interpreter_as_root"),
-    Row("hosttune/doctor/deep/runner.py::run_job", CALL, "doctor --deep's probe runner",
-        "a probe of hosttune's own under the checked interpreter, cwd /, its own session, time-limited",
-        "tests/test_doctor_deep.py::test_cli_deep_refuses_root_and_explains"),
     Row("hosttune/engine/checkpoint.py::_read", CALL, "torch.load(weights_only=True)",
         "no pickled objects are needed; a planted pickle never runs",
         "tests/test_rootsafe_engine.py::test_a_planted_pickle_is_not_executed_and_the_resume_falls_back"),
@@ -289,16 +293,14 @@ ROWS: Tuple[Row, ...] = (
     Row("hosttune/engine/export.py::check_program", CALL, "torch.export.load of the model.pt2 just written",
         "reads back the file the atomic writer just published to compare it with the checkpoint's model",
         "tests/test_engine_export.py::test_a_tampered_export_fails_the_comparison"),
-    Row("hosttune/execcache.py::load", CALL, "marshal.loads of a cache entry",
+    Row("hosttune/execcache/store.py::load", CALL, "marshal.loads of a cache entry",
         "only the caller's own private single-link regular file; the entry must have the exact shape of plain "
         "values the recorder writes (a code object is refused)",
         "tests/test_exec_speed.py::test_load_trusts_only_the_callers_private_file"),
-    Row("hosttune/execcache.py::_replay", CALL, "os.execve of a recorded, re-checked argv",
-        "replayed only from the caller's private cache when every input is unchanged",
-        "tests/test_exec_speed.py::test_load_trusts_only_the_callers_private_file"),
-    Row("hosttune/shim.py::main", CALL, "os.execvpe of the rank's command after checked_env",
-        "the plan's environment checked again (checked_env) right before exec",
-        "tests/test_rootsafe_exec.py::test_shim_as_root_refuses_a_plan_env_pointing_at_another_users_files"),
+    Row("hosttune/execcache/replay.py::_replay", CALL, "os.execve of the path programs.resolve gave at record time",
+        "replayed only from the caller's private cache when every input (the program, each link and directory on "
+        "the way) is unchanged; the recorder keeps only an absolute path the gateway resolved",
+        "tests/test_execcache.py::test_a_replay_execs_the_path_the_gateway_resolved_without_importing_it"),
 )
 
 BY_INPUT: Dict[str, Row] = {r.input: r for r in ROWS}
