@@ -27,7 +27,6 @@ FUNCTION_LIMIT = 60
 # "hosttune/x.py" -> its line count when listed; may only come down, and goes when it is at or under the limit
 MODULE_CEILINGS: Dict[str, int] = {
     "hosttune/engine/train.py": 1018,
-    "hosttune/execcache.py": 705,
 }
 
 # "hosttune/x.py::Class.function" -> its length (see function_length) when listed
