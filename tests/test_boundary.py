@@ -344,8 +344,17 @@ def test_job_variables_with_hostile_values_are_one_line_or_ignored(monkeypatch: 
         except UserError:
             continue
         assert allowed == mine or allowed <= set(range(16384)), raw
-    for raw in ("99999999999999999999", "x:pool", "-3", "", "\n2"):
-        hook.spawn_share({"touched": {}}, {"HOSTTUNE_SPAWN_PROCS": raw})
+    for raw in ("99999999999999999999", "9" * 5000, "x:pool", "-3", "", "\n2"):
+        threads, counted, _ = hook.spawn_share({"touched": {}}, {"HOSTTUNE_SPAWN_PROCS": raw})
+        assert threads >= 1 and counted < 10 ** 6, raw
+    threads, _, job = hook.spawn_share({"top_env": {"OMP_NUM_THREADS": "9" * 5000}, "touched": {}}, {})
+    assert job == len(os.sched_getaffinity(0)), job  # a 5000-digit thread count is no count (int() would raise)
+    for raw in ("inf", "nan", "-1", "86401", "1e9999"):  # inf/nan would never send the SIGKILL
+        monkeypatch.setenv("HOSTTUNE_STOP_GRACE", raw)
+        with pytest.raises(UserError, match=r"HOSTTUNE_STOP_GRACE=.* is not a number of seconds from 0"):
+            supervise._grace()
+    monkeypatch.setenv("HOSTTUNE_STOP_GRACE", "2.5")
+    assert supervise._grace() == 2.5
 
 
 def test_fake_nvml_is_read_by_no_module_of_hosttune() -> None:

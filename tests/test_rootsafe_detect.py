@@ -409,3 +409,13 @@ def test_another_users_python_named_by_option_is_refused_before_it_runs(command:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "--python" in lines[0] and "owned by nobody" in lines[0], done.stderr
     assert not marker.exists(), marker.read_text()
+
+
+def test_as_root_child_env_drops_every_code_valued_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The detector's programs get no variable whose value is code (the one rule, trust.is_code_env): bash's exported
+    functions and git's config injection included, which a caller's environment keeps through `sudo -E`."""
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    env, dropped = child_env({"PATH": "/usr/bin", "BASH_FUNC_ls%%": "() { touch /tmp/x; }", "GIT_CONFIG_KEY_0":
+                              "core.sshCommand", "PERL5OPT": "-Mx", "LD_AUDIT": "/tmp/a.so", "LANG": "C.UTF-8"})
+    assert {"BASH_FUNC_ls%%", "GIT_CONFIG_KEY_0", "PERL5OPT", "LD_AUDIT"} <= set(dropped), dropped
+    assert env.get("LANG") == "C.UTF-8" and not {"BASH_FUNC_ls%%", "GIT_CONFIG_KEY_0"} & set(env)

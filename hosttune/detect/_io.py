@@ -66,7 +66,7 @@ def child_env(environ: Mapping[str, str]) -> Tuple[Dict[str, str], List[str]]:
     for name in sorted(env):
         if name == "PATH":
             continue
-        if name in trust.CODE_ENV or (name.startswith("LD_") and name not in trust.PATH_LIST_ENV):
+        if trust.is_code_env(name):
             del env[name]
             dropped.append(name)
         elif name in trust.PATH_LIST_ENV:

@@ -251,13 +251,13 @@ def spawn_share(data: Mapping[str, Any], environ: Mapping[str, str]) -> Tuple[in
     job_threads = 0
     top = data.get("top_env") or {}
     raw = top.get("OMP_NUM_THREADS") or environ.get("OMP_NUM_THREADS") or ""
-    if raw.isdigit():
+    if raw.isdigit() and len(raw) <= 6:  # a longer digit string is no thread count (and int() of 5000 digits raises)
         job_threads = int(raw)
     if job_threads < 1:
         job_threads = len(os.sched_getaffinity(0))
     counted = 0
     hint = environ.get(names.SPAWN_PROCS, "").split(":", 1)[0]  # N (torch.multiprocessing.spawn) or N:pool
-    if hint.isdigit():
+    if hint.isdigit() and len(hint) <= 6:
         counted = int(hint)
     siblings = 0
     for pid in children(os.getppid()):

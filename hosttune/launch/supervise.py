@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from hosttune import programs
+from hosttune import programs, term
 from hosttune.errors import UserError
 from hosttune.launch import handoff, hook
 from hosttune.launch.binding import bind_self
@@ -28,6 +28,7 @@ from hosttune.policy import names
 from hosttune.sigexec import default_handlers_for_exec
 
 DEFAULT_GRACE_S = 40.0  # torchrun waits 30 s for its workers after SIGTERM before SIGKILL; give it that and more
+MAX_GRACE_S = 86400.0  # a day: longer is a typo, and inf/nan would never send the SIGKILL
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -42,10 +43,16 @@ def _which_or_fail(cmd: str, environ: Mapping[str, str]) -> str:
 
 def _grace() -> float:
     raw = os.environ.get(names.STOP_GRACE)
+    if not raw:
+        return DEFAULT_GRACE_S
     try:
-        return float(raw) if raw else DEFAULT_GRACE_S
+        grace = float(raw)
     except ValueError:
-        raise UserError(f"{names.STOP_GRACE}={raw!r} is not a number of seconds") from None
+        grace = -1.0
+    if not 0 <= grace <= MAX_GRACE_S:  # nan fails both comparisons; inf would never send the SIGKILL
+        raise UserError(f"{names.STOP_GRACE}={term.printable(raw[:40])} is not a number of seconds "
+                        f"from 0 to {MAX_GRACE_S:.0f}")
+    return grace
 
 
 def _say(msg: str) -> None:
