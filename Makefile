@@ -21,7 +21,7 @@ TEST_APT := $(RUNTIME_APT) hwloc libgoogle-perftools4 systemd procps util-linux 
 # installed: installing it would start a Prometheus server.
 PROMTOOL := build/promtool/usr/bin/promtool
 
-.PHONY: setup setup-demo demo test check lint typecheck pytest pytest-py39 bench
+.PHONY: setup setup-demo demo test check lint typecheck pytest pytest-py39 bench soak
 
 # apt-install what is missing (root on Debian/Ubuntu only; elsewhere install the same packages yourself).
 define apt_install
@@ -96,6 +96,12 @@ test: setup lint typecheck pytest-py39 pytest
 
 bench: setup
 	$(PYTHON) bench/run.py
+
+# A bench, not CI (issue 21): 50 finished 2-rank runs (hosttune train and plain torchrun, alternating) while busy loops
+# load the machine; aborts (a rank killed by a signal: the old SIGABRT at exit), hangs and failures as JSON.
+# `$(PYTHON) bench/soak.py --rev REV` measures the code of another commit the same way (the count before a fix).
+soak: setup
+	$(PYTHON) bench/soak.py --runs 50 --verbose
 
 # .deb/.rpm (issue 8): packaging/build.py -> dist/hosttune_<ver>_all.deb, dist/hosttune-<ver>-1.noarch.rpm;
 # package-test installs them into mmdebstrap roots (root only; caches roots in ~/.cache/hosttune-test).

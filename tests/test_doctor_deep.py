@@ -340,6 +340,7 @@ def cpu_run(facts: Facts, tmp_path_factory: pytest.TempPathFactory) -> Dict[str,
     return run_deep(facts, CPU_IDS, data=[str(data)])
 
 
+@pytest.mark.slow
 def test_cpu_measurements_run_for_real(cpu_run: Dict[str, Any], facts: Facts) -> None:
     for cid in CPU_IDS[:-1]:
         r = cpu_run[cid]
@@ -351,6 +352,7 @@ def test_cpu_measurements_run_for_real(cpu_run: Dict[str, Any], facts: Facts) ->
     assert "no GPU on this host" in t
 
 
+@pytest.mark.slow
 def test_cpu_matmul_and_membw_shape(cpu_run: Dict[str, Any]) -> None:
     m = cpu_run["cpu.deep_matmul"]
     assert "GFLOP/s fp32 (256x256 matmul" in m.actual and "% of peak" in m.actual
@@ -359,6 +361,7 @@ def test_cpu_matmul_and_membw_shape(cpu_run: Dict[str, Any]) -> None:
     assert b.actual.startswith("triad ") and "GB/s" in b.actual and "GB/s per thread" in b.expected
 
 
+@pytest.mark.slow
 def test_bf16_trap_on_this_cpu(cpu_run: Dict[str, Any], facts: Facts) -> None:
     r = cpu_run["cpu.deep_bf16"]
     assert "bf16 autocast" in r.actual and "vs fp32" in r.actual and "x0.8" in r.expected
@@ -366,6 +369,7 @@ def test_bf16_trap_on_this_cpu(cpu_run: Dict[str, Any], facts: Facts) -> None:
         assert r.status == "warn" and "no avx512_bf16/amx_bf16" in r.actual and "amp=off" in r.fix
 
 
+@pytest.mark.slow
 def test_gloo_allreduce_two_ranks(cpu_run: Dict[str, Any]) -> None:
     r = cpu_run["cpu.deep_allreduce"]
     assert r.status == "pass" and r.actual.startswith("2 ranks, 4 MiB: busbw ") and "correct sums" in r.expected
@@ -389,6 +393,7 @@ def test_read_without_o_direct_drops_the_cache_and_says_so(tmp_path: Path) -> No
     assert "page cache dropped with posix_fadvise" in f.actual and "O_DIRECT refused" in f.expected, f
 
 
+@pytest.mark.slow
 def test_container_detection_matches_the_markers(cpu_run: Dict[str, Any]) -> None:
     r = cpu_run["os.deep_container"]
     markers = [p for p in ("/.dockerenv", "/run/.containerenv") if os.path.exists(p)]

@@ -44,6 +44,7 @@ def checkpoint_model(run_dir: Path) -> GPT:
     return model.eval()
 
 
+@pytest.mark.slow
 def test_cli_export_writes_a_program_that_matches_the_checkpoint(trained: Path, tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "hosttune.engine", "--export", str(tmp_path / "out"),
                         "--run-dir", str(trained)], env=env(), capture_output=True, text=True, timeout=240)
@@ -138,6 +139,7 @@ def test_a_custom_model_run_is_refused_with_the_python_way(tmp_path: Path, capsy
     assert check.ok and (tmp_path / "own" / "model.pt2").exists()
 
 
+@pytest.mark.slow
 def test_hosttune_train_refuses_export_which_is_one_process() -> None:
     from hosttune.engine.__main__ import check_args
 
@@ -152,6 +154,7 @@ needs_onnx = pytest.mark.skipif(not (importlib.util.find_spec("onnx") and import
 
 
 @needs_onnx
+@pytest.mark.slow
 def test_an_export_into_another_users_directory_follows_no_planted_link(trained: Path, tmp_path: Path,
                                                                        other_user: Any) -> None:
     """A models directory the other user made world-writable; they plant links at the ONNX file's old temp name
@@ -178,6 +181,7 @@ def test_an_export_into_another_users_directory_follows_no_planted_link(trained:
 
 
 @needs_onnx
+@pytest.mark.slow
 def test_without_onnxruntime_the_onnx_check_is_skipped_and_export_json_is_written(trained: Path,
                                                                                    tmp_path: Path) -> None:
     """onnx installed, onnxruntime not (hidden from the subprocess by a sitecustomize whose path finder does not

@@ -204,6 +204,7 @@ class _Planted:
         return (open, (str(self.marker), "w"))
 
 
+@pytest.mark.slow
 def test_a_planted_pickle_is_not_executed_and_the_resume_falls_back(run_copy: Path) -> None:
     marker = run_copy.parent / "owned"
     torch.save({"model": _Planted(marker), "step": 2}, run_copy / "checkpoints" / "step-0000002" / "state.pt")
@@ -216,6 +217,7 @@ def test_a_planted_pickle_is_not_executed_and_the_resume_falls_back(run_copy: Pa
     assert "step-0000002.unusable" in names and "step-0000002" in names  # set aside, then step 2 trained again
 
 
+@pytest.mark.slow
 def test_a_planted_pickle_as_the_only_checkpoint_is_one_line(run_copy: Path) -> None:
     marker = run_copy.parent / "owned"
     shutil.rmtree(run_copy / "checkpoints" / "step-0000001")
@@ -226,6 +228,7 @@ def test_a_planted_pickle_as_the_only_checkpoint_is_one_line(run_copy: Path) -> 
 
 
 @pytest.mark.parametrize("damage", ["truncated", "empty", "missing", "fifo"])
+@pytest.mark.slow
 def test_a_damaged_checkpoint_falls_back_to_the_previous_one_with_a_warning(run_copy: Path, damage: str) -> None:
     state = run_copy / "checkpoints" / "step-0000002" / "state.pt"
     if damage == "truncated":
@@ -252,6 +255,7 @@ def test_a_damaged_checkpoint_falls_back_to_the_previous_one_with_a_warning(run_
     (["--preset", "resnet-tiny"], "was written for model='gpt-tiny', this run has model='resnet-tiny'"),
     (["--set", "n_layer=2"], "was written for n_layer=1, this run has n_layer=2"),
 ])
+@pytest.mark.slow
 def test_another_models_checkpoint_is_refused_in_one_line(run_copy: Path, other: List[str], needle: str) -> None:
     args = [*TINY, *other]
     if other[0] == "--preset":
@@ -463,6 +467,7 @@ def sharded_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("payload", ["dotted-name", "os.system"])
 @pytest.mark.parametrize("command", ["--resume", "--export"])
+@pytest.mark.slow
 def test_a_planted_dcp_metadata_in_another_users_run_dir_runs_nothing_as_root(
         other_user: Any, sharded_run: Path, payload: str, command: str) -> None:
     """The run directory is the other user's (an admin resuming or exporting a user's model is the normal case);
