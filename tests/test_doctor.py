@@ -885,7 +885,7 @@ def test_doctor_runs_lspci_from_the_root_directory(monkeypatch: pytest.MonkeyPat
     # lspci need not be installed: found, and resolved by the program gateway, as /usr/bin/lspci
     monkeypatch.setattr(_io.HostIO, "which", lambda self, name, extra_dirs=(): "/usr/bin/lspci")
     monkeypatch.setattr(programs, "_resolve_first", lambda argv, what, env, check_trust: "/usr/bin/lspci")
-    monkeypatch.setattr(programs.subprocess, "run", fake_run)
+    monkeypatch.setattr(subprocess, "run", fake_run)  # programs imports subprocess where it runs a program
     assert doctor.Live().lspci_vvv() == ""
     assert seen["cwd"] == "/" and seen["argv"] == ["/usr/bin/lspci", "-vvv"] and "shell" not in seen
 
