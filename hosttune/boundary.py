@@ -170,7 +170,7 @@ ROWS: Tuple[Row, ...] = (
     Row("monitor --config", OPTION, "hosttune/monitor/config.py::load (fsio.read_user_text, yamlio)",
         "a regular file, bounded, no FIFO hang; YAML through the one loader; bad content is one line",
         "tests/test_rootsafe_monitor.py::test_monitor_yaml_that_is_a_fifo_is_one_line_not_a_hang"),
-    Row("monitor report --log-dir", OPTION, "hosttune/monitor/report.py (no-follow reads)",
+    Row("monitor report --log-dir", OPTION, "hosttune/monitor/logread.py (no-follow reads)",
         "a link, FIFO or device at a log name is refused in one line",
         "tests/test_rootsafe_monitor.py::test_report_refuses_a_fifo_or_link_at_a_log_name_in_one_line"),
     Row("monitor report --plot", OPTION, "hosttune/monitor/report.py::write_plot (fsio.atomic_writer)",
@@ -242,7 +242,7 @@ ROWS: Tuple[Row, ...] = (
     Row("captured trees (--root)", FILE, "hosttune/detect/_io.py::HostIO",
         "links resolved inside the tree; regular files only, bounded, non-blocking",
         "tests/test_rootsafe_detect.py::test_hostile_root_tree_is_read_without_hang_crash_or_escape"),
-    Row("monitor logs (report)", FILE, "hosttune/monitor/report.py",
+    Row("monitor logs (report)", FILE, "hosttune/monitor/logread.py",
         "a link, FIFO or device at a log name is refused; malformed lines counted, never a traceback",
         "tests/test_rootsafe_monitor.py::test_report_counts_malformed_deep_and_overlong_lines"),
     # ---- values that reach a privileged file or command ----------------------------------------------------
