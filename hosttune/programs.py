@@ -23,7 +23,6 @@ on as written, as a shell would). The detector's
 
 import os
 import shutil
-import stat
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple
 
 from hosttune import trust
@@ -75,26 +74,6 @@ def _absolute(program: str) -> str:
     return joined if ".." in joined.split("/") else os.path.normpath(joined)
 
 
-def _check_links(path: str, what: str) -> None:
-    """As root, every symbolic link named on the way to `path` (each prefix, as written) must be root's, in a
-    directory that passes the trust rule: a link in a user's directory is theirs to re-point after the check."""
-    parts = [x for x in path.split("/") if x]
-    for i in range(1, len(parts) + 1):
-        prefix = "/" + "/".join(parts[:i])
-        try:
-            st = os.lstat(prefix)
-        except OSError:
-            return  # check_path reports what is missing
-        if not stat.S_ISLNK(st.st_mode):
-            continue
-        if st.st_uid not in trust.trusted_owners():
-            raise trust.Untrusted(f"refusing {what} {path}: it is reached through the link {prefix}, owned by uid "
-                                  f"{st.st_uid}, so another user could change what runs as root; fix: name "
-                                  f"{os.path.realpath(path)} itself")
-        trust.check_path(os.path.dirname(prefix) or "/", f"{what} {path}: the directory of its link {prefix},",
-                         kind="dir")
-
-
 def resolve(program: str, what: str, *, path: Optional[str] = None, check: bool = True) -> str:
     """The absolute path to run for `program` (a path, or a bare name looked up on `path`, default $PATH; as root
     on its trusted directories only). `what` names it in messages ("--python", "$HOSTTUNE_PYTHON"). Raises
@@ -116,7 +95,7 @@ def resolve(program: str, what: str, *, path: Optional[str] = None, check: bool 
     if not os.path.isfile(found) or not os.access(found, os.X_OK):
         raise NotFound(f"{what} {program}: not an executable file")
     if check and trust.is_root():
-        _check_links(found, what)
+        trust.check_links(found, what, trust.trusted_owners(), "the program")  # the one rule for links as root
         trust.check_path(found, what)
     return found
 

@@ -245,14 +245,14 @@ def check_library(path: PathLike, what: str = "preload library") -> str:
     p = os.fspath(path)
     if not p.startswith("/"):
         raise Untrusted(f"{what} {p!r} is not an absolute path")
-    _check_links(p, what, frozenset({0}))
+    check_links(p, what, frozenset({0}))
     real = check_path(p, what, owners=frozenset({0}))
     if not is_elf(real):
         raise Untrusted(f"{what} {p} is not an ELF shared library")
     return real
 
 
-def _check_links(path: str, what: str, owners: FrozenSet[int]) -> None:
+def check_links(path: str, what: str, owners: FrozenSet[int], thing: str = "the library") -> None:
     """Every symbolic link named on the way to `path` (each prefix of it, as written) must be a trusted user's, in a
     directory that passes the rule: a library reached through a link in /home/user or a world-writable directory is
     refused even while it points somewhere good, since its owner decides where it points next time."""
@@ -274,7 +274,7 @@ def _check_links(path: str, what: str, owners: FrozenSet[int]) -> None:
         if why is not None:
             raise Untrusted(f"refusing {what} {path}: it is reached through the link {prefix}, and {why}, so "
                             f"another user could change what runs as {'root' if is_root() else 'you'}; fix: name "
-                            f"the library itself ({os.path.realpath(path)}) or {fix_for(why, real)}")
+                            f"{thing} itself ({os.path.realpath(path)}) or {fix_for(why, real)}")
 
 
 def _short(value: str, limit: int = 60) -> str:
