@@ -85,21 +85,8 @@ class Tree:
 
     def read(self, rel: str) -> Optional[str]:
         """The text of a regular file, None when it is absent; a link or special file raises OSError."""
-        parts = _parts(rel)
-        try:
-            dfd = self._dir(parts[:-1], create=False)
-        except FileNotFoundError:
-            return None
-        try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
-        except FileNotFoundError:
-            return None
-        finally:
-            os.close(dfd)
-        try:
-            return read_fd_bounded(fd, READ_LIMIT, self.path(rel)).decode("utf-8", "replace")
-        finally:
-            os.close(fd)
+        raw = self.read_raw(rel)
+        return None if raw is None else raw[0].decode("utf-8", "replace")
 
     def read_raw(self, rel: str) -> Optional[Tuple[bytes, int]]:
         """(bytes, permission bits) of a regular file, None when it is absent; a link or special file raises
