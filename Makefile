@@ -71,11 +71,12 @@ pytest:
 	$(PYTHON) -m pytest -q $(RANDOM_ORDER)
 
 # The inner loop (run `make setup` once first): ruff, mypy and every test marked neither `integration` (real
-# launchers, packages, services) nor `slow` (more than ~20 s), on this interpreter only; `make test` is the whole
-# suite on both interpreters.
+# launchers, packages, services) nor `slow` (more than ~20 s), on this interpreter only, one pytest-xdist worker per
+# CPU (the tests share no directory, port or file: the same property that lets two `make test` run at once);
+# `make test` is the whole suite on both interpreters, serially.
 check: lint typecheck
 	$(call say_seed,check)
-	$(PYTHON) -m pytest -q $(RANDOM_ORDER) -m "not integration and not slow"
+	$(PYTHON) -m pytest -q $(RANDOM_ORDER) -m "not integration and not slow" -n auto
 
 # RHEL/Rocky 9 and Debian 11 run hosttune on Python 3.9 with click 7.1, PyYAML 5.3, psutil 5.8 and distro 1.5:
 # the tests of everything but the engine (which runs under the user's torch) run again on exactly that, except
