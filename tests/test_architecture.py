@@ -8,6 +8,7 @@ under the limit, or gone): take it off the list then, so that it cannot grow bac
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -51,13 +52,15 @@ def _lint_imports(where: Path) -> Tuple[int, str]:
         import importlib.util, sys
         origin = importlib.util.find_spec("hosttune").origin
         assert origin.startswith({str(where)!r}), origin  # the tree under test, not an installed copy
+        import inspect
         from importlinter.cli import lint_imports
-        sys.exit(lint_imports(config_filename={str(CONFIG)!r}, no_cache=True, no_logo=True))
+        quiet = {{"no_logo": True}} if "no_logo" in inspect.signature(lint_imports).parameters else {{}}  # 2.5 on 3.9
+        sys.exit(lint_imports(config_filename={str(CONFIG)!r}, no_cache=True, **quiet))
         """)
     env = dict(os.environ, PYTHONPATH=str(where), NO_COLOR="1", COLUMNS="200")
     res = subprocess.run([sys.executable, "-c", code], cwd=str(where), env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=600)
-    return res.returncode, res.stdout
+    return res.returncode, re.sub(r"\x1b\[[0-9;]*m", "", res.stdout)  # import-linter 2.5 (on 3.9) colours anyway
 
 
 def _need_import_linter() -> None:

@@ -2,6 +2,7 @@
 as an ordinary user, and the exit statuses of a rank command that cannot run."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from hosttune import launch
 from hosttune.launch import handoff
 
 PY = sys.executable
+SYSTEM_PY = "/usr/bin/python3"  # what the other user can run (Makefile TEST_APT: python3-click/yaml/psutil/distro)
 IS_ROOT = os.geteuid() == 0
 
 
@@ -89,13 +91,20 @@ def test_a_bare_rank_command_is_found_on_the_rank_environments_path(handed: str,
 
 
 def test_an_ordinary_user_runs_a_rank_command_from_their_own_path_dir(other_user: Any) -> None:
+    if not os.access(SYSTEM_PY, os.X_OK):
+        pytest.skip(f"needs {SYSTEM_PY}: the other user cannot run a Python under root's home (pyenv, build/py39)")
     out = other_user.home / "out"
     script = other_user.write("bin/hosttune-test-rank-cmd", f"#!/bin/sh\ntouch {out}\n", mode=0o755)
-    repo = str(Path(__file__).resolve().parents[1])
-    env = {"PATH": f"{script.parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}", "PYTHONPATH": repo,
+    # the other user's own copy of hosttune: the checkout may sit in a directory they cannot enter (mktemp -d: 0700)
+    repo = Path(__file__).resolve().parents[1]
+    src = other_user.home / "src"
+    shutil.copytree(repo / "hosttune", src / "hosttune", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(repo / "profiles", src / "hosttune" / "profiles")  # where an installed package has them
+    argv = [a.replace(str(repo / "hosttune"), str(src / "hosttune")) for a in launch.shim_argv(SYSTEM_PY, root=False)]
+    env = {"PATH": f"{script.parent}{os.pathsep}/usr/bin:/bin", "PYTHONPATH": str(src), "PYTHONDONTWRITEBYTECODE": "1",
            "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "HOME": str(other_user.home),
            "XDG_CACHE_HOME": str(other_user.home / ".cache")}
     env = {k: v for k, v in dict(os.environ, **env).items() if not k.startswith("HOSTTUNE_")}
-    r = other_user.run([*launch.shim_argv(PY), script.name], env=env, cwd=str(other_user.home), timeout=120)
+    r = other_user.run([*argv, script.name], env=env, cwd=str(other_user.home), timeout=120)
     assert r.returncode == 0, r.stderr
     assert out.exists()
