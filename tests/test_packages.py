@@ -352,7 +352,8 @@ def test_bash_completion_follows_the_cli(pkgs: Dict[str, Path], tmp_path: Path) 
     assert "--interval" in complete(script, "hosttune monitor --")
 
 
-def test_build_refuses_a_wheel_with_another_hash(tmp_path: Path) -> None:
+def test_build_refuses_a_wheel_with_another_hash(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+    """`pkgs` built the packages, so the pinned wheel is in build/pkg-cache (in any test order)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("hosttune_pkgbuild", str(BUILD))
