@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Set, Tuple
 
 from hosttune import __version__, fsio
-from hosttune.detect._io import READ_LIMIT
+from hosttune.detect.hostio import READ_LIMIT
 from hosttune.errors import UserError
 
 SCHEMA = "hosttune.capture/1"

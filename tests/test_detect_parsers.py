@@ -3,7 +3,7 @@
 import pytest
 
 from hosttune.detect import allocators, cgroup, cpu, kernel, mounts, numa, nvidia, storage, torchenv
-from hosttune.detect._io import format_cpulist, parse_cpulist, parse_cpumask
+from hosttune.detect.hostio import format_cpulist, parse_cpulist, parse_cpumask
 from hosttune.facts import Gpu
 
 

@@ -12,7 +12,7 @@ from conftest import a100, cli_runner
 from conftest import build_tree as build
 
 from hosttune.detect import HostIO, collect, gpu, torchenv
-from hosttune.detect import _io as detect_io
+from hosttune.detect import hostio as detect_io
 
 # The start of an ELF shared library: detection checks the magic, not the rest.
 ELF = "\x7fELF\x02\x01\x01"

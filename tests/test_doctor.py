@@ -880,10 +880,10 @@ def test_doctor_runs_lspci_from_the_root_directory(monkeypatch: pytest.MonkeyPat
         return subprocess.CompletedProcess(argv, 0, "", "")
 
     from hosttune import programs
-    from hosttune.detect import _io
+    from hosttune.detect import hostio
 
     # lspci need not be installed: found, and resolved by the program gateway, as /usr/bin/lspci
-    monkeypatch.setattr(_io.HostIO, "which", lambda self, name, extra_dirs=(): "/usr/bin/lspci")
+    monkeypatch.setattr(hostio.HostIO, "which", lambda self, name, extra_dirs=(): "/usr/bin/lspci")
     monkeypatch.setattr(programs, "_resolve_first", lambda argv, what, env, check_trust: "/usr/bin/lspci")
     monkeypatch.setattr(subprocess, "run", fake_run)  # programs imports subprocess where it runs a program
     assert doctor.Live().lspci_vvv() == ""

@@ -418,7 +418,7 @@ def tree(root: Path, files: Dict[str, str]) -> Path:
 
 
 def test_container_kinds_on_captured_trees(tmp_path: Path) -> None:
-    from hosttune.detect._io import HostIO
+    from hosttune.detect.hostio import HostIO
 
     assert host.container(HostIO(tree(tmp_path / "a", {"/.dockerenv": ""}))) == ("docker", "/.dockerenv")
     assert host.container(HostIO(tree(tmp_path / "b", {"/run/.containerenv": "engine=\"podman-4.9\"\n"}))) == \
@@ -429,7 +429,7 @@ def test_container_kinds_on_captured_trees(tmp_path: Path) -> None:
 
 
 def test_container_toolkit_pieces_and_fixes(tmp_path: Path, facts: Facts) -> None:
-    from hosttune.detect._io import HostIO
+    from hosttune.detect.hostio import HostIO
     from hosttune.doctor.fixes import container_toolkit_install
 
     deb = Context(facts=dataclasses.replace(facts, distro=dataclasses.replace(facts.distro, family="debian")), env={})

@@ -15,7 +15,7 @@ import pytest
 from conftest import run_cli
 from test_doctor import synthetic_root
 
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.doctor import Report, Result, fleet
 
 REPO = Path(__file__).resolve().parents[1]

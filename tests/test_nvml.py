@@ -136,7 +136,7 @@ def test_fake_temperature_threshold_follows_nvml_h(fake_nvml: Any) -> None:
 def test_detected_gpu_carries_its_slowdown_threshold(fake_nvml: Any, tmp_path: Any) -> None:
     import pynvml
 
-    from hosttune.detect._io import HostIO
+    from hosttune.detect.hostio import HostIO
     from hosttune.detect.gpu import probe_nvml
 
     fake_nvml({"driver": "550.54.15", "cuda_driver": 12040,

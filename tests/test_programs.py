@@ -13,7 +13,7 @@ from typing import Any, List
 import pytest
 
 from hosttune import programs, trust
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from tests.conftest import run_cli
 
 ARGS = ["--dry-run", "--preset", "gpt-tiny", "--set", "steps=3"]

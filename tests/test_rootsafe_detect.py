@@ -19,7 +19,7 @@ from conftest import REPO
 
 from hosttune.cpulist import MAX_CPUS, parse_cpulist, parse_cpulist_checked, parse_cpumask, parse_cpumask_checked
 from hosttune.detect import HostIO, collect, torchenv
-from hosttune.detect._io import READ_LIMIT, child_env, trusted_path_dirs
+from hosttune.detect.hostio import READ_LIMIT, child_env, trusted_path_dirs
 
 ENTRY = f"import sys; sys.path[0] = {str(REPO)!r}; from hosttune.cli import main; main(sys.argv[1:])"
 ELF = b"\x7fELF\x02\x01\x01" + b"\0" * 57

@@ -32,7 +32,7 @@ def test_an_ordinary_users_env_values_are_unchanged(name: str, monkeypatch: pyte
 
 
 def test_every_library_variable_is_also_a_path_variable() -> None:
-    """Code that asks "is this a path variable?" (detect._io.child_env, the shim) covers the library ones too."""
+    """Code that asks "is this a path variable?" (detect.hostio.child_env, the shim) covers the library ones too."""
     assert trust.LIBRARY_ENV <= trust.PATH_LIST_ENV
     assert not (trust.CODE_ENV & trust.PATH_LIST_ENV)
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import boot_in_nspawn, build_tree, run_cli
 
 from hosttune.detect import tuned as detect_tuned
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.tune import tuned
 
 REPO = Path(__file__).resolve().parents[1]

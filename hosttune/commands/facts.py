@@ -13,7 +13,7 @@ from hosttune.term import printable
 
 
 def _cpus(cpus: Sequence[int]) -> str:
-    from hosttune.detect._io import format_cpulist
+    from hosttune.detect.hostio import format_cpulist
 
     return format_cpulist(cpus) or "-"
 

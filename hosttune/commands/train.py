@@ -26,7 +26,7 @@ import click
 
 from hosttune import programs, trust
 from hosttune.detect import torchenv
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.errors import UserError
 from hosttune.policy import names
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from hosttune.detect import allocators, cgroup, cpu, distro, gpu, kernel, limits, numa, nvidia, storage, torchenv, tuned
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.facts import Facts, Gpu, TorchInstall
 from hosttune.policy import cuda_visible
 

@@ -3,7 +3,7 @@
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.facts import Allocators, Tools
 
 MULTIARCH = ("x86_64-linux-gnu", "aarch64-linux-gnu", "powerpc64le-linux-gnu", "s390x-linux-gnu")

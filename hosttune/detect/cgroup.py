@@ -3,7 +3,7 @@
 import posixpath
 from typing import Dict, List, Optional, Tuple
 
-from hosttune.detect._io import HostIO, small_int
+from hosttune.detect.hostio import HostIO, small_int
 from hosttune.detect.mounts import MountEntry, read_mounts
 from hosttune.facts import Cgroup
 

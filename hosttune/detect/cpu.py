@@ -5,7 +5,7 @@ import platform
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from hosttune.cpulist import MAX_CPUS
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.facts import Cgroup, Cpu
 
 # The ISA flags that change what hosttune recommends (bf16 autocast on CPU, AMX, vector width).

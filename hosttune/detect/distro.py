@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterator
 
 import distro as _distro
 
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.facts import Distro
 
 # distro's own search order for etc/*-release (distro.py _DISTRO_RELEASE_BASENAMES), then any other *-release.

@@ -2,7 +2,7 @@
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.facts import Gpu, Nvidia
 from hosttune.nvml import GpuLost, Nvml, NvmlUnavailable, normalize_bus_id
 

@@ -4,7 +4,7 @@ import os
 import re
 from typing import Iterable, List, Optional
 
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.facts import Kernel
 
 # Modules whose presence changes what doctor/profiles say (GPU driver, its rival nouveau, RDMA stacks).

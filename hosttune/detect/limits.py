@@ -3,7 +3,7 @@
 import resource
 from typing import Optional, Tuple
 
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.facts import Limits
 
 

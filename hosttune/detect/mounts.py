@@ -2,7 +2,7 @@
 
 from typing import List, NamedTuple, Optional
 
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 
 
 class MountEntry(NamedTuple):

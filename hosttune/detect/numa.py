@@ -3,7 +3,7 @@
 import re
 from typing import Dict, List, Optional, Sequence
 
-from hosttune.detect._io import HostIO, small_int
+from hosttune.detect.hostio import HostIO, small_int
 from hosttune.facts import Numa, NumaNode
 
 NODE_DIR = "/sys/devices/system/node"

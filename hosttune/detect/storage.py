@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.detect.mounts import MountEntry, read_mounts
 from hosttune.detect.numa import parse_meminfo
 from hosttune.facts import Memory, Mount

@@ -15,7 +15,7 @@ import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.facts import Gpu, TorchInstall
 from hosttune.programs import trusted_which
 from hosttune.trust import interpreter_env

@@ -10,7 +10,7 @@ loaded first and the including profile's options override theirs, unit by unit; 
 import re
 from typing import Dict, List, Optional, Tuple
 
-from hosttune.detect._io import HostIO, small_int
+from hosttune.detect.hostio import HostIO, small_int
 from hosttune.facts import Tuned, TunedSetting
 
 ACTIVE_PROFILE = "/etc/tuned/active_profile"

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from hosttune import nvml as nvmlmod
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.doctor.model import Need
 from hosttune.facts import Facts, Gpu
 

@@ -18,7 +18,7 @@ import socket
 from dataclasses import dataclass
 from typing import Mapping, Optional, Tuple
 
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.doctor.model import Report
 from hosttune.term import printable
 

@@ -218,7 +218,7 @@ KINDS: Dict[str, Kind] = {k.name: k for k in (Attr(), LimitFile(), Shm(), Servic
 def mount_size(tree: Tree) -> Optional[str]:
     """The size= option /dev/shm is mounted with, from the mount table as the detector reads it
     (`hosttune.detect.mounts.read_mounts`: proc/self/mountinfo, else proc/mounts; the last mount there wins)."""
-    from hosttune.detect._io import HostIO
+    from hosttune.detect.hostio import HostIO
     from hosttune.detect.mounts import read_mounts
 
     size = None
@@ -229,7 +229,7 @@ def mount_size(tree: Tree) -> Optional[str]:
 
 
 def mem_kib(tree: Tree) -> Optional[int]:
-    from hosttune.detect._io import HostIO
+    from hosttune.detect.hostio import HostIO
 
     for line in iter_lines(HostIO(tree.root).read("/proc/meminfo")):
         if line.startswith("MemTotal:") and line.split()[1].isdigit():

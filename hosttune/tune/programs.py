@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import List
 
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 
 
 def tool(name: str, args: List[str], timeout: float) -> "subprocess.CompletedProcess[str]":

@@ -112,7 +112,7 @@ def shm_big_enough(have_kib: int, want_kib: int) -> bool:
 
 def host_of_tree(root: Path) -> Host:
     """The rules' facts of the host under `root`, read the way the detector reads them (`HostIO`)."""
-    from hosttune.detect._io import HostIO
+    from hosttune.detect.hostio import HostIO
     from hosttune.detect.numa import parse_meminfo
 
     io = HostIO(Path(root))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from hosttune.detect import tuned as probe
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.errors import UserError
 from hosttune.tune.rootfs import Tree, check_line
 

@@ -3,7 +3,7 @@ frequency governor, SMT, tuned's active profile."""
 
 from typing import List
 
-from hosttune.detect._io import small_int
+from hosttune.detect.hostio import small_int
 from hosttune.doctor.checks.tunables import host, in_tree, want
 from hosttune.doctor.context import Context, version_tuple
 from hosttune.doctor.fixes import kernel_arg_fix, sysctl_fix, tune_fix

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 from hosttune import nvml as nvmlmod
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 from hosttune.doctor.checks.storage import _mount_for
 from hosttune.doctor.context import GPU, Context, Need, gpus, live
 from hosttune.doctor.deep import findings, host

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-from hosttune.detect._io import HostIO
+from hosttune.detect.hostio import HostIO
 
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 DOCKER_DAEMON_JSON = "/etc/docker/daemon.json"

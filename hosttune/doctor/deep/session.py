@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 from hosttune import nvml as nvmlmod
 from hosttune import trust
 from hosttune.detect import torchenv
-from hosttune.detect._io import HostIO, child_env
+from hosttune.detect.hostio import HostIO, child_env
 from hosttune.doctor.deep.runner import JobResult, Progress, run_job
 from hosttune.fsio import read_bounded
 
