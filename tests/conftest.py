@@ -135,45 +135,58 @@ def cli_runner() -> Any:
     return CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _scrub_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Each test gets its own HOME and hosttune directories and no inherited HOSTTUNE_*/OMP/allocator settings
-    (flask's CliRunner style): no test reads or writes the host's /etc/hosttune, /run/hosttune, /var/lib/hosttune,
-    /var/log/hosttune or the user's cache, so two test runs at once (or a real hosttune in use) do not meet."""
+# What a test must not inherit from the shell that started pytest: hosttune's own settings, thread counts and the
+# allocator/device settings a profile plans (`eval "$(hosttune env)"` or `hosttune exec make test` would set them).
+_INHERITED = ("LD_PRELOAD", "MALLOC_CONF", "CUDA_VISIBLE_DEVICES", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF",
+              "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE")
+
+
+def scrub_env(mp: pytest.MonkeyPatch, base: Path) -> None:
+    """Point HOME, the XDG directories and hosttune's four directories under `base` (not created: hosttune makes
+    them as on a fresh host) and drop every inherited HOSTTUNE_*/OMP/MKL/KMP/allocator setting (flask's CliRunner
+    style): nothing reads or writes the host's /etc/hosttune, /run/hosttune, /var/lib/hosttune, /var/log/hosttune or
+    the user's cache, so two test runs at once (or a real hosttune in use) do not meet."""
     for key in list(os.environ):
-        if key.startswith(("HOSTTUNE_", "OMP_", "MKL_", "KMP_")) or key in (
-            "LD_PRELOAD",
-            "MALLOC_CONF",
-            "CUDA_VISIBLE_DEVICES",
-            "PYTORCH_CUDA_ALLOC_CONF",
-            "PYTORCH_ALLOC_CONF",
-            "SLURM_LOCALID",
-            "SLURM_NTASKS_PER_NODE",
-            "SLURM_LOCALID",
-        ):
-            monkeypatch.delenv(key, raising=False)
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))  # the exec cache, a user's plain-job handoffs
-    # A profile left in the real /etc/hosttune on this machine must not leak into tests, nor tests' state into it.
-    # Not created here: hosttune makes them as on a fresh host. As root the runtime directory must pass the trust
-    # rule: tmp_path and every directory above it are root's and not group/other-writable (pytest makes its
-    # directories 0700; /tmp above them is sticky), see test_the_per_test_directories_pass_the_trust_rule.
-    monkeypatch.setenv("HOSTTUNE_ETC_DIR", str(tmp_path / "etc-hosttune"))
-    monkeypatch.setenv("HOSTTUNE_RUNTIME_DIR", str(tmp_path / "run-hosttune"))
-    monkeypatch.setenv("HOSTTUNE_STATE_DIR", str(tmp_path / "state-hosttune"))
-    monkeypatch.setenv("HOSTTUNE_LOG_DIR", str(tmp_path / "log-hosttune"))
+        if key.startswith(("HOSTTUNE_", "OMP_", "MKL_", "KMP_")) or key in _INHERITED:
+            mp.delenv(key, raising=False)
+    home = base / "home"
+    home.mkdir(exist_ok=True)
+    mp.setenv("HOME", str(home))
+    mp.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    mp.setenv("XDG_CACHE_HOME", str(home / ".cache"))  # the exec cache, a user's plain-job handoffs
+    # As root the runtime directory must pass the trust rule: `base` and every directory above it are root's and not
+    # group/other-writable (pytest makes its directories 0700; /tmp above them is sticky), see
+    # test_the_per_test_directories_pass_the_trust_rule.
+    mp.setenv("HOSTTUNE_ETC_DIR", str(base / "etc-hosttune"))
+    mp.setenv("HOSTTUNE_RUNTIME_DIR", str(base / "run-hosttune"))
+    mp.setenv("HOSTTUNE_STATE_DIR", str(base / "state-hosttune"))
+    mp.setenv("HOSTTUNE_LOG_DIR", str(base / "log-hosttune"))
     if os.geteuid() == 0:
         # root's handoffs go to its runtime directory (as under sudo, which drops XDG_RUNTIME_DIR), not to a login's
         # /run/user/0 shared by every test run on the machine
-        monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+        mp.delenv("XDG_RUNTIME_DIR", raising=False)
     else:
-        xdg = tmp_path / "xdg-run"  # a login's runtime directory: the user's alone, 0700
-        xdg.mkdir(mode=0o700)
+        xdg = base / "xdg-run"  # a login's runtime directory: the user's alone, 0700
+        xdg.mkdir(mode=0o700, exist_ok=True)
         xdg.chmod(0o700)
-        monkeypatch.setenv("XDG_RUNTIME_DIR", str(xdg))
+        mp.setenv("XDG_RUNTIME_DIR", str(xdg))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _scrub_session_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The same scrub for the whole session, under directories of the session's own: module- and session-scoped
+    fixtures (one training run shared by a module's tests, `facts --capture`, a profile loaded once) are set up
+    before any test's own `_scrub_env`, and would otherwise run hosttune with the shell's environment and the host's
+    real directories (issue 21: a test's result must not depend on the machine's state or the caller's shell)."""
+    with pytest.MonkeyPatch.context() as mp:
+        scrub_env(mp, tmp_path_factory.mktemp("session-env"))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _scrub_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each test gets its own HOME and hosttune directories (under its tmp_path) and no inherited settings."""
+    scrub_env(monkeypatch, tmp_path)
 
 
 @pytest.fixture

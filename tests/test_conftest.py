@@ -5,6 +5,9 @@ runs at once on one machine, or a real hosttune in use there, never meet)."""
 import os
 import stat
 from pathlib import Path
+from typing import Dict, Optional
+
+import pytest
 
 from hosttune import execcache, trust
 from hosttune.launch import handoff
@@ -35,3 +38,23 @@ def test_the_per_test_directories_pass_the_trust_rule(tmp_path: Path) -> None:
     base = Path(execcache.cache_dir() or "").parent if os.geteuid() == 0 else Path(os.environ["XDG_RUNTIME_DIR"])
     assert path.parent.parent == base
     assert trust.problem(path, kind="file")[1] is None
+
+
+@pytest.fixture(scope="module")
+def module_env() -> Dict[str, Optional[str]]:
+    """What a module-scoped fixture (set up before any test's own directories) sees."""
+    return {"runtime": dirs.runtime_dir(), "state": dirs.state_dir(), "log": dirs.log_dir(), "etc": dirs.etc_dir(),
+            "cache": dirs.user_cache_dir(), "home": os.environ.get("HOME"),
+            "inherited": " ".join(sorted(k for k in os.environ if k.startswith(("HOSTTUNE_", "OMP_")) and
+                                         k not in (names.RUNTIME_DIR, names.STATE_DIR, names.LOG_DIR, names.ETC_DIR)))}
+
+
+def test_module_fixtures_get_directories_of_the_sessions_own(module_env: Dict[str, Optional[str]],
+                                                             tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A module's shared training run or capture runs hosttune before any test's _scrub_env: the session-wide scrub
+    gives it the session's own directories and none of the shell's HOSTTUNE_*/OMP_* settings (`HOSTTUNE_NUM_WORKERS=3
+    pytest ...` changed what the engine integration tests' shared run did, not what they compared it with)."""
+    base = tmp_path_factory.getbasetemp()
+    for key in ("runtime", "state", "log", "etc", "cache", "home"):
+        assert base in Path(module_env[key] or "/").parents, (key, module_env[key])
+    assert module_env["inherited"] == ""

