@@ -13,6 +13,7 @@ import re
 import shutil
 import socket
 import subprocess
+import tempfile
 import urllib.request
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -480,21 +481,38 @@ def test_once_json_is_accepted_and_json_alone_is_not(fake_nvml: Any) -> None:
 @pytest.fixture(scope="module")
 def promtool() -> str:
     """promtool from Debian's prometheus package, unpacked (never installed as a service): `make setup` puts it in
-    build/promtool; without it, root with apt fetches it here the same way."""
+    build/promtool; without it, root with apt fetches it here the same way (`fetch_promtool`)."""
     exe = shutil.which("promtool") or str(PROMTOOL_CACHE / "usr/bin/promtool")
     if os.access(exe, os.X_OK):
         return exe
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         pytest.skip("promtool not available (make setup unpacks Debian's prometheus package into build/promtool)")
-    dl = PROMTOOL_CACHE.parent / "promtool-dl"
-    dl.mkdir(parents=True, exist_ok=True)
-    res = subprocess.run(["apt-get", "download", "-qq", "prometheus"], cwd=str(dl), capture_output=True, text=True,
-                         timeout=300)
-    debs = sorted(dl.glob("prometheus_*.deb"))
-    if res.returncode != 0 or not debs:
-        pytest.skip(f"apt-get download prometheus failed: {res.stderr[-500:]}")
-    subprocess.run(["dpkg-deb", "-x", str(debs[-1]), str(PROMTOOL_CACHE)], check=True, timeout=300)
-    return exe
+    return fetch_promtool(PROMTOOL_CACHE)
+
+
+def fetch_promtool(cache: Path) -> str:
+    """Download and unpack the package in a directory of this run's own, then rename it to `cache` whole: two runs
+    at once (pytest-xdist workers, two test runs in one checkout) never see a half-unpacked promtool, and nothing a
+    run left behind (an old .deb in a shared download folder) is taken for this one's download."""
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".promtool-", dir=str(cache.parent)))
+    try:
+        res = subprocess.run(["apt-get", "download", "-qq", "prometheus"], cwd=str(work), capture_output=True,
+                             text=True, timeout=300)
+        debs = sorted(work.glob("prometheus_*.deb"))
+        if res.returncode != 0 or len(debs) != 1:
+            pytest.skip(f"apt-get download prometheus failed: {res.stderr[-500:]}")
+        subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(work / "root")], check=True, timeout=300)
+        try:
+            os.rename(str(work / "root"), str(cache))
+        except OSError:  # another run put a whole one there first (a non-empty directory is never replaced)
+            pass
+        exe = cache / "usr/bin/promtool"
+        if not os.access(str(exe), os.X_OK):
+            pytest.skip(f"{cache} holds no usable promtool (remove it: make setup unpacks it again)")
+        return str(exe)
+    finally:
+        shutil.rmtree(str(work), ignore_errors=True)
 
 
 def test_textfile_passes_promtool_check_metrics(tmp_path: Path, fake_nvml: Any, promtool: str) -> None:
