@@ -57,6 +57,7 @@ COMMANDS: Dict[str, tuple] = {
     "train": ("hosttune.commands.train", "Train a bundled model on N ranks through `hosttune exec -- torchrun`."),
     "monitor": ("hosttune.commands.monitor", "Log GPU/host temperature, memory, power and throttling."),
     "tune": ("hosttune.commands.tune", "Apply, verify and revert the host settings for training (and keep them)."),
+    "autotune": ("hosttune.commands.autotune", "Measure your job under candidate plans; keep only a proven winner."),
 }
 
 

@@ -1,0 +1,136 @@
+"""The candidates: the default profile with one decision of the plan changed at a time.
+
+What a plan decides (plan/): the allocator and its settings, the binding (none, cores, cores + memory), threads per
+rank, the OpenMP wait policy (the profile's literal env), and DataLoader workers for the bundled engine. Each
+candidate is the default profile (`profile.active`, what `hosttune exec` runs with no `--profile`) with the changes
+below applied by `dataclasses.replace`, so it is validated and written like any profile. A candidate that changes
+nothing, or only a variable the caller has set (the caller's own value wins in `exec`), is left out and said why.
+"""
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+DEFAULT = "default"
+# jemalloc with purging on (its library defaults plus a background thread) and without the background thread
+JEMALLOC_DECAY_CONF = "background_thread:true"
+JEMALLOC_NO_BG_CONF = "oversize_threshold:1,background_thread:false,dirty_decay_ms:-1,muzzy_decay_ms:-1"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    why: str
+    changes: Mapping[str, Any] = field(default_factory=dict)  # Profile field -> value
+    env: Mapping[str, str] = field(default_factory=dict)  # added to the profile's literal env
+    touches: Tuple[str, ...] = ()  # the variables it varies (the caller's own setting of one wins in exec)
+
+    def apply(self, profile: Any) -> Any:
+        """The default profile with this candidate's changes, its name and a reason per changed key."""
+        reasons = dict(getattr(profile, "reasons", {}) or {})
+        for key in self.changes:
+            reasons[key] = f"autotune candidate {self.name}: {self.why}"
+        for key in self.env:
+            reasons[f"env.{key}"] = f"autotune candidate {self.name}: {self.why}"
+        env = {**dict(profile.env), **dict(self.env)}
+        return dataclasses.replace(profile, name=f"autotune-{self.name}", env=env, reasons=reasons,
+                                   **dict(self.changes))
+
+
+@dataclass(frozen=True)
+class Host:
+    """What the candidates depend on: the allocators found, a rank's threads under the default plan, SMT, engine."""
+
+    jemalloc: bool = False
+    tcmalloc: bool = False
+    threads: Optional[int] = None  # OMP_NUM_THREADS of rank 0 under the default plan (exec --dry-run)
+    logical_per_rank: Optional[int] = None  # CPUs rank 0 is bound to under the default plan
+    engine: bool = False
+
+
+def _allocators(default: Any, host: Host) -> List[Candidate]:
+    uses_jemalloc = default.allocator in ("auto", "jemalloc") and host.jemalloc
+    out = [Candidate("glibc", "glibc malloc, nothing preloaded", {"allocator": "system"},
+                     touches=("LD_PRELOAD", "MALLOC_CONF"))]
+    if host.tcmalloc and default.allocator != "tcmalloc":
+        out.append(Candidate("tcmalloc", "tcmalloc preloaded", {"allocator": "tcmalloc"},
+                             touches=("LD_PRELOAD", "MALLOC_CONF")))
+    if host.jemalloc:
+        if not uses_jemalloc:
+            out.append(Candidate("jemalloc", "jemalloc with the throughput settings",
+                                 {"allocator": "jemalloc"}, touches=("LD_PRELOAD", "MALLOC_CONF")))
+        out.append(Candidate("jemalloc-decay", "jemalloc purging freed pages (decay on, background thread)",
+                             {"allocator": "jemalloc", "malloc_conf": JEMALLOC_DECAY_CONF},
+                             touches=("LD_PRELOAD", "MALLOC_CONF")))
+        out.append(Candidate("jemalloc-nobg", "jemalloc without its background purge thread",
+                             {"allocator": "jemalloc", "malloc_conf": JEMALLOC_NO_BG_CONF},
+                             touches=("LD_PRELOAD", "MALLOC_CONF")))
+    return out
+
+
+def _bindings(default: Any) -> List[Candidate]:
+    out = [Candidate("unbound", "no CPU or memory binding", {"binding": "none", "memory_policy": "none"})]
+    if not (default.binding in ("auto", "cores") and default.memory_policy == "none"):
+        out.append(Candidate("cores", "disjoint core sets, no memory binding",
+                             {"binding": "cores", "memory_policy": "none"}))
+    if not (default.binding in ("auto", "cores") and default.memory_policy == "bind"):
+        out.append(Candidate("cores+memory", "disjoint core sets, memory bound to their node",
+                             {"binding": "cores", "memory_policy": "bind"}))
+    return out
+
+
+def _threads(host: Host) -> List[Candidate]:
+    out: List[Candidate] = []
+    t = host.threads
+    if t and t >= 2:
+        out.append(Candidate(f"threads-{t // 2}", f"{t // 2} thread(s) per rank (half the default's {t})",
+                             {"threads": t // 2}, touches=("OMP_NUM_THREADS",)))
+    if t and host.logical_per_rank and host.logical_per_rank > t:
+        n = host.logical_per_rank
+        out.append(Candidate(f"threads-{n}", f"{n} threads per rank (every logical CPU of the rank)",
+                             {"threads": n}, touches=("OMP_NUM_THREADS",)))
+    return out
+
+
+def _openmp() -> List[Candidate]:
+    return [
+        Candidate("omp-passive", "OpenMP threads sleep when idle (OMP_WAIT_POLICY=PASSIVE)",
+                  env={"OMP_WAIT_POLICY": "PASSIVE"}, touches=("OMP_WAIT_POLICY",)),
+        Candidate("omp-active", "OpenMP threads spin when idle (OMP_WAIT_POLICY=ACTIVE)",
+                  env={"OMP_WAIT_POLICY": "ACTIVE"}, touches=("OMP_WAIT_POLICY",)),
+    ]
+
+
+def _dataloader(default: Any, host: Host) -> List[Candidate]:
+    if not host.engine:
+        return []
+    dl = default.dataloader
+    return [Candidate("workers-0", "no DataLoader worker processes",
+                      {"dataloader": dataclasses.replace(dl, num_workers=0, persistent_workers="auto")},
+                      touches=("HOSTTUNE_NUM_WORKERS",))]
+
+
+def generate(default: Any, host: Host, environ: Mapping[str, str]) -> Tuple[List[Candidate], List[str]]:
+    """(the candidates in a fixed order, one line per candidate left out and why)."""
+    out: List[Candidate] = []
+    notes: List[str] = []
+    base = default.to_dict()
+    for cand in [*_allocators(default, host), *_bindings(default), *_threads(host), *_openmp(),
+                 *_dataloader(default, host)]:
+        mine = [k for k in cand.touches if k in environ]
+        if mine:
+            notes.append(f"{cand.name}: left out, you set {', '.join(mine)} (your value wins under exec)")
+            continue
+        if _same(base, cand.apply(default).to_dict()):
+            continue
+        out.append(cand)
+    return out, notes
+
+
+def _same(a: Dict[str, Any], b: Dict[str, Any]) -> bool:
+    skip = ("name", "reasons", "provenance", "summary", "source")
+    return {k: v for k, v in a.items() if k not in skip} == {k: v for k, v in b.items() if k not in skip}
+
+
+def by_name(cands: List[Candidate]) -> Dict[str, Candidate]:
+    return {c.name: c for c in cands}

@@ -1,0 +1,132 @@
+"""What autotune tells and keeps: the plan (--dry-run), a line per trial, the table (text or --json), and the
+winner's profile, written only when a candidate provably won.
+
+The saved profile is the default profile with the winner's changes, keyed by the host's hardware fingerprint and
+the job (its command line), with its provenance (ratio, interval, rounds, date) in its summary and `reasons:`. It
+goes where `profile generate` would put profiles for this user (`profiles/` beside the user's or, as root, the
+system's generated profile: `HOSTTUNE_ETC_DIR` / `XDG_CONFIG_HOME` apply), or to `--output`, through
+`profile.write` (fsio, atomic). `hosttune exec --profile FILE` runs with it; a changed host fingerprint makes
+exec's dry run and `profile show` say it was made for other hardware.
+"""
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import shlex
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from hosttune.autotune import search, stats
+from hosttune.term import printable
+
+
+def plan_text(session: Any) -> str:
+    lines = [f"autotune: {len(session.candidates)} candidates against the default plan ({session.default.name}), "
+             f"metric {session.spec.text!r}{' (lower is better)' if session.spec.lower_is_better else ''}"]
+    for c in session.candidates:
+        lines.append(f"  {c.name:<16} {c.why}")
+    lines.extend(f"  ({printable(n)})" for n in session.notes)
+    lines.append("order: each round runs D c1 D c2 ... cn D (D = the default, candidates reshuffled every round); "
+                 "each candidate's ratio is to the default trials next to it")
+    for st in session.stages():
+        what = "finalists, fresh rounds that decide" if st.label == "confirm" else "keep the better half"
+        lines.append(f"  {st.label:<8} {st.names} candidates x {st.rounds} round(s) = {st.trials} trials ({what})")
+    total = session.trials()
+    lines.append(f"budget: {session.budget_s:g} s = {total} trials of at most {session.window_s:.1f} s "
+                 f"(a job that ends sooner leaves the rest to later rounds)")
+    return "\n".join(lines)
+
+
+def trial_line(t: search.Trial, res: search.Result, planned: int) -> str:
+    what = f"{t.score:.4g}" if t.score is not None else f"dropped: {printable(t.why)}"
+    return f"[{len(res.trials)}/{planned}] {t.name}: {what} ({t.seconds:.1f} s; {res.spent:.0f} s spent)"
+
+
+def _ci(s: Optional[stats.Summary]) -> str:
+    if s is None or not s.rounds:
+        return "-"
+    return f"{s.median:.3f} [{s.lo:.3f}, {s.hi:.3f}] n={s.rounds}"
+
+
+def table(res: search.Result, min_gain: float) -> str:
+    rows = [("candidate", "median ratio", "95% CI", "rounds", "confirmation (decides)")]
+    for s, conf, why in search.summary_rows(res):
+        if why and not s.rounds:
+            rows.append((s.name, "-", "-", "0", f"dropped: {printable(why)[:70]}"))
+            continue
+        ci = f"[{s.lo:.3f}, {s.hi:.3f}]" if s.rounds else "-"
+        med = f"{s.median:.3f}" if s.rounds else "-"
+        tail = _ci(conf) if conf is not None else ("dropped: " + printable(why)[:60] if why else "-")
+        rows.append((s.name, med, ci, str(s.rounds), tail))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.append(verdict(res, min_gain))
+    if res.stopped:
+        lines.append(f"note: {res.stopped} ({res.spent:.0f} s spent)")
+    return "\n".join(lines)
+
+
+def verdict(res: search.Result, min_gain: float) -> str:
+    w = res.winner(min_gain)
+    if w is None:
+        return (f"no measurable gain: no candidate's confirmation interval is above {1 + min_gain:.2f} with at least "
+                f"{stats.MIN_ROUNDS} rounds; the default plan stays")
+    return (f"winner: {w.name}, x{w.median:.3f} the default (95% CI {w.lo:.3f}-{w.hi:.3f}, {w.rounds} "
+            f"confirmation rounds)")
+
+
+def to_json(res: search.Result, min_gain: float, saved: Optional[Path]) -> str:
+    conf = {s.name: s for s in res.confirmed()}
+    rows: List[Dict[str, Any]] = []
+    for s, c, why in search.summary_rows(res):
+        row = s.to_dict()
+        row["confirmation"] = c.to_dict() if c is not None else None
+        row["dropped"] = why or None
+        rows.append(row)
+    w = res.winner(min_gain)
+    return json.dumps({"candidates": rows, "winner": w.name if w else None,
+                       "winner_confirmation": conf[w.name].to_dict() if w else None,
+                       "spent_s": round(res.spent, 1), "trials": len(res.trials), "stopped": res.stopped or None,
+                       "saved": str(saved) if saved else None}, indent=2)
+
+
+def job_key(command: Sequence[str], fingerprint: str) -> str:
+    """A short hash of the host's fingerprint and the job's command line (launcher, script, arguments)."""
+    blob = json.dumps([fingerprint, [os.path.basename(command[0])] + list(command[1:])])
+    return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+
+def default_path(command: Sequence[str], fingerprint: str) -> Path:
+    from hosttune.profile import locate
+
+    return locate.default_generate_path().parent / "profiles" / f"measured-{job_key(command, fingerprint)}.yaml"
+
+
+def save(session: Any, res: search.Result, w: stats.Summary, output: Optional[str]) -> Path:
+    """Write the winner as a profile file (profile.write: fsio, atomic); its path."""
+    from hosttune import profile as profmod
+
+    fp = session.facts.hardware_fingerprint()
+    path = Path(output) if output else default_path(session.command, fp)
+    prof = session.profile_of(w.name)
+    when = time.strftime("%Y-%m-%d", time.gmtime())
+    prov = (f"measured by hosttune autotune on {when}: x{w.median:.3f} the default (95% CI {w.lo:.3f}-{w.hi:.3f}, "
+            f"{w.rounds} rounds) for: {shlex.join(session.command)}")
+    reasons = dict(prof.reasons)
+    reasons["autotune"] = prov
+    prof = dataclasses.replace(prof, name=path.stem, summary=prov, fingerprint=fp, reasons=reasons)
+    return Path(profmod.write(prof, path, force=True))
+
+
+def parse_duration(text: str) -> float:
+    """`10m`, `90s`, `1h`, `600` (seconds) -> seconds; anything else is ValueError."""
+    t = text.strip().lower()
+    mult = {"s": 1, "m": 60, "h": 3600}.get(t[-1:], None) if t else None
+    num = t[:-1] if mult else t
+    value = float(num) * (mult or 1)
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(text)
+    return value

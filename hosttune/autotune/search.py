@@ -1,0 +1,188 @@
+"""The search: successive halving over the candidates, every trial of one between two trials of the default.
+
+`schedule` is the plan (pure, shown by --dry-run): rung r runs r+1 rounds of the candidates still in, then keeps
+the better half by median ratio, until two are left; the two finalists then get `confirm` fresh rounds, and only
+those rounds decide (the rungs picked them, so their earlier rounds are the luckiest: counting them would reward
+noise). A round of n candidates is D c1 D c2 ... cn D, the candidates in a new seeded order each round; its first D
+is the last D of the round before, so a round costs 2n trials (the search's very first default trial is extra).
+
+`search` follows the schedule on a `Runner` (anything with `run(name) -> Trial`; the real one is runner.py, tests
+use a fake) while the budget lasts: before each round it checks that the round, at the mean trial length seen so
+far, still fits beside what the confirmation rounds need. A candidate whose trial fails is out, with the reason;
+a default trial that fails only costs its neighbours one side of their ratio, but a first default trial that fails
+ends the search (`DefaultFailed`): nothing can be compared to it.
+"""
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+
+from hosttune.autotune import stats
+from hosttune.autotune.candidates import DEFAULT
+
+CONFIRM = 6
+
+
+@dataclass(frozen=True)
+class Trial:
+    name: str
+    score: Optional[float]  # greater is faster; None: dropped
+    seconds: float  # how long it took (budget accounting)
+    why: str = ""  # why it was dropped
+
+
+class Runner(Protocol):
+    def run(self, name: str) -> Trial: ...
+
+
+class DefaultFailed(Exception):
+    """The default plan's first trial gave no metric: nothing to compare to."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    label: str
+    names: int  # candidates in it
+    rounds: int
+
+    @property
+    def trials(self) -> int:
+        """Each round opens on the default trial that closed the round before (the very first one is extra)."""
+        return self.rounds * 2 * self.names
+
+
+def schedule(n: int, confirm: int = CONFIRM) -> List[Stage]:
+    """The stages for n candidates: the halving rungs, then the finalists' confirmation rounds."""
+    out: List[Stage] = []
+    k, rung = n, 0
+    while k > 2:
+        out.append(Stage(f"rung {rung}", k, rung + 1))
+        k, rung = math.ceil(k / 2), rung + 1
+    if k:
+        out.append(Stage("confirm", k, confirm))
+    return out
+
+
+def planned_trials(n: int, confirm: int = CONFIRM) -> int:
+    return sum(s.trials for s in schedule(n, confirm)) + (1 if n else 0)
+
+
+@dataclass
+class Result:
+    candidates: List[str]
+    ratios: Dict[str, List[float]] = field(default_factory=dict)  # every round of each candidate
+    confirm: Dict[str, List[float]] = field(default_factory=dict)  # the finalists' confirmation rounds
+    dropped: Dict[str, str] = field(default_factory=dict)  # candidate -> why it is out
+    trials: List[Trial] = field(default_factory=list)
+    spent: float = 0.0
+    stopped: str = ""  # why the search ended before its schedule did ("" when it ran it all)
+    finalists: List[str] = field(default_factory=list)
+
+    def summaries(self) -> List[stats.Summary]:
+        return stats.ranked([stats.summarize(n, self.ratios.get(n, [])) for n in self.candidates])
+
+    def confirmed(self) -> List[stats.Summary]:
+        return stats.ranked([stats.summarize(n, self.confirm.get(n, [])) for n in self.finalists])
+
+    def winner(self, min_gain: float) -> Optional[stats.Summary]:
+        best = [s for s in self.confirmed() if stats.wins(s, min_gain)]
+        return best[0] if best else None
+
+
+class _Search:
+    def __init__(self, names: Sequence[str], runner: Runner, budget_s: float, trial_s: float,
+                 progress: Optional[Callable[[Trial, "Result"], None]], seed: int):
+        self.runner, self.budget, self.trial_s, self.progress = runner, budget_s, trial_s, progress
+        self.rng = random.Random(seed)
+        self.res = Result(list(names), ratios={n: [] for n in names})
+        self.last: Optional[float] = None  # the default trial that closed the last round (opens the next)
+        self.opened = False
+
+    def _trial(self, name: str) -> Trial:
+        t = self.runner.run(name)
+        self.res.trials.append(t)
+        self.res.spent += max(0.0, t.seconds)
+        if self.progress is not None:
+            self.progress(t, self.res)
+        return t
+
+    def fits(self, n: int, rounds: int = 1, reserve: int = 0) -> bool:
+        done = self.res.trials
+        each = sum(t.seconds for t in done) / len(done) if done else self.trial_s
+        first = 0 if self.opened else 1
+        return self.res.spent + (rounds * 2 * n + first + reserve) * each <= self.budget
+
+    def round(self, names: List[str], into: Dict[str, List[float]]) -> None:
+        order = list(names)
+        self.rng.shuffle(order)
+        before = self.last if self.opened else self._default()
+        self.opened = True
+        for name in order:
+            t = self._trial(name)
+            after = self._default()
+            if t.score is None:
+                self.res.dropped[name] = t.why or "no metric"
+            else:
+                self._keep(name, stats.adjacent_ratio(t.score, before, after), into)
+            before = after
+        self.last = before
+
+    def _keep(self, name: str, ratio: Optional[float], into: Dict[str, List[float]]) -> None:
+        if ratio is None:
+            return
+        into.setdefault(name, []).append(ratio)
+        if into is not self.res.ratios:
+            self.res.ratios.setdefault(name, []).append(ratio)
+
+    def _default(self) -> Optional[float]:
+        t = self._trial(DEFAULT)
+        if t.score is None and all(x.score is None for x in self.res.trials if x.name == DEFAULT):
+            raise DefaultFailed(t.why or "no metric")
+        return t.score
+
+    def alive(self, names: List[str]) -> List[str]:
+        return [n for n in names if n not in self.res.dropped]
+
+
+def search(names: Sequence[str], runner: Runner, budget_s: float, trial_s: float, *, confirm: int = CONFIRM,
+           progress: Optional[Callable[[Trial, Result], None]] = None, seed: int = stats.SEED) -> Result:
+    """Run the schedule for `names` (the default is not one of them) within `budget_s` seconds of trials."""
+    s = _Search(names, runner, budget_s, trial_s, progress, seed)
+    res = s.res
+    alive = list(names)
+    reserve = confirm * 2 * min(2, len(alive))
+    for stage in schedule(len(alive), confirm)[:-1]:
+        for _ in range(stage.rounds):
+            if len(alive) <= 2:
+                break
+            if not s.fits(len(alive), reserve=reserve):
+                res.stopped = "the budget ran out during the halving rungs"
+                break
+            s.round(alive, res.ratios)
+            alive = s.alive(alive)
+        if res.stopped:
+            break
+        alive = [x.name for x in stats.ranked([stats.summarize(n, res.ratios[n]) for n in alive])]
+        alive = alive[:max(2, math.ceil(len(alive) / 2))] if len(alive) > 2 else alive
+    res.finalists = _top(s, alive, 2)
+    for _ in range(confirm):
+        finalists = s.alive(res.finalists)
+        if not finalists:
+            break
+        if not s.fits(len(finalists)):
+            res.stopped = res.stopped or "the budget ran out during the confirmation rounds"
+            break
+        s.round(finalists, res.confirm)
+    return res
+
+
+def _top(s: _Search, names: List[str], k: int) -> List[str]:
+    ranked = stats.ranked([stats.summarize(n, s.res.ratios.get(n, [])) for n in s.alive(names)])
+    return [x.name for x in ranked if x.rounds][:k] or [x.name for x in ranked][:k]
+
+
+def summary_rows(res: Result) -> List[Tuple[stats.Summary, Optional[stats.Summary], str]]:
+    """(all rounds, confirmation rounds or None, why dropped) per candidate, best first."""
+    conf = {s.name: s for s in res.confirmed()}
+    return [(s, conf.get(s.name), res.dropped.get(s.name, "")) for s in res.summaries()]

@@ -1,0 +1,157 @@
+"""An autotune session: the default profile and the candidates for this host and command, their profile files in
+a private scratch directory, the schedule and the trial window that fit the budget, and the search run on them.
+
+`prepare` detects the host once, loads the default profile (`profile.active`: what `hosttune exec` uses without
+`--profile`), asks `hosttune exec --dry-run --json` for rank 0's threads and CPUs under it, and builds the
+candidates. `start` writes every candidate (and the default) as a profile file (`profile.write` -> `fsio`) into a
+fresh 0700 directory that `close` removes: only hosttune's own files, never anything of the job's.
+"""
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+from hosttune.autotune import candidates as cands
+from hosttune.autotune import metric, runner, search
+from hosttune.errors import UserError
+
+MIN_WINDOW_S = 3.0  # a trial shorter than this measures start-up, not the job
+
+
+@dataclass
+class Session:
+    command: List[str]
+    spec: metric.MetricSpec
+    budget_s: float
+    facts: Any
+    default: Any  # Profile
+    candidates: List[cands.Candidate]
+    notes: List[str]
+    confirm: int = search.CONFIRM
+    window_s: float = 0.0
+    scratch: Optional[Path] = None
+    profiles: Dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def names(self) -> List[str]:
+        return [c.name for c in self.candidates]
+
+    def stages(self) -> List[search.Stage]:
+        return search.schedule(len(self.candidates), self.confirm)
+
+    def trials(self) -> int:
+        return search.planned_trials(len(self.candidates), self.confirm)
+
+    def profile_of(self, name: str) -> Any:
+        if name == cands.DEFAULT:
+            return self.default
+        return cands.by_name(self.candidates)[name].apply(self.default)
+
+    def start(self) -> None:
+        """Write the default and every candidate as a profile file into a fresh private directory."""
+        from hosttune import profile as profmod
+
+        if self.scratch is None:
+            self.scratch = Path(tempfile.mkdtemp(prefix="hosttune-autotune-"))
+        for name in [cands.DEFAULT, *self.names]:
+            if name not in self.profiles:
+                path = self.scratch / f"{name}.yaml"
+                profmod.write(self.profile_of(name), path, force=True)
+                self.profiles[name] = path
+
+    def run(self, progress: Optional[Callable[[search.Trial, search.Result], None]] = None,
+            environ: Optional[Mapping[str, str]] = None) -> search.Result:
+        if self.scratch is None:
+            self.start()
+        r = runner.ExecRunner(self.command, self.profiles, self.spec, self.window_s, environ)
+        return search.search(self.names, r, self.budget_s, self.window_s, confirm=self.confirm, progress=progress)
+
+    def close(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
+
+
+def window_for(budget_s: float, trials: int, window_s: Optional[float]) -> float:
+    """The trial window: as given, else the budget spread over the planned trials; too short is a UserError."""
+    if window_s is None:
+        window_s = budget_s / max(1, trials)
+    if not (window_s >= MIN_WINDOW_S and math.isfinite(window_s)):
+        need = math.ceil(MIN_WINDOW_S * max(1, trials))
+        raise UserError(f"--budget {budget_s:g}s gives {trials} trials {window_s:.1f} s each; a trial needs at least "
+                        f"{MIN_WINDOW_S:g} s: give --budget {need}s or more")
+    return window_s
+
+
+def prepare(command: Sequence[str], spec: metric.MetricSpec, budget_s: float, *, window_s: Optional[float] = None,
+            engine: bool = False, confirm: int = search.CONFIRM, only: Optional[Sequence[str]] = None,
+            environ: Optional[Mapping[str, str]] = None) -> Session:
+    """Everything up to the first trial (the plan --dry-run prints); `only`: these candidates' names. The caller
+    closes the session."""
+    from hosttune import detect
+    from hosttune import profile as profmod
+
+    env = dict(os.environ if environ is None else environ)
+    facts = detect.collect(Path("/"), probe_torch=False)
+    default = profmod.active(None, facts, env)
+    s = Session(list(command), spec, budget_s, facts, default, [], [], confirm)
+    try:
+        s.start()  # the default as a file: the dry plans below read exactly what the trials will run
+        plan = runner.dry_plan(command, s.profiles[cands.DEFAULT], env)
+        s.candidates, s.notes = cands.generate(default, _host(facts, plan, engine), env)
+        if only is not None:
+            s.candidates = _only(s.candidates, s.notes, only)
+        s.start()
+        _distinct(s, plan, env)
+        s.window_s = window_for(budget_s, s.trials(), window_s)
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+def _only(found: List[cands.Candidate], notes: List[str], only: Sequence[str]) -> List[cands.Candidate]:
+    names = {c.name for c in found}
+    left = {n.split(":", 1)[0] for n in notes}
+    unknown = [n for n in only if n not in names and n not in left]
+    if unknown:
+        raise UserError(f"--candidates: no candidate {unknown[0]!r} on this host (there are: "
+                        f"{', '.join(sorted(names)) or 'none'})")
+    return [c for c in found if c.name in only]
+
+
+def _effective(plan: Mapping[str, Any]) -> Any:
+    """What a plan does to the job: each rank's CPUs, memory and env, and the top process's env."""
+    ranks = [(r.get("cpus"), r.get("mems"), r.get("mem_policy"), sorted((r.get("env") or {}).items()))
+             for r in plan.get("ranks") or [] if isinstance(r, dict)]
+    return json.dumps([ranks, sorted((plan.get("env") or {}).items())], sort_keys=True, default=str)
+
+
+def _distinct(s: Session, default_plan: Mapping[str, Any], env: Mapping[str, str]) -> None:
+    """Leave out a candidate whose plan for this command on this host is the default's or an earlier one's."""
+    seen = {_effective(default_plan): cands.DEFAULT}
+    kept: List[cands.Candidate] = []
+    for c in s.candidates:
+        eff = _effective(runner.dry_plan(s.command, s.profiles[c.name], env))
+        if eff in seen:
+            s.notes.append(f"{c.name}: left out, the same plan as {seen[eff]} on this host")
+            continue
+        seen[eff] = c.name
+        kept.append(c)
+    s.candidates = kept
+
+
+def _host(facts: Any, plan: Mapping[str, Any], engine: bool) -> cands.Host:
+    ranks = plan.get("ranks") or [{}]
+    r0 = ranks[0] if isinstance(ranks[0], dict) else {}
+    threads = r0.get("threads")
+    cpus = r0.get("cpus") or []
+    a = facts.allocators
+    return cands.Host(jemalloc=bool(a.jemalloc), tcmalloc=bool(a.tcmalloc or a.tcmalloc_minimal),
+                      threads=threads if isinstance(threads, int) else None,
+                      logical_per_rank=len(cpus) or None, engine=engine)

@@ -1,0 +1,81 @@
+"""Ratios to the default in adjacent runs, their median and a bootstrap interval over rounds, and the decision.
+
+A round of a candidate is one trial of it between two trials of the default; its ratio is the candidate's score
+over the geometric mean of the two default scores next to it (one, when the other default trial was dropped), so
+drift on the machine hits both sides alike and absolute speeds never meet across rounds. The interval is the
+percentile bootstrap of the median over rounds (seeded: the same ratios give the same interval). A candidate wins
+only with at least `MIN_ROUNDS` confirmation rounds and an interval whose lower end clears 1 + `min_gain`.
+"""
+
+import math
+import random
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+BOOTSTRAP = 4000
+LEVEL = 0.95
+MIN_ROUNDS = 5
+SEED = 24  # the issue's number: a fixed seed, so an interval is a function of its ratios
+
+
+def median(xs: Sequence[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    if n == 0:
+        return math.nan
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def adjacent_ratio(score: Optional[float], before: Optional[float], after: Optional[float]) -> Optional[float]:
+    """The candidate's score over its neighbouring default scores (geometric mean); None without either side."""
+    sides = [d for d in (before, after) if d is not None and d > 0]
+    if score is None or score <= 0 or not sides:
+        return None
+    return score / math.exp(sum(math.log(d) for d in sides) / len(sides))
+
+
+def bootstrap_ci(ratios: Sequence[float], level: float = LEVEL, n: int = BOOTSTRAP,
+                 seed: int = SEED) -> Tuple[float, float]:
+    """The percentile bootstrap interval of the median of `ratios` (nan, nan) when empty."""
+    if not ratios:
+        return math.nan, math.nan
+    if len(ratios) == 1:
+        return ratios[0], ratios[0]
+    rng = random.Random(seed)
+    k = len(ratios)
+    meds = sorted(median([ratios[rng.randrange(k)] for _ in range(k)]) for _ in range(n))
+    lo = meds[int(math.floor((1 - level) / 2 * (n - 1)))]
+    hi = meds[int(math.ceil((1 + level) / 2 * (n - 1)))]
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class Summary:
+    name: str
+    rounds: int
+    median: float
+    lo: float
+    hi: float
+
+    def to_dict(self) -> dict:
+        return {"candidate": self.name, "rounds": self.rounds, "median_ratio": _r(self.median),
+                "ci_low": _r(self.lo), "ci_high": _r(self.hi)}
+
+
+def _r(x: float) -> Optional[float]:
+    return None if math.isnan(x) else round(x, 4)
+
+
+def summarize(name: str, ratios: Sequence[float]) -> Summary:
+    lo, hi = bootstrap_ci(ratios)
+    return Summary(name, len(ratios), median(ratios), lo, hi)
+
+
+def wins(s: Summary, min_gain: float) -> bool:
+    """Provably faster than the default: enough rounds and the whole interval above 1 + min_gain."""
+    return s.rounds >= MIN_ROUNDS and s.lo > 1.0 + min_gain
+
+
+def ranked(summaries: Sequence[Summary]) -> List[Summary]:
+    """Best first by median ratio (a candidate without rounds last)."""
+    return sorted(summaries, key=lambda s: (s.rounds == 0, -(s.median if s.rounds else 0.0), s.name))
