@@ -12,6 +12,7 @@ Callers get the *resolved* path back and must use it (not the name they were giv
 re-pointed after the check changes nothing.
 """
 
+import errno
 import os
 import stat
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
@@ -217,6 +218,34 @@ def check_path(path: PathLike, what: str, *, kind: str = "file", owners: Optiona
         raise Untrusted(f"{what} {shown} {why}; fix: {fix_for(why, real, owners)}")
     raise Untrusted(f"refusing {what} {shown}: {why}, so another user could change what runs as "
                     f"{'root' if is_root() else 'you'}; fix: {fix_for(why, real, owners)}")
+
+
+def host_tree(value: PathLike, *, writes: bool = False, option: str = "--root") -> str:
+    """The one check of a host tree named by `--root DIR` (a captured host, or "/"), for every command that takes one.
+    Returns its real path (links followed once), which the caller must use: re-pointing a link afterwards changes
+    nothing. Refused in one line (exit 2): a path that does not exist, or is not a directory. As root, a tree hosttune
+    writes into (`tune apply`/`revert`) must also pass the root trust rule as a directory: otherwise its owner could
+    swap it, or a directory above it, for a link to the host between two writes. A tree that is only read needs no
+    owner (HostIO and tune's Tree read any tree as hostile)."""
+    shown = os.fspath(value)
+    try:
+        if not shown:
+            raise FileNotFoundError(errno.ENOENT, "empty")
+        real = os.path.realpath(shown)
+        st = os.stat(real)
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, OSError) and exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG):
+            raise UserError(f"{option} {shown}: cannot be used ({exc.strerror or exc})") from None
+        raise UserError(f"{option} {shown}: no such directory") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise UserError(f"{option} {shown}: not a directory (it is {_kind_of(st.st_mode)})")
+    if writes and is_root():
+        owners = frozenset({0})
+        real, why = problem(real, kind="dir", owners=owners)
+        if why is not None:
+            raise Untrusted(f"{option} {shown}: refusing to write into it as root: {why}, so another user could "
+                            f"change where root's writes land; fix: {fix_for(why, real, owners)}")
+    return real
 
 
 def check_root_file(path: PathLike, what: str) -> "Path":

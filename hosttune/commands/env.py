@@ -15,6 +15,7 @@ from typing import Optional
 
 import click
 
+from hosttune import trust
 from hosttune.errors import UserError
 from hosttune.term import printable
 from hosttune.yamlio import brief
@@ -85,8 +86,8 @@ def cmd(profile_name: Optional[str], root: Optional[str], local_rank: Optional[i
     from hosttune import plan, profile
     from hosttune.detect import collect
 
-    if root is not None and not os.path.isdir(root):
-        raise UserError(f"--root {root}: {'not a directory' if os.path.exists(root) else 'no such directory'}")
+    if root is not None:
+        root = trust.host_tree(root)
     # torchrun exports LOCAL_RANK and LOCAL_WORLD_SIZE, so `eval "$(hosttune env)"` inside a rank just works.
     rank = local_rank if local_rank is not None else (_int_env("LOCAL_RANK") or 0)
     size = local_world_size if local_world_size is not None else (_int_env("LOCAL_WORLD_SIZE") or 1)

@@ -1,12 +1,12 @@
 """`hosttune facts`: detect the host and print a summary, or the Facts JSON with --json."""
 
 import json
-import os
 from pathlib import Path
 from typing import List, Optional, Sequence
 
 import click
 
+from hosttune import trust
 from hosttune.errors import UserError
 from hosttune.facts import Facts
 from hosttune.term import printable
@@ -111,8 +111,8 @@ def cmd(root: Optional[str], python: Optional[str], as_json: bool, capture: Opti
         raise UserError("--capture and --root: --capture records this host, not a captured one")
     if force and capture is None:
         raise UserError("--force goes with --capture DEST.tar.gz (it replaces an existing archive)")
-    if root is not None and not os.path.isdir(root):
-        raise UserError(f"--root {root}: {'not a directory' if os.path.exists(root) else 'no such directory'}")
+    if root is not None:
+        root = trust.host_tree(root)
     if python is not None:
         # The program gateway: "--python python3.11" is PATH's (as root, its trusted directories' only); as root the
         # file and every directory and link on the way must be root's alone, refused in one line before it runs.

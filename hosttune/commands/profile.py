@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import click
 
+from hosttune import trust
 from hosttune.errors import UserError
 from hosttune.term import printable
 
@@ -20,8 +21,8 @@ def _say(line: str) -> None:
 def _facts(root: Optional[str]) -> Any:
     from hosttune.detect import collect
 
-    if root is not None and not os.path.isdir(root):
-        raise UserError(f"--root {root}: {'not a directory' if os.path.exists(root) else 'no such directory'}")
+    if root is not None:
+        root = trust.host_tree(root)
     return collect(Path(root) if root is not None else Path("/"), probe_torch=False)
 
 

@@ -6,6 +6,7 @@ from typing import List, Optional, Sequence
 
 import click
 
+from hosttune import trust
 from hosttune.term import printable
 
 
@@ -25,7 +26,7 @@ def cmd() -> None:
 @cmd.command("apply")
 @click.option("--dry-run", is_flag=True, help="Show the changes; change nothing (works as any user).")
 @click.option("--only", "only", multiple=True, metavar="ID", help="Only this tunable (repeatable).")
-@click.option("--root", type=click.Path(exists=True, file_okay=False), default=None,
+@click.option("--root", type=str, default=None,
               help="Read and write inside DIR (a captured host tree), never the host.")
 @click.option("--boot", is_flag=True, hidden=True, help="Re-apply the saved runtime values (hosttune-tune.service).")
 @click.option("--json", "as_json", is_flag=True, help="The changes as JSON.")
@@ -34,6 +35,7 @@ def apply_cmd(dry_run: bool, only: Sequence[str], root: Optional[str], boot: boo
     from hosttune.tune import core
 
     core.check_ids(only)
+    root = None if root is None else trust.host_tree(root, writes=not dry_run)
     core.uid_check(Path(root) if root else None, dry_run, "apply")
     changes, skipped = core.apply_report(_root(root), only=tuple(only), dry_run=dry_run, boot=boot)
     if as_json:
@@ -62,7 +64,7 @@ def apply_cmd(dry_run: bool, only: Sequence[str], root: Optional[str], boot: boo
 
 
 @cmd.command("verify")
-@click.option("--root", type=click.Path(exists=True, file_okay=False), default=None,
+@click.option("--root", type=str, default=None,
               help="Read inside DIR (a captured host tree), never the host.")
 @click.option("--json", "as_json", is_flag=True, help="Expected vs actual as JSON.")
 @click.pass_context
@@ -70,7 +72,7 @@ def verify_cmd(ctx: click.Context, root: Optional[str], as_json: bool) -> None:
     """Expected vs actual for every tunable; exit 1 when one drifted."""
     from hosttune.tune import core
 
-    statuses = core.verify(_root(root))
+    statuses = core.verify(_root(None if root is None else trust.host_tree(root)))
     drift = any(s.state == "drift" for s in statuses)
     if as_json:
         click.echo(json.dumps({"drift": drift, "tunables": [s.to_dict() for s in statuses]}, indent=2))
@@ -84,12 +86,13 @@ def verify_cmd(ctx: click.Context, root: Optional[str], as_json: bool) -> None:
 
 
 @cmd.command("revert")
-@click.option("--root", type=click.Path(exists=True, file_okay=False), default=None,
+@click.option("--root", type=str, default=None,
               help="Read and write inside DIR (a captured host tree), never the host.")
 def revert_cmd(root: Optional[str]) -> None:
     """Restore the values from before the first apply and remove hosttune's files."""
     from hosttune.tune import core
 
+    root = None if root is None else trust.host_tree(root, writes=True)
     core.uid_check(Path(root) if root else None, False, "revert")
     changes = core.revert(_root(root))
     if not changes:

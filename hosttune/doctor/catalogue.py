@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
+from hosttune import trust
 from hosttune.detect.storage import data_path_problem
 from hosttune.doctor.checks import cpu, gpu, nvidia, storage, tools, topology
 from hosttune.doctor.checks import hosttune as hosttune_checks
@@ -145,8 +146,8 @@ def diagnose(root: Optional[str] = None, python: Optional[str] = None, data: Seq
         why = data_path_problem(path)  # a device, FIFO, socket or /proc, /sys file: bad usage, never measured
         if why is not None:
             raise UserError(f"--data: {printable(path)} {why}")
-    if root is not None and not os.path.isdir(root):
-        raise UserError(f"--root: {root}: not a directory")
+    if root is not None:
+        root = trust.host_tree(root)
     if deep is not None and root is not None and os.path.realpath(root) != "/":
         raise UserError("--deep measures this machine; it cannot be combined with --root")
     if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
