@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional, Set, Tuple
 
-from hosttune import __version__, fsio
+from hosttune import __version__, fsio, trust
 from hosttune.detect.hostio import READ_LIMIT
 from hosttune.errors import UserError
 
@@ -253,7 +253,7 @@ def _new_dir(dest: Path) -> None:
     st = os.lstat(dest)
     if not stat.S_ISDIR(st.st_mode) or os.listdir(dest):
         raise UserError(f"--capture {dest}: exists and is not an empty directory")
-    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+    if not trust.written_by_me_alone(st):  # then made private: nobody else can plant links in it
         raise UserError(f"--capture {dest}: not a directory of yours that only you can write")
     os.chmod(dest, 0o700)
 

@@ -400,6 +400,24 @@ def interpreter_env(environ: Mapping[str, str]) -> Tuple[Dict[str, str], List[st
     return env, dropped
 
 
+# "Mine" means two things, each decided here once (callers pass the stat they took: lstat, fstat, or a no-follow
+# open's). Private: nobody else may read, write or enter it (what hosttune keeps for the caller alone: its runtime and
+# cache directories and the entries in them, whose contents - a plan's environment, a recorded job - are nobody
+# else's business). Written by me alone: nobody else could have changed it, though others may read it (what is
+# trusted for its contents but holds no secret: a file hosttune wrote and reads back, a directory the user made for
+# output). The second is the root trust rule's mode test with the caller as the only trusted owner.
+
+
+def private_to_me(st: os.stat_result) -> bool:
+    """Owned by the effective user, with no permission at all for group or others (mode & 0o077 == 0)."""
+    return st.st_uid == os.geteuid() and not st.st_mode & 0o077
+
+
+def written_by_me_alone(st: os.stat_result) -> bool:
+    """Owned by the effective user and writable by neither group nor others (mode & 0o022 == 0)."""
+    return _mode_problem("", st, frozenset({os.geteuid()}), sticky_ok=False) is None
+
+
 def private_dir(path: PathLike, *, create: bool = True) -> str:
     """A directory only the caller can use (owner = euid, mode 0700, not a link), created if asked. Raises
     Untrusted when it exists with another owner or wider mode (someone else made it first)."""
@@ -417,7 +435,7 @@ def private_dir(path: PathLike, *, create: bool = True) -> str:
         raise Untrusted(f"private directory {p}: {exc.strerror or exc}") from None
     if not stat.S_ISDIR(st.st_mode):
         raise Untrusted(f"refusing {p}: expected a private directory, found something else (a link or a file)")
-    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+    if not private_to_me(st):
         raise Untrusted(f"refusing {p}: owned by {_owner_name(st.st_uid)} with mode {stat.S_IMODE(st.st_mode):o}; "
                         f"expected owned by {_owner_name(os.geteuid())} with mode 700")
     return p
