@@ -13,8 +13,14 @@ import pytest
 from conftest import PROBES
 from conftest import job_processes as _job_processes
 
-from hosttune import launch
+from hosttune.cpulist import format_cpulist
 from hosttune.errors import UserError
+from hosttune.launch.binding import effective_cpus
+from hosttune.launch.procfs import parse_cpulist, parse_numa_maps_policy, proc_status
+from hosttune.launch.slurm import parse_tasks_per_node, slurm_rank
+from hosttune.launch.torchrun import parse_torchrun, rank_command, rewrite_torchrun, shim_argv, torchrun_python
+from hosttune.launch.verify import RankCheck, check_rank
+from hosttune.rankplan import TORCHRUN_PYTHON
 
 PROBE = str(PROBES / "probe.py")
 PY = sys.executable
@@ -62,17 +68,17 @@ ENV: Dict[str, str] = {"PATH": os.environ.get("PATH", "")}
     ],
 )
 def test_parse_torchrun_forms(argv: List[str], nproc: str, mode: str, script: str, script_args: List[str]) -> None:
-    t = launch.parse_torchrun(argv, ENV)
+    t = parse_torchrun(argv, ENV)
     assert t is not None
     assert t.value("nproc_per_node", ENV, "1") == nproc
     assert t.mode == mode
     assert t.script == script
     assert list(t.script_args) == script_args
     # the mode flags are consumed: the rewritten argv says --no-python exactly once, before the shim
-    out = launch.rewrite_torchrun(t, ENV, "/py")
+    out = rewrite_torchrun(t, ENV, "/py")
     assert out.count("--no-python") == 1
     i = out.index("--no-python")
-    shim = launch.shim_argv("/py")
+    shim = shim_argv("/py")
     assert out[i + 1 : i + 1 + len(shim)] == shim and shim[0] == "/py" and "-c" in shim
     assert out[: len(t.launcher)] == list(t.launcher)
     assert "-m" not in out[len(t.launcher) : i] and "--module" not in out[:i] and "--run-path" not in out[:i]
@@ -80,12 +86,12 @@ def test_parse_torchrun_forms(argv: List[str], nproc: str, mode: str, script: st
 
 def test_rank_commands_follow_torchrun() -> None:
     env = dict(ENV, PYTHON_EXEC="/opt/py/bin/python3")  # torchrun honours $PYTHON_EXEC; so must we
-    mod = launch.parse_torchrun(["torchrun", "-m", "pkg.train", "--a"], env)
+    mod = parse_torchrun(["torchrun", "-m", "pkg.train", "--a"], env)
     assert mod is not None
-    assert launch.rank_command(mod, launch.torchrun_python(mod, env)) == [
+    assert rank_command(mod, torchrun_python(mod, env)) == [
         "/opt/py/bin/python3", "-u", "-m", "pkg.train", "--a"]
-    nop = launch.parse_torchrun(["torchrun", "--no-python", "bash", "x.sh"], env)
-    assert nop is not None and launch.rank_command(nop, "/ignored") == ["bash", "x.sh"]
+    nop = parse_torchrun(["torchrun", "--no-python", "bash", "x.sh"], env)
+    assert nop is not None and rank_command(nop, "/ignored") == ["bash", "x.sh"]
 
 
 def test_torchrun_python_from_shebang(tmp_path: Path) -> None:
@@ -98,17 +104,17 @@ def test_torchrun_python_from_shebang(tmp_path: Path) -> None:
     env = {"PATH": f"{bindir}:/usr/bin:/bin"}
     tr.write_text("#!/usr/bin/env python3.9\nimport sys\n")
     tr.chmod(0o755)
-    t = launch.parse_torchrun(["torchrun", "x.py"], env)
-    assert t is not None and launch.torchrun_python(t, env) == str(fake_py)
+    t = parse_torchrun(["torchrun", "x.py"], env)
+    assert t is not None and torchrun_python(t, env) == str(fake_py)
     tr.write_text(f"#!{fake_py} -s\n")
-    assert launch.torchrun_python(t, env) == str(fake_py)
+    assert torchrun_python(t, env) == str(fake_py)
     tr.write_text("#!/usr/bin/env bash\nexec pyenv exec torchrun \"$@\"\n")  # a pyenv shim: the shim asks torchrun
-    assert launch.torchrun_python(t, env) == launch.TORCHRUN_PYTHON
+    assert torchrun_python(t, env) == TORCHRUN_PYTHON
 
 
 def test_pet_environment_counts_like_torchrun() -> None:
     env = dict(ENV, PET_NO_PYTHON="1", PET_NPROC_PER_NODE="3")
-    t = launch.parse_torchrun(["torchrun", "./job"], env)
+    t = parse_torchrun(["torchrun", "./job"], env)
     assert t is not None and t.mode == "no_python" and t.value("nproc_per_node", env, "1") == "3"
 
 
@@ -124,14 +130,14 @@ def test_pet_environment_counts_like_torchrun() -> None:
 )
 def test_bad_torchrun_lines(argv: List[str], message: str) -> None:
     with pytest.raises(UserError, match=message):
-        launch.parse_torchrun(argv, ENV)
+        parse_torchrun(argv, ENV)
 
 
 def test_not_torchrun() -> None:
-    assert launch.parse_torchrun(["python3", "train.py"], ENV) is None
-    assert launch.parse_torchrun(["python3", "-m", "torch.utils.collect_env"], ENV) is None
-    assert launch.parse_torchrun(["torchrun", "--help"], ENV) is None
-    assert launch.parse_torchrun(["bash", "-c", "torchrun x.py"], ENV) is None
+    assert parse_torchrun(["python3", "train.py"], ENV) is None
+    assert parse_torchrun(["python3", "-m", "torch.utils.collect_env"], ENV) is None
+    assert parse_torchrun(["torchrun", "--help"], ENV) is None
+    assert parse_torchrun(["bash", "-c", "torchrun x.py"], ENV) is None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -139,27 +145,27 @@ def test_not_torchrun() -> None:
 
 
 def test_tasks_per_node() -> None:
-    assert launch.parse_tasks_per_node("2(x3),1") == [2, 2, 2, 1]
-    assert launch.parse_tasks_per_node("4") == [4]
+    assert parse_tasks_per_node("2(x3),1") == [2, 2, 2, 1]
+    assert parse_tasks_per_node("4") == [4]
     env = {"SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "2(x3),1", "SLURM_NODEID": "3"}
-    assert launch.slurm_rank(env) == (0, 1)
+    assert slurm_rank(env) == (0, 1)
     env = {"SLURM_LOCALID": "1", "SLURM_STEP_TASKS_PER_NODE": "3,2", "SLURM_TASKS_PER_NODE": "8",
            "SLURM_STEP_NODEID": "1"}
-    assert launch.slurm_rank(env) == (1, 2)
-    assert launch.slurm_rank({"SLURM_LOCALID": "2", "SLURM_NTASKS_PER_NODE": "4"}) == (2, 4)
-    assert launch.slurm_rank({}) is None
+    assert slurm_rank(env) == (1, 2)
+    assert slurm_rank({"SLURM_LOCALID": "2", "SLURM_NTASKS_PER_NODE": "4"}) == (2, 4)
+    assert slurm_rank({}) is None
     with pytest.raises(UserError, match="outside"):
-        launch.slurm_rank({"SLURM_LOCALID": "2", "SLURM_NTASKS_PER_NODE": "2"})
+        slurm_rank({"SLURM_LOCALID": "2", "SLURM_NTASKS_PER_NODE": "2"})
     with pytest.raises(UserError, match="SLURM"):
-        launch.slurm_rank({"SLURM_LOCALID": "x"})
+        slurm_rank({"SLURM_LOCALID": "x"})
 
 
 def test_cpulists_and_numa_maps() -> None:
-    assert launch.parse_cpulist("0-2,5,8-12:2\n") == (0, 1, 2, 5, 8, 10, 12)
-    assert launch._cpulist([5, 0, 1, 2]) == "0-2,5"
-    assert launch.effective_cpus((2, 3), {0, 1, 2}) == (2,)
-    assert launch.effective_cpus((4,), {0, 1}) == (0, 1)  # never an empty (EINVAL) mask
-    p = launch.parse_numa_maps_policy
+    assert parse_cpulist("0-2,5,8-12:2\n") == (0, 1, 2, 5, 8, 10, 12)
+    assert format_cpulist([5, 0, 1, 2]) == "0-2,5"
+    assert effective_cpus((2, 3), {0, 1, 2}) == (2,)
+    assert effective_cpus((4,), {0, 1}) == (0, 1)  # never an empty (EINVAL) mask
+    p = parse_numa_maps_policy
     assert p("7f00 default file=/usr/bin/python3 mapped=3") == ("none", ())
     assert p("5555 bind:0-1 anon=1") == ("bind", (0, 1))
     assert p("5555 prefer:1 heap") == ("preferred", (1,))
@@ -257,7 +263,7 @@ def test_memory_policy_and_no_bind(probe_env: Dict[str, str], tmp_path: Path) ->
     assert r.returncode == 0, r.stderr
     (rep,) = reports(tmp_path / "out")
     # numa_maps shows the task policy the job really runs under (set_mempolicy before exec is inherited)
-    assert launch.parse_numa_maps_policy("x " + rep["mempolicy"]) == ("bind", tuple(plan["mems"]))
+    assert parse_numa_maps_policy("x " + rep["mempolicy"]) == ("bind", tuple(plan["mems"]))
     for p in (tmp_path / "out").glob("*.json"):
         p.unlink()
     r = hosttune("exec", "--no-bind", "--profile", str(prof), "--", "taskset", "-c", "0", PY, PROBE,
@@ -316,18 +322,18 @@ def test_verify_does_not_blame_a_rank_that_just_exited() -> None:
     child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], env=env,
                              stdin=subprocess.PIPE)
     try:
-        alive = launch.RankCheck(child.pid, 0, 1, (), "none", (), {"HOSTTUNE_VERIFY_PROBE": "1"})
-        assert launch.check_rank(alive) == [] and alive.checks == 1
-        wrong = launch.RankCheck(child.pid, 0, 1, (), "none", (), {"HOSTTUNE_VERIFY_PROBE": "2"})
-        assert launch.check_rank(wrong) == ["env HOSTTUNE_VERIFY_PROBE='1', plan '2'"]
+        alive = RankCheck(child.pid, 0, 1, (), "none", (), {"HOSTTUNE_VERIFY_PROBE": "1"})
+        assert check_rank(alive) == [] and alive.checks == 1
+        wrong = RankCheck(child.pid, 0, 1, (), "none", (), {"HOSTTUNE_VERIFY_PROBE": "2"})
+        assert check_rank(wrong) == ["env HOSTTUNE_VERIFY_PROBE='1', plan '2'"]
         assert child.stdin is not None
         child.stdin.close()
         deadline = time.monotonic() + 60  # not reaped: it stays a zombie until wait()
-        while time.monotonic() < deadline and not launch.proc_status(child.pid).get("State", "").startswith("Z"):
+        while time.monotonic() < deadline and not proc_status(child.pid).get("State", "").startswith("Z"):
             time.sleep(0.02)
-        assert launch.proc_status(child.pid)["State"].startswith("Z")
-        gone = launch.RankCheck(child.pid, 0, 1, (), "none", (), {"HOSTTUNE_VERIFY_PROBE": "1"})
-        assert launch.check_rank(gone) == [] and gone.checks == 0
+        assert proc_status(child.pid)["State"].startswith("Z")
+        gone = RankCheck(child.pid, 0, 1, (), "none", (), {"HOSTTUNE_VERIFY_PROBE": "1"})
+        assert check_rank(gone) == [] and gone.checks == 0
     finally:
         child.kill()
         child.wait()

@@ -403,16 +403,16 @@ def test_plan_from_a_fixture_with_gpus_from_hwloc(hwloc_tree: Any, throughput: p
 @pytest.mark.parametrize("profile_name", ["throughput", "cpu-only", "reproducible"])
 def test_a_rank_replans_to_the_same_env_inside_torchrun(profile_name: str) -> None:
     """The launcher sets common_env (and an OMP_NUM_THREADS, so torchrun adds no 1) once for torchrun, and each
-    rank's shim plans again from torchrun's environment with what the launcher set undone (handoff.users_env): it
+    rank's shim plans again from torchrun's environment with what the launcher set undone (rank.users_env): it
     must arrive at exactly what the parent planned, the launcher's variables never taken for the user's."""
-    from hosttune.launch import handoff
+    from hosttune.launch import rank
 
     facts = two_node_host(gpu_numa=(0, 1, 0, 1, 0, 1, 0, 1))
     prof = profile.load(profile_name)
     outer = {"LD_PRELOAD": "/opt/a.so", "CUDA_VISIBLE_DEVICES": "3,1,0,2"}
     launcher = dict(plan.common_env(facts, prof, outer), OMP_NUM_THREADS="5")
     touched = {k: outer.get(k) for k in launcher}
-    inner = handoff.users_env(touched, dict(outer, **launcher, LOCAL_WORLD_SIZE="4"))
+    inner = rank.users_env(touched, dict(outer, **launcher, LOCAL_WORLD_SIZE="4"))
     for r in range(4):
         a, b = plan.resolve(facts, prof, r, 4, environ=outer), plan.resolve(facts, prof, r, 4, environ=inner)
         assert b.kept == a.kept  # the caller's own settings only (cpu-only: their CUDA_VISIBLE_DEVICES)

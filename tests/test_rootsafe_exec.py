@@ -18,8 +18,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from hosttune import launch
 from hosttune.launch import handoff
+from hosttune.launch.job import prepare
+from hosttune.launch.torchrun import MAX_NPROC_PER_NODE, shim_argv
+from hosttune.rankplan import TORCHRUN_PYTHON
 
 PY = sys.executable
 
@@ -85,13 +87,13 @@ def test_handoff_never_goes_into_another_users_runtime_dir(other_user: Any, fake
 
 
 def _genuine_handoff(env: Optional[Dict[str, str]] = None) -> str:
-    job = launch.prepare(["torchrun", "--nproc_per_node=1", "t.py"], environ=env)
-    return handoff.write(launch.handoff_payload(job, "m"))
+    job = prepare(["torchrun", "--nproc_per_node=1", "t.py"], environ=env)
+    return handoff.write(handoff.payload(job, "m"))
 
 
 def _shim(path: str, ran: Path, cwd: Any = None) -> "subprocess.CompletedProcess[str]":
     env = dict(os.environ, HOSTTUNE_HANDOFF=path, LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
-    return subprocess.run([*launch.shim_argv(PY), "touch", str(ran)], env=env, capture_output=True, text=True,
+    return subprocess.run([*shim_argv(PY), "touch", str(ran)], env=env, capture_output=True, text=True,
                           timeout=60, cwd=cwd)
 
 
@@ -147,8 +149,8 @@ def test_shim_as_root_refuses_a_plan_env_pointing_at_another_users_files(other_u
                                                                          key: str) -> None:
     lib = other_user.write("lib/evil.py", "raise SystemExit('ran as root')\n")
     value = str(lib.parent) if key == "PYTHONPATH" else str(lib)
-    job = launch.prepare(["torchrun", "--nproc_per_node=1", "t.py"])
-    payload = launch.handoff_payload(job, "m")
+    job = prepare(["torchrun", "--nproc_per_node=1", "t.py"])
+    payload = handoff.payload(job, "m")
     for plans in payload["plans"].values():
         plans[0]["env"][key] = value
     path = handoff.write(payload)
@@ -429,10 +431,10 @@ def test_ctrl_c_while_exec_starts_is_130_without_traceback(tmp_path: Path) -> No
 def test_nproc_per_node_is_capped_with_one_line() -> None:
     r = hosttune("exec", "--dry-run", "--", "torchrun", "--nproc_per_node=4000", "t.py", env=dict(os.environ))
     assert r.returncode == 2, r.stderr
-    assert "4000" in r.stderr and str(launch.MAX_NPROC_PER_NODE) in r.stderr
+    assert "4000" in r.stderr and str(MAX_NPROC_PER_NODE) in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
-    job = launch.prepare(["torchrun", f"--nproc_per_node={launch.MAX_NPROC_PER_NODE}", "t.py"])
-    assert len(job.ranks) == launch.MAX_NPROC_PER_NODE
+    job = prepare(["torchrun", f"--nproc_per_node={MAX_NPROC_PER_NODE}", "t.py"])
+    assert len(job.ranks) == MAX_NPROC_PER_NODE
 
 
 def test_shim_never_hands_the_rank_to_a_shell_as_its_python(tmp_path: Path) -> None:
@@ -440,14 +442,14 @@ def test_shim_never_hands_the_rank_to_a_shell_as_its_python(tmp_path: Path) -> N
     # wrapper that did not exec, or a user pasting the dry-run argv) must not run the script with bash.
     script = tmp_path / "t.py"
     script.write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
-    shim = shlex.join(launch.shim_argv(PY))
+    shim = shlex.join(shim_argv(PY))
     env = {k: v for k, v in os.environ.items() if k != "PYTHON_EXEC"}
     env.update(LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
-    r = subprocess.run(["bash", "-c", f"{shim} '{launch.TORCHRUN_PYTHON}' -u {script}; exit $?"], env=env,
+    r = subprocess.run(["bash", "-c", f"{shim} '{TORCHRUN_PYTHON}' -u {script}; exit $?"], env=env,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 127, r.stderr
     assert "PYTHON_EXEC" in r.stderr and not (tmp_path / "ran").exists()
-    r = subprocess.run(["bash", "-c", f"{shim} '{launch.TORCHRUN_PYTHON}' -u {script}; exit $?"],
+    r = subprocess.run(["bash", "-c", f"{shim} '{TORCHRUN_PYTHON}' -u {script}; exit $?"],
                        env=dict(env, PYTHON_EXEC=PY), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "ran").exists()

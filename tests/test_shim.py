@@ -10,8 +10,10 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from hosttune import launch
 from hosttune.launch import handoff
+from hosttune.launch.job import prepare
+from hosttune.launch.torchrun import shim_argv
+from hosttune.rankplan import TORCHRUN_PYTHON
 
 PY = sys.executable
 SYSTEM_PY = "/usr/bin/python3"  # what the other user can run (Makefile TEST_APT: python3-click/yaml/psutil/distro)
@@ -20,8 +22,8 @@ IS_ROOT = os.geteuid() == 0
 
 @pytest.fixture
 def handed() -> Iterator[str]:
-    job = launch.prepare(["torchrun", "--nproc_per_node=1", "t.py"])
-    path = handoff.write(launch.handoff_payload(job, "m"))
+    job = prepare(["torchrun", "--nproc_per_node=1", "t.py"])
+    path = handoff.write(handoff.payload(job, "m"))
     try:
         yield path
     finally:
@@ -31,7 +33,7 @@ def handed() -> Iterator[str]:
 def _shim(env: Dict[str, str], *cmd: str, cwd: Any = None) -> "subprocess.CompletedProcess[str]":
     full = dict(os.environ, LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
     full.update(env)
-    return subprocess.run([*launch.shim_argv(PY), *cmd], env=full, capture_output=True, text=True, timeout=120,
+    return subprocess.run([*shim_argv(PY), *cmd], env=full, capture_output=True, text=True, timeout=120,
                           cwd=cwd)
 
 
@@ -54,14 +56,14 @@ def test_as_root_python_exec_naming_another_users_file_is_refused(other_user: An
                                                                   tmp_path: Path) -> None:
     ran = tmp_path / "ran"
     script = _touching_script(other_user, "bin/python3", ran)
-    r = _shim({"HOSTTUNE_HANDOFF": handed, "PYTHON_EXEC": str(script)}, launch.TORCHRUN_PYTHON, "-c", "pass")
+    r = _shim({"HOSTTUNE_HANDOFF": handed, "PYTHON_EXEC": str(script)}, TORCHRUN_PYTHON, "-c", "pass")
     assert r.returncode == 2, r.stderr
     assert "$PYTHON_EXEC" in r.stderr and "not started" in r.stderr and "Traceback" not in r.stderr
     assert not ran.exists()
 
 
 def test_python_exec_that_root_owns_runs_the_rank(handed: str) -> None:
-    r = _shim({"HOSTTUNE_HANDOFF": handed, "PYTHON_EXEC": PY}, launch.TORCHRUN_PYTHON, "-c",
+    r = _shim({"HOSTTUNE_HANDOFF": handed, "PYTHON_EXEC": PY}, TORCHRUN_PYTHON, "-c",
               "import sys; print(sys.argv[0])")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "-c"
@@ -100,7 +102,7 @@ def test_an_ordinary_user_runs_a_rank_command_from_their_own_path_dir(other_user
     src = other_user.home / "src"
     shutil.copytree(repo / "hosttune", src / "hosttune", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(repo / "profiles", src / "hosttune" / "profiles")  # where an installed package has them
-    argv = [a.replace(str(repo / "hosttune"), str(src / "hosttune")) for a in launch.shim_argv(SYSTEM_PY, root=False)]
+    argv = [a.replace(str(repo / "hosttune"), str(src / "hosttune")) for a in shim_argv(SYSTEM_PY, root=False)]
     env = {"PATH": f"{script.parent}{os.pathsep}/usr/bin:/bin", "PYTHONPATH": str(src), "PYTHONDONTWRITEBYTECODE": "1",
            "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "HOME": str(other_user.home),
            "XDG_CACHE_HOME": str(other_user.home / ".cache")}

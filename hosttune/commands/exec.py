@@ -68,7 +68,7 @@ def cmd(
     Exit status: the job's own; 128+N when it died of signal N (or failed after hosttune forwarded signal N);
     2 when COMMAND is missing or not found or an option is wrong.
     """
-    from hosttune import launch
+    from hosttune.launch.job import prepare
 
     if root is not None and not dry_run:
         raise UserError("--root describes another host: use it with --dry-run")
@@ -76,7 +76,7 @@ def cmd(
         raise UserError("--json prints the plan: use it with --dry-run")
     if root is not None and not os.path.isdir(root):
         raise UserError(f"--root {root}: no such directory")
-    job = launch.prepare(list(command), profile=profile_name, root=Path(root) if root else None, no_bind=no_bind,
+    job = prepare(list(command), profile=profile_name, root=Path(root) if root else None, no_bind=no_bind,
                          override=override)
     if dry_run:
         from hosttune import profile as profmod
@@ -88,11 +88,14 @@ def cmd(
         if as_json:
             click.echo(json.dumps(job.to_dict(), indent=2))
         else:
-            click.echo(launch.render_text(job))
+            from hosttune.launch.job import render_text
+
+            click.echo(render_text(job))
         return
     from hosttune.launch.job import notices
+    from hosttune.launch.supervise import run
 
     for line in notices(job):  # once, before the job's own output: whose values it runs with, and who binds
         sys.stderr.write(f"hosttune: {line}\n")
     sys.stderr.flush()
-    sys.exit(launch.run(job, verify=verify))
+    sys.exit(run(job, verify=verify))

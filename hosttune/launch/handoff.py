@@ -16,10 +16,10 @@ here:
   (`policy.dirs.runtime_dir()`, /run/hosttune unless $HOSTTUNE_RUNTIME_DIR moves it) as root, then the temp
   directory (a shared one such as /tmp only with the sticky bit: nobody else can remove or rename our entry); the
   file is written there atomically with mode 0600.
-- `read` / `rank_plan` (shim and hook): the directory must still be owned by the reader's euid with mode 0700 and
-  sit under trusted directories, the file must be a regular file (never a link) owned by the euid, not
-  group/other-writable, and smaller than `LIMIT`. Anything else is `Untrusted`: the shim then refuses to start the
-  rank (exit 2); the hook leaves the rank as its launcher started it, with one warning line.
+- `read` / `check` (the rank side, launch/rank.py): the directory must still be owned by the reader's euid with
+  mode 0700 and sit under trusted directories, the file must be a regular file (never a link) owned by the euid, not
+  group/other-writable, and smaller than `LIMIT`. Anything else is `Untrusted`, and the rank is refused (rank.py's
+  failure rule, the same in the shim and the hook).
 - Lifetime: a supervised job (torchrun, another launcher, --verify) gets a fresh directory that its launcher
   removes when the job ends (`write`; a launcher that was killed leaves it to the next `write`, which removes every
   such directory of this user whose launcher process, pid + start time in its name, is gone). A plain or srun job
@@ -32,20 +32,17 @@ here:
   first. They live until the base is cleaned (/run and $XDG_RUNTIME_DIR at reboot or logout; a user's cache
   directory keeps them, one per distinct plan).
 
-The reader imports neither plan.py nor the profile: see `rank_plan`.
+The protocol only: where the file lives, writing it, checking it, reading it. What a rank does with what it read
+is launch/rank.py's. Imports no planner, profile, YAML or detector (the rank-side contract in .importlinter).
 """
 
 import json
 import os
 import stat
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 from hosttune import fsio, trust
 from hosttune.policy import dirs, names
-
-if TYPE_CHECKING:
-    from hosttune.launch.job import Launch
 
 ENV = names.HANDOFF  # path of the handoff file
 NAME = "handoff.json"
@@ -55,22 +52,13 @@ SHARED_PREFIX = "hosttune-plans-"
 LIMIT = 64 << 20  # facts + 1024 ranks' plans stay far below this; a bigger file is not ours
 VERSION = 1
 
-# In a rank command: "the interpreter torchrun itself runs on", resolved by the shim from its parent process when
-# the launcher cannot read it from torchrun's shebang (pyenv shims, wrapper scripts).
-TORCHRUN_PYTHON = "{torchrun-python}"
+def payload(launch: Any, marker: str) -> Dict[str, Any]:
+    """What every rank of this launch needs (`launch` is job.Launch). The plans for the known local world sizes are
+    resolved here already, so a rank only reads JSON and binds (no facts/profile/YAML imports); a different world
+    size (elastic) is planned again by the launcher's planner (`planner`: its interpreter and its hosttune; see
+    rank.replan) from the facts and profile carried along."""
+    from hosttune.launch.rank import planner
 
-
-def is_python(path: str) -> bool:
-    """A Python interpreter by its name (python3, python3.11, pypy3): how torchrun's launcher and the shim's parent
-    are recognised."""
-    name = os.path.basename(path)
-    return name.startswith("python") or name.startswith("pypy")
-
-
-def payload(launch: "Launch", marker: str) -> Dict[str, Any]:
-    """What every shim of this launch needs. The plans for the known local world size are resolved here already,
-    so a rank's shim only reads JSON and binds (no facts/profile/YAML imports); a different world size (elastic)
-    falls back to resolving from the facts and profile carried along."""
     prof = launch.profile
     plans: Dict[str, List[Optional[Dict[str, Any]]]] = {}
     for plan in [*launch.ranks, *getattr(launch, "more_plans", ())]:
@@ -91,42 +79,8 @@ def payload(launch: "Launch", marker: str) -> Dict[str, Any]:
         # a rank that plans again (a world size not foreseen) follows the same rules as the launcher did
         "override": bool(getattr(launch, "override", False)),
         "bound_by": getattr(launch, "bound_by", None),
+        "planner": planner(),
     }
-
-
-def users_env(touched: Optional[Mapping[str, Optional[str]]], environ: Mapping[str, str]) -> Dict[str, str]:
-    """The caller's own environment: torchrun's, with what the launcher set for torchrun (`touched`: variable ->
-    the caller's value, None when it was unset) undone. A rank re-planned from it does not take torchrun's
-    OMP_NUM_THREADS for the user's choice, nor prepend the launcher's LD_PRELOAD twice."""
-    user_env = dict(environ)
-    for key, orig in (touched or {}).items():
-        if orig is None:
-            user_env.pop(key, None)
-        else:
-            user_env[key] = orig
-    return user_env
-
-
-def rank_plan(data: Mapping[str, Any], local_rank: int, world: int) -> Optional[Any]:
-    """The launcher's plan for this rank when it planned this world size, else None (plan again).
-
-    The plan is `RankPlan.to_dict()` read as it is (attributes over the same keys), not `RankPlan.from_dict()`:
-    binding and exec need only cpus, mems, mem_policy and env, and importing plan.py (facts, profile, YAML) would
-    more than double every rank's start-up imports (see shim.py)."""
-    plans = (data.get("plans") or {}).get(str(world))
-    if not plans or not 0 <= local_rank < len(plans) or not isinstance(plans[local_rank], dict):
-        return None
-    return SimpleNamespace(**plans[local_rank])
-
-
-def profile_of(data: Mapping[str, Any], facts: Any) -> Any:
-    """The launcher's profile back from `Profile.to_dict()` (the profile's own reader), or the active one when
-    the launcher had none to hand over."""
-    from hosttune import profile as profmod
-
-    if data.get("profile") is None:
-        return profmod.active(None, facts)
-    return profmod.Profile.from_dict(data["profile"])
 
 
 def _base_problem(base: str) -> Optional[str]:
@@ -366,7 +320,10 @@ def check(path: str) -> None:
     if not os.path.isabs(path) or os.path.basename(path) != NAME:
         raise trust.Untrusted(f"refusing the launcher's handoff {path!r}: not a hosttune handoff path")
     d = os.path.dirname(path)
-    trust.private_dir(d, create=False)  # owner = euid, mode 0700, not a link
+    try:
+        trust.private_dir(d, create=False)  # owner = euid, mode 0700, not a link
+    except trust.Untrusted as exc:
+        raise trust.Untrusted(f"the launcher's handoff {path}: {exc}") from None
     _, why = trust.problem(d, kind="dir")
     if why is not None:
         raise trust.Untrusted(f"refusing the launcher's handoff {path}: its directory {why}")

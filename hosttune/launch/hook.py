@@ -10,8 +10,8 @@ the job runs as before (top process planned, ranks not).
 What a process does, by what it finds (`role`):
 - rank: a launcher's local-rank variables are set (rankvars.py: LOCAL_RANK/LOCAL_WORLD_SIZE, Open MPI, MPICH/Intel
   MPI, PMIx, PMI, Slurm). It takes its plan for that world size from the handoff (precomputed by the launcher;
-  a size the launcher did not foresee is planned here from the handed facts, which costs an import of the
-  planner), sets the plan's variables in os.environ, binds its CPUs (sched_setaffinity) and memory
+  a size the launcher did not foresee is planned by the launcher's planner in a child process, rank.replan),
+  sets the plan's variables in os.environ, binds its CPUs (sched_setaffinity) and memory
   (set_mempolicy). A variable a launcher between hosttune and the rank changed (its value is neither what hosttune
   gave the job's top process nor the caller's own) is that launcher's choice and is kept: accelerate's
   --num_cpu_threads_per_process, `mpirun -x OMP_NUM_THREADS=...`.
@@ -35,14 +35,18 @@ watchers run later). PYTHONPATH keeps HOOK_DIR in os.environ,
 on purpose: a nested launcher (a shell script that starts mpirun, a rank that starts its own workers) hands it on,
 and their Python children find their plans.
 
-A failure never stops a job: whatever goes wrong (an untrusted or unreadable handoff, a plan that cannot be bound)
-is ONE line on stderr and the rank runs on as its launcher started it.
+What a bad plan does is rank.py's one failure rule, the same as in the shim: tampering or a trust failure (a
+handoff another user could have written, a missing or malformed one, as root a plan variable naming another
+user's file) refuses the process: one line on stderr, and sitecustomize ends it with status 2 before user code
+runs. A plan that merely does not fit (CPUs not allowed here, memory not bindable, a re-plan that failed) is ONE
+line and the process runs on as its launcher started it.
 
 Cost, per Python process of the job: a process without $HOSTTUNE_HANDOFF imports nothing (the hook only tidies
-sys.path and chains). A rank imports hosttune.launch.{hook, rankvars, handoff, shim, binding, procfs},
-hosttune.{fsio, trust, cpulist, errors, policy.names} and the stdlib they need; no plan.py, profile, facts, YAML,
-click or detector on the precomputed path. Where the time goes (`python3 -X importtime`, Debian's /usr/bin/python3,
-best of 25 on this 2-vCPU machine at load ~8): 28 ms in all: typing (with re/enum/collections, needed by every
+sys.path and chains). A rank imports hosttune.launch.{hook, rank, rankvars, handoff, binding, procfs},
+hosttune.{rankplan, fsio, trust, cpulist, errors, policy.names} and the stdlib they need (dataclasses for
+RankPlan); never plan/, profile, facts, YAML, click or the detector (.importlinter's rank-side contract). Where
+the time went before the rank module and RankPlan (`python3 -X importtime`, Debian's /usr/bin/python3, best of 25
+on this 2-vCPU machine at load ~8): 28 ms in all: typing (with re/enum/collections, needed by every
 hosttune module) 7-8, tempfile (fsio's module-level import) 6, pathlib (trust's, with urllib.parse) 4.5,
 importlib.util/contextlib 4, json 1.7, the hosttune modules and the work itself (handoff checked and read,
 variables, sched_setaffinity) about 3.
@@ -210,38 +214,28 @@ def _bind(plan: Any, libnuma: Optional[str], environ: Mapping[str, str]) -> List
     return notes
 
 
-def _plan_for(data: Mapping[str, Any], local: int, world: int, environ: Mapping[str, str]) -> Tuple[Any, Any, bool]:
-    """(plan, libnuma path, no_bind): the handed plan for this world size, else planned here from the handed facts."""
-    from hosttune.launch import handoff
-
-    tools = data.get("tools") or {}
-    no_bind = bool(data.get("no_bind"))
-    handed = handoff.rank_plan(data, local, world)
-    if handed is not None:
-        return handed, tools.get("libnuma"), no_bind
-    from hosttune.shim import resolve_plan  # a world size the launcher did not foresee: the planner's imports
-
-    plan, libnuma, _numactl, no_bind = resolve_plan(data, local, world, environ)
-    return plan, libnuma, no_bind
-
-
 def apply_rank(data: Mapping[str, Any], local: int, world: int, environ: MutableMapping[str, str]
                ) -> Tuple[Any, List[str]]:
     """Apply rank `local` of `world`'s plan to this process: variables, CPUs (of every thread it has: even at
     interpreter start a preloaded allocator may have started one, jemalloc's background_thread), memory (the
-    calling thread's policy: set_mempolicy is per thread). (plan, notes)."""
-    from hosttune.shim import checked_env
+    calling thread's policy: set_mempolicy is per thread). (plan, notes); (None, [why]) when no plan fits (rank.py's
+    failure rule: the rank runs as started). trust.Untrusted propagates: the caller refuses the rank."""
+    from hosttune.launch import rank
 
-    plan, libnuma, no_bind = _plan_for(data, local, world, environ)
-    env = rank_env(plan.env, data, environ)
-    from hosttune.launch.handoff import users_env
-
-    env = checked_env(env, users_env(data.get("touched"), environ))
+    setup = rank.setup(data, local, world, environ)
+    if setup.plan is None:
+        return None, [f"{setup.warning or 'plan not applied'}; it runs as its launcher started it"]
+    env = rank.checked_env(rank_env(setup.plan.env, data, environ), data, environ)
     _set_env(env, environ)
     environ[names.LOCAL_RANK] = str(local)
     environ[names.LOCAL_WORLD_SIZE] = str(world)
-    notes = [] if no_bind else _bind(plan, libnuma, environ)
-    return plan, notes
+    if setup.no_bind:
+        return setup.plan, []
+    try:
+        return setup.plan, _bind(setup.plan, setup.libnuma, environ)
+    except OSError as exc:  # the plan's CPUs do not fit this process at all
+        return setup.plan, [f"CPUs {list(setup.plan.cpus)} not bound ({exc.strerror or exc}); it runs as its "
+                            f"launcher started it"]
 
 
 def spawn_share(data: Mapping[str, Any], environ: Mapping[str, str]) -> Tuple[int, int, int]:
@@ -328,7 +322,9 @@ class _TopWatch:
         self.busy = False
         from hosttune.cpulist import format_cpulist
         from hosttune.launch import rankvars
+        from hosttune.trust import Untrusted
 
+        self.untrusted = Untrusted
         self.rankvars = rankvars  # held, as the modules below: the hook's modules stay loaded in a top process
         self.format_cpulist = format_cpulist
         self.apply_rank = apply_rank
@@ -362,6 +358,10 @@ class _TopWatch:
             if notes:
                 _say(f"rank {place.local_rank}/{place.local_world_size} (rebound when it started its ranks): "
                      + "; ".join(notes))
+        except self.untrusted as exc:  # rank.py's failure rule: a rank on a tampered plan does not go on
+            _say(f"this process became local rank 0 of its own ranks: refused ({exc}); not continued")
+            sys.stderr.flush()
+            os._exit(2)
         except Exception as exc:  # noqa: BLE001 - never break the job
             _say(f"this process became local rank 0 of its own ranks but was not rebound ({exc}); it keeps the "
                  f"whole job's CPUs")
@@ -452,13 +452,16 @@ def arm_top(data: Mapping[str, Any]) -> None:
 
 
 def run(environ: Optional[MutableMapping[str, str]] = None, argv: Optional[List[str]] = None) -> str:
-    """What sitecustomize calls: find this process's role and apply it. Returns the role (for tests). Never raises
-    for a problem with the plan: one warning line instead."""
+    """What sitecustomize calls: find this process's role and apply it. Returns the role: "refused" when
+    rank.py's failure rule refuses this process (tampering, a trust failure; said in one line, and sitecustomize
+    ends the process with status 2), "failed" when a plan did not fit (one warning line, the process runs)."""
     env: MutableMapping[str, str] = os.environ if environ is None else environ
     path = env.get(names.HANDOFF)
     if not path:
         return "none"
+    from hosttune import trust
     from hosttune.errors import UserError
+    from hosttune.launch import rank
 
     argv = list(sys.argv if argv is None else argv)
     cache: Dict[str, Any] = {}
@@ -489,8 +492,11 @@ def run(environ: Optional[MutableMapping[str, str]] = None, argv: Optional[List[
             arm_top(data())
             return "top-armed"
         return who
+    except trust.Untrusted as exc:  # tampering or a trust failure: the rank is refused (sitecustomize exits 2)
+        _say(rank.refused_line(what, exc))
+        return "refused"
     except (UserError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        _say(f"{what}: plan not applied ({exc}); it runs as its launcher started it")
+        _say(rank.warned_line(what, f"plan not applied ({exc})"))
         return "failed"
 
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from hosttune.errors import UserError
-from hosttune.launch.handoff import TORCHRUN_PYTHON, is_python
+from hosttune.launch.pythons import is_python
+from hosttune.rankplan import TORCHRUN_PYTHON
 
 # Local ranks per node hosttune plans for: far above any real node (one rank per GPU or per core), low enough that
 # a typo (4000) is one clear line instead of thousands of plans, shims and a multi-megabyte handoff.

@@ -19,7 +19,6 @@ from typing import Any, Dict, List, Mapping, Tuple
 from hosttune.cpulist import format_cpulist as _cpulist
 from hosttune.errors import UserError
 from hosttune.launch.binding import effective_cpus, effective_mems
-from hosttune.launch.handoff import users_env
 from hosttune.launch.job import Launch
 from hosttune.launch.procfs import (
     descendants,
@@ -30,6 +29,7 @@ from hosttune.launch.procfs import (
     proc_ppid,
     proc_status,
 )
+from hosttune.launch.rank import users_env
 from hosttune.policy import names
 
 

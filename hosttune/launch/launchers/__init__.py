@@ -21,7 +21,6 @@ One module per launcher (torch_launch, accelerate, deepspeed, mpirun, srun), eac
 import os
 from typing import Callable, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from hosttune.launch.handoff import is_python
 from hosttune.launch.launchers.accelerate import (
     _ACCELERATE_FLAGS,
     _ACCELERATE_MULTI,
@@ -36,6 +35,7 @@ from hosttune.launch.launchers.deepspeed import _DEEPSPEED_OPTIONS, DEEPSPEED_HO
 from hosttune.launch.launchers.mpirun import _MPI_VALUED1, _MPI_VALUED2, _mpi_threads, _mpirun, mpi_flavour
 from hosttune.launch.launchers.srun import _SRUN_FLAGS, _SRUN_VALUED_SHORT, _srun
 from hosttune.launch.launchers.torch_launch import _torch_launch
+from hosttune.launch.pythons import is_python
 from hosttune.launch.torchrun import _python_module_target
 
 __all__ = ["ACCELERATE_CONFIG_LIMIT", "DEEPSPEED_HOSTFILE", "KnownLauncher", "accelerate_default_config",

@@ -5,8 +5,8 @@ per-rank hook binds) hosttune adds `--bind-to none`; a binding the user asks MPI
 import os
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from hosttune.launch.handoff import is_python
 from hosttune.launch.launchers.base import KnownLauncher, _count, _last, _Scan, _scan
+from hosttune.launch.pythons import is_python
 
 # Options taking values, by name without leading dashes (Open MPI takes `-np` and `--np` alike, Hydra `-np`).
 _MPI_VALUED1 = {

@@ -37,6 +37,9 @@ def _hosttune_hook() -> None:
             from hosttune.launch.hook import run
 
             role = run()
+            if role == "refused":  # the rank side's failure rule: tampering or a trust failure (said in one line)
+                sys.stderr.flush()
+                os._exit(2)
     except Exception as exc:  # noqa: BLE001 - the hook must never stop the program it runs in
         try:
             sys.stderr.write(f"hosttune: the per-rank hook failed ({type(exc).__name__}: {exc}); this process runs "
