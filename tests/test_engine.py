@@ -17,7 +17,9 @@ torch = pytest.importorskip("torch")
 
 from hosttune.engine import checkpoint as ckpt  # noqa: E402
 from hosttune.engine.data import CharText, ResumableSampler, loader_settings  # noqa: E402
-from hosttune.engine.train import cpu_has_fast_bf16, lr_at, oom_report, resolve_amp  # noqa: E402
+from hosttune.engine.oom import oom_report  # noqa: E402
+from hosttune.engine.optim import lr_at  # noqa: E402
+from hosttune.engine.precision import cpu_has_fast_bf16, resolve_amp  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CUDA = torch.cuda.is_available()
@@ -127,19 +129,6 @@ def test_loader_settings_env_then_config() -> None:
     s = loader_settings(Config(num_workers=0), cuda=True, env=env)  # the config wins over the profile
     assert (s.num_workers, s.prefetch_factor, s.persistent_workers) == (0, None, False)
     assert "prefetch_factor" not in s.kwargs()
-
-
-def test_engine_default_workers_are_the_planners_rule(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without a profile the engine picks the workers the planner would have planned for its CPUs: one rule."""
-    from hosttune.policy.cpu import dataloader_workers
-
-    seen = []
-    for n in (1, 2, 3, 4, 5, 8, 16, 64):
-        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=n: set(range(n)))
-        got = loader_settings(Config(), cuda=False, env={}).num_workers
-        assert got == dataloader_workers(n)[0]
-        seen.append(got)
-    assert seen == [0, 0, 1, 2, 2, 4, 4, 4]  # the rule itself: none on <= 2 cores, half the cores, at most 4
 
 
 def test_deterministic_from_profile_env_unless_config_says() -> None:

@@ -32,7 +32,7 @@ from test_engine_integration import (  # noqa: E402
 )
 
 from hosttune.engine import checkpoint as ckpt  # noqa: E402
-from hosttune.engine import train  # noqa: E402
+from hosttune.engine import errors, oom, optim, precision, runtime, task, train  # noqa: E402
 from hosttune.engine.api import fit  # noqa: E402
 from hosttune.engine.config import Config, ConfigError, load_config  # noqa: E402
 from hosttune.engine.data import CharLines, EpochBatches, pad_collate  # noqa: E402
@@ -75,8 +75,8 @@ def strict_json(line: str) -> dict:
                                               ((9, 0), torch.bfloat16)])
 def test_amp_auto_follows_compute_capability(capability: tuple, want: torch.dtype) -> None:
     # V100 (7.0) and T4 (7.5) report is_bf16_supported() on current torch, but their bf16 is emulated.
-    assert train.resolve_amp("auto", torch.device("cuda", 0), capability) == want
-    assert train.resolve_amp("bf16", torch.device("cuda", 0), capability) == torch.bfloat16  # asked for: honoured
+    assert precision.resolve_amp("auto", torch.device("cuda", 0), capability) == want
+    assert precision.resolve_amp("bf16", torch.device("cuda", 0), capability) == torch.bfloat16  # asked for: honoured
 
 
 def test_amp_is_decided_after_set_device(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -88,7 +88,7 @@ def test_amp_is_decided_after_set_device(monkeypatch: pytest.MonkeyPatch, tmp_pa
     monkeypatch.setattr(torch.cuda, "get_device_capability",
                         lambda d=None: calls.append(("capability", torch.device(d).index)) or (7, 5))
     monkeypatch.setenv("LOCAL_RANK", "3")
-    rt = train.setup(Config(device="cuda", run_dir=str(tmp_path), deterministic=False))
+    rt = runtime.setup(Config(device="cuda", run_dir=str(tmp_path), deterministic=False))
     assert rt.amp_dtype == torch.float16  # a T4: fp16 with a GradScaler, not emulated bf16
     assert calls == [("set_device", 3), ("capability", 3)]
 
@@ -117,14 +117,14 @@ def test_nonfinite_metrics_are_null_with_a_flag(tmp_path: Path) -> None:
 
 def test_oom_advice_suggests_the_next_step_from_what_is_on() -> None:
     base = load_config("gpt-tiny", None, ["micro_batch_size=8", "activation_checkpointing=true"])
-    advice = " | ".join(train.oom_advice(base))  # no `shard` field yet: treated as none
+    advice = " | ".join(oom.oom_advice(base))  # no `shard` field yet: treated as none
     assert "--set shard=zero1" in advice and "micro_batch_size=4" in advice
     assert "activation_checkpointing=true" not in advice  # already on
     zero1 = SimpleNamespace(**{**base.to_dict(), "shard": "zero1"})
-    advice = " | ".join(train.oom_advice(zero1))
+    advice = " | ".join(oom.oom_advice(zero1))
     assert "shard=zero1" not in advice and "--set shard=fsdp" in advice
     fsdp = SimpleNamespace(**{**base.to_dict(), "shard": "fsdp", "offload": "none"})
-    advice = " | ".join(train.oom_advice(fsdp))
+    advice = " | ".join(oom.oom_advice(fsdp))
     assert "shard=" not in advice and "--set offload=cpu" in advice
 
 
@@ -137,11 +137,11 @@ def test_fit_reports_a_misspelt_setting_before_anything_else() -> None:
 
 def test_gpt_tiny_vocab_is_padded_to_64_and_optimizer_is_fused_on_cpu(tmp_path: Path) -> None:
     cfg = load_config("gpt-tiny", None, ["n_layer=1", "device=cpu"])
-    model = train.build_preset_task(cfg).model
+    model = task.build_preset_task(cfg).model
     assert model.tok.num_embeddings == 64 and model.head.out_features == 64  # the text has 62 characters
-    rt = train.Runtime(1, 0, 0, CPU, None, False, tmp_path)
-    opt = train.build_optimizer(model, cfg, rt)
-    assert train.fused_optimizer_ok(CPU) is True  # torch 2.13 has the CPU kernel
+    rt = runtime.Runtime(1, 0, 0, CPU, None, False, tmp_path)
+    opt = optim.build_optimizer(model, cfg, rt)
+    assert optim.fused_optimizer_ok(CPU) is True  # torch 2.13 has the CPU kernel
     assert all(g["fused"] for g in opt.param_groups)
 
 
@@ -177,7 +177,7 @@ def test_logged_lr_is_the_steps_own_and_checkpoints_do_not_count_as_step_time(
         run_dir=str(tmp_path / "run"))
     cfg = Config(steps=6, warmup_steps=4, lr=1.0, min_lr=0.1)
     logs = [r for r in metrics(tmp_path / "run") if "loss" in r]
-    assert [r["lr"] for r in logs] == pytest.approx([train.lr_at(s, cfg) for s in range(6)])
+    assert [r["lr"] for r in logs] == pytest.approx([optim.lr_at(s, cfg) for s in range(6)])
     # A 1000-second checkpoint after steps 2 and 4 is reported as such, and left out of the next step's time.
     after = [r for r in logs if r["step"] in (3, 5)]
     assert all(r["checkpoint_s"] >= 1000 and r["step_time_s"] < 1000 for r in after), after
@@ -199,16 +199,16 @@ def test_fit_streams_an_iterable_dataset_and_refuses_one_without_len(tmp_path: P
         def __getitem__(self, i):
             return torch.zeros(4), torch.tensor(0)
 
-    with pytest.raises(train.EngineError, match="has no len.*IterableDataset"):
+    with pytest.raises(errors.EngineError, match="has no len.*IterableDataset"):
         fit(torch.nn.Linear(4, 2), NoLen(), torch.nn.functional.cross_entropy, steps=1, device="cpu",
             run_dir=str(tmp_path / "run2"))
 
 
 def test_cudnn_benchmark_has_its_own_switch(tmp_path: Path) -> None:
     try:
-        train.setup(Config(cudnn_benchmark=False, deterministic=False, device="cpu", run_dir=str(tmp_path)))
+        runtime.setup(Config(cudnn_benchmark=False, deterministic=False, device="cpu", run_dir=str(tmp_path)))
         assert torch.backends.cudnn.benchmark is False
-        train.setup(Config(deterministic=False, device="cpu", run_dir=str(tmp_path)))
+        runtime.setup(Config(deterministic=False, device="cpu", run_dir=str(tmp_path)))
         assert torch.backends.cudnn.benchmark is True  # the default without deterministic mode
     finally:
         torch.backends.cudnn.benchmark = False

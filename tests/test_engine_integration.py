@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 
 from hosttune.engine.config import load_config  # noqa: E402
 from hosttune.engine.data import loader_settings  # noqa: E402
-from hosttune.engine.train import resolve_amp  # noqa: E402
+from hosttune.engine.precision import resolve_amp  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -99,7 +99,8 @@ def test_two_rank_gpt_tiny_learns(gpt_run: Path) -> None:
     device = torch.device(start["device"])
     want_amp = resolve_amp("auto", device)
     assert start["amp"] == (str(want_amp).replace("torch.", "") if want_amp is not None else "off"), start
-    loader = loader_settings(load_config("gpt-tiny", None, GPT_SETS), device.type == "cuda", env())
+    rank_env = {**env(), "LOCAL_WORLD_SIZE": "2"}  # what torchrun gives each of the 2 ranks
+    loader = loader_settings(load_config("gpt-tiny", None, GPT_SETS), device.type == "cuda", rank_env)
     assert start["loader"]["num_workers"] == loader.num_workers
     assert start["loader"]["pin_memory"] is loader.pin_memory
     # keep_checkpoints=3 of steps 15, 30, 45, 60; each holds both ranks' RNG

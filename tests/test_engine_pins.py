@@ -24,16 +24,16 @@ torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 
 from hosttune.engine import checkpoint as ckpt  # noqa: E402
-from hosttune.engine import train  # noqa: E402
+from hosttune.engine import optim, runtime, state  # noqa: E402
 from hosttune.engine.config import Config  # noqa: E402
 
 CPU = torch.device("cpu")
 
 
-def state_for(model: torch.nn.Module, optimizer: Any, scaler: Any = None) -> "train.TrainState":
+def state_for(model: torch.nn.Module, optimizer: Any, scaler: Any = None) -> "state.TrainState":
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
     scaler = scaler or torch.amp.GradScaler("cpu", enabled=False)
-    return train.TrainState(model, optimizer, scheduler, scaler, torch.Generator().manual_seed(0))
+    return state.TrainState(model, optimizer, scheduler, scaler, torch.Generator().manual_seed(0))
 
 
 # ---- the optimizer step ----
@@ -43,7 +43,7 @@ def test_gradients_are_zeroed_after_every_step() -> None:
     model = torch.nn.Linear(3, 2)
     st = state_for(model, torch.optim.SGD(model.parameters(), lr=0.1))
     model(torch.randn(4, 3)).sum().backward()
-    train.optimizer_step(st, Config(grad_clip=0.0))
+    optim.optimizer_step(st, Config(grad_clip=0.0))
     # The next backward must write fresh gradients, not add to these.
     assert all(p.grad is None or not p.grad.any() for p in model.parameters())
     model(torch.ones(1, 3)).sum().backward()
@@ -62,7 +62,7 @@ def test_fp16_gradients_are_clipped_after_unscaling() -> None:
     st = state_for(model, torch.optim.SGD(model.parameters(), lr=1.0), scaler)
     x = torch.tensor([[3.0, 0.0, 4.0, 0.0]])  # d(out)/dw = x: the true gradient's norm is 5
     scaler.scale(model(x).sum()).backward()
-    norm = train.optimizer_step(st, Config(grad_clip=1.0))
+    norm = optim.optimizer_step(st, Config(grad_clip=1.0))
     assert float(norm) == pytest.approx(5.0)
     # The update is the true gradient clipped to norm 1: x / 5 (SGD, lr 1).
     assert torch.allclose(before - model.weight.detach(), x / 5.0, atol=1e-6)
@@ -184,14 +184,14 @@ def test_setup_imports_the_group_default_modules_before_making_the_group(
         events.append("init_process_group")
         raise Stop
 
-    monkeypatch.setattr(train, "import_group_default_modules", lambda sharded: events.append("import"))
-    monkeypatch.setattr(train, "init_process_group", fake_init)
+    monkeypatch.setattr(runtime, "import_group_default_modules", lambda sharded: events.append("import"))
+    monkeypatch.setattr(runtime, "init_process_group", fake_init)
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "0")
     with pytest.raises(Stop):
-        train.setup(Config(device="cpu", run_dir=str(tmp_path)))
+        runtime.setup(Config(device="cpu", run_dir=str(tmp_path)))
     assert events == ["import", "init_process_group"]
-    assert set(train.GROUP_DEFAULT_MODULES) >= {"torch.distributed.nn.functional"}  # the one DDP imports
+    assert set(runtime.GROUP_DEFAULT_MODULES) >= {"torch.distributed.nn.functional"}  # the one DDP imports
 
 
 def test_unpin_group_resets_defaults_that_hold_the_group(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -202,7 +202,7 @@ def test_unpin_group_resets_defaults_that_hold_the_group(monkeypatch: pytest.Mon
          "def k(*, group=G):\n    return group\n"
          "class C:\n    def m(self, group=G):\n        return group\n", {"G": group, "O": other}, fake.__dict__)
     monkeypatch.setitem(sys.modules, fake.__name__, fake)
-    assert train.unpin_group(group) == 3
+    assert runtime.unpin_group(group) == 3
     assert fake.f(1) is None and fake.k() is None and fake.C().m() is None
     assert fake.f.__defaults__[1] is other  # only the group is released
 
@@ -224,9 +224,9 @@ def test_teardown_destroys_the_engines_group_with_ddp_used(monkeypatch: pytest.M
     if dist.is_initialized():
         pytest.skip("a process group already exists in this process")
     threads_before = gloo_threads()
-    train.import_group_default_modules(False)
+    runtime.import_group_default_modules(False)
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    rt = train.Runtime(1, 0, 0, CPU, None, False, owns_group=True)
+    rt = runtime.Runtime(1, 0, 0, CPU, None, False, owns_group=True)
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3, 2))
     model(torch.randn(2, 3)).sum().backward()
     rt.all_reduce(torch.ones(2))
@@ -241,7 +241,7 @@ def test_teardown_destroys_the_engines_group_with_ddp_used(monkeypatch: pytest.M
     held: List[int] = []
     real_destroy = dist.destroy_process_group
     monkeypatch.setattr(dist, "destroy_process_group", lambda *a: (held.append(len(rt._recent)), real_destroy(*a)))
-    train.teardown(rt, finished=True)
+    runtime.teardown(rt, finished=True)
     assert not dist.is_initialized()
     assert group() is None, "the gloo group outlived teardown"
     assert gloo_threads() == threads_before

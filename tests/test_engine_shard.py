@@ -26,7 +26,7 @@ from hosttune.engine import checkpoint as ckpt  # noqa: E402
 from hosttune.engine import shard  # noqa: E402
 from hosttune.engine.config import ConfigError, load_config  # noqa: E402
 from hosttune.engine.models import GPT  # noqa: E402
-from hosttune.engine.train import oom_advice  # noqa: E402
+from hosttune.engine.oom import oom_advice  # noqa: E402
 
 # gpt-tiny shrunk for 2 ranks on 2 shared cores; dropout, so a disturbed RNG stream shows in the weights.
 TINY_GPT = ["--preset", "gpt-tiny", "--set", "n_layer=2", "--set", "n_embd=32", "--set", "n_head=2",
@@ -223,7 +223,7 @@ def test_a_sharded_run_refuses_an_unsharded_checkpoint_in_one_line(tmp_path: Pat
 
     common = dict(steps=2, micro_batch_size=4, warmup_steps=1, device="cpu", amp="off", run_dir=str(tmp_path))
     fit(model(), data(), torch.nn.functional.cross_entropy, **common)
-    from hosttune.engine.train import EngineError
+    from hosttune.engine.errors import EngineError
 
     with pytest.raises(EngineError, match="written with shard=none; resume it with shard=none"):
         fit(model(), data(), torch.nn.functional.cross_entropy, shard="fsdp", resume=True, **dict(common, steps=4))
@@ -252,7 +252,7 @@ def test_a_failed_sharded_save_keeps_the_last_checkpoint_and_is_one_line(tmp_pat
     import errno
 
     from hosttune.engine.api import fit
-    from hosttune.engine.train import EngineError
+    from hosttune.engine.errors import EngineError
 
     x = torch.randn(32, 4, generator=torch.Generator().manual_seed(0))
     data = torch.utils.data.TensorDataset(x, (x[:, 0] > 0).long())

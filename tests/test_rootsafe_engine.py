@@ -24,7 +24,7 @@ torch = pytest.importorskip("torch")
 from hosttune.engine import checkpoint as ckpt  # noqa: E402
 from hosttune.engine.api import fit  # noqa: E402
 from hosttune.engine.data import ResumableSampler  # noqa: E402
-from hosttune.engine.train import EngineError  # noqa: E402
+from hosttune.engine.errors import EngineError  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CPU = torch.device("cpu")

@@ -95,7 +95,10 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     import torch  # only now: the config is valid
 
-    from .train import EngineError, build_preset_task, oom_report, run
+    from .errors import EngineError
+    from .oom import oom_report
+    from .task import build_preset_task
+    from .train import run
 
     try:
         run(cfg, build_preset_task(cfg))

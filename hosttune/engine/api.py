@@ -17,7 +17,9 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from .config import Config, ConfigError, load_config
-from .train import EngineError, Task, build_preset_task, run
+from .errors import EngineError
+from .task import Task, build_preset_task
+from .train import run
 
 __all__ = ["Config", "ConfigError", "EngineError", "fit"]
 

@@ -23,8 +23,10 @@ import torch
 from torch.utils.data import Dataset, DistributedSampler, IterableDataset, Sampler, get_worker_info
 
 from hosttune import fsio
+from hosttune.facts import Cpu
 from hosttune.policy import names
-from hosttune.policy.cpu import dataloader_workers
+
+from .hostcpu import live_cpu, local_ranks, rank_workers
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -153,18 +155,19 @@ def _env_bool(env: Dict[str, str], key: str) -> Optional[bool]:
     return None if v is None else v != 0
 
 
-def loader_settings(cfg: Any, cuda: bool, env: Optional[Dict[str, str]] = None) -> LoaderSettings:
+def loader_settings(cfg: Any, cuda: bool, env: Optional[Dict[str, str]] = None, cpu: Optional[Cpu] = None
+                    ) -> LoaderSettings:
     """Config value if set, else the launcher profile's HOSTTUNE_* variable, else a default for this host.
 
-    Default workers: the rule the planner uses (hosttune.policy.cpu.dataloader_workers) for the CPUs this rank may
-    use, so a rank started without `hosttune exec` gets what the profile would have given it. pin_memory only ever
-    with CUDA: on CPU it only warns.
+    Default workers: the planner's rule and count (hostcpu.rank_workers: policy.cpu's dataloader_workers of the
+    rank's share of the thread budget, physical cores capped by the quota) on `cpu` (default: this process's,
+    read live), so a rank started without `hosttune exec` gets what the profile would have given it. pin_memory
+    only ever with CUDA: on CPU it only warns.
     """
     env = dict(os.environ) if env is None else env
     workers = cfg.num_workers if cfg.num_workers is not None else _env_int(env, names.NUM_WORKERS)
     if workers is None:
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        workers = dataloader_workers(cpus)[0]
+        workers = rank_workers(cpu if cpu is not None else live_cpu(), local_ranks(env))
     pin = cfg.pin_memory if cfg.pin_memory is not None else _env_bool(env, names.PIN_MEMORY)
     pin = bool(cuda and (pin if pin is not None else True))
     prefetch = cfg.prefetch_factor if cfg.prefetch_factor is not None else _env_int(env, names.PREFETCH_FACTOR)

@@ -164,7 +164,8 @@ def saved_config(state: Dict[str, Any], where: Path) -> Config:
 
 
 def build_model(cfg: Config) -> Tuple[nn.Module, Any]:
-    from .train import EngineError, build_preset_task
+    from .errors import EngineError
+    from .task import build_preset_task
 
     cfg.data_path = ""  # the validation split is the bundled text's; the training shards are not needed
     cfg.data = "windows" if cfg.data == "shards" else cfg.data

@@ -1,0 +1,70 @@
+"""Precision: the autocast dtype for this device (`amp`), the GradScaler that fp16 needs, and the math the matmuls
+run in (for MFU's peak)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Tuple
+
+import torch
+
+from . import shard
+from .errors import EngineError
+
+
+def cpu_has_fast_bf16(cpuinfo: str) -> bool:
+    """True when /proc/cpuinfo's flags show native bf16 math. Without it bf16 autocast on CPU is emulated and
+    runs x0.03-0.10 of fp32 (measured on an AVX2 EPYC), so `amp=auto` must not pick it."""
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            return bool(flags & {"avx512_bf16", "amx_bf16"})
+    return False
+
+
+def resolve_amp(amp: str, device: torch.device, capability: Optional[Tuple[int, int]] = None
+                ) -> Optional[torch.dtype]:
+    """The autocast dtype (None = fp32). fp16 implies a GradScaler: its narrow range underflows small grads.
+
+    On CUDA `auto` decides by compute capability (`capability`, else the device's own; call after set_device):
+    bf16 tensor cores start with Ampere (8.0). torch.cuda.is_bf16_supported() is True on V100/T4 too, where bf16
+    is emulated at a fraction of the fp16 rate, so it cannot decide."""
+    if amp == "off":
+        return None
+    if device.type == "cuda":
+        if amp == "auto":
+            major, minor = capability or torch.cuda.get_device_capability(device)
+            return torch.bfloat16 if (major, minor) >= (8, 0) else torch.float16
+        return torch.bfloat16 if amp == "bf16" else torch.float16
+    if amp == "fp16":
+        raise EngineError("amp=fp16 needs CUDA (GradScaler); on CPU use amp=bf16 or amp=off")
+    if amp == "bf16":
+        return torch.bfloat16
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        cpuinfo = ""
+    return torch.bfloat16 if cpu_has_fast_bf16(cpuinfo) else None
+
+
+def autocast(device: torch.device, amp_dtype: Optional[torch.dtype]) -> torch.autocast:
+    """The autocast context for `amp_dtype` on `device`; a disabled one for fp32 (None)."""
+    return torch.autocast(device.type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None)
+
+
+def grad_scaler(amp_dtype: Optional[torch.dtype], device: torch.device, fsdp: bool) -> torch.amp.GradScaler:
+    """fp16's loss scaler (disabled for bf16 and fp32). Under FSDP the sharded one: overflow in one rank's shard
+    must skip the step on all."""
+    if amp_dtype == torch.float16 and fsdp:
+        return shard.grad_scaler(device.type)
+    if hasattr(torch.amp, "GradScaler"):  # torch >= 2.3; torch.cuda.amp's before
+        return torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)
+    return torch.cuda.amp.GradScaler(enabled=amp_dtype == torch.float16)
+
+
+def mfu_dtype(amp_dtype: Optional[torch.dtype], deterministic: bool, cuda: bool) -> str:
+    """The math the matmuls run in, for the peak to compare with: autocast's dtype, else TF32 (on unless
+    deterministic), else fp32."""
+    if amp_dtype is not None:
+        return "bf16" if amp_dtype == torch.bfloat16 else "fp16"
+    return "fp32" if deterministic or not cuda else "tf32"
