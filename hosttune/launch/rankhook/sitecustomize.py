@@ -1,7 +1,9 @@
 """hosttune's per-rank hook, run by Python's `site` in every interpreter of a `hosttune exec` job (this directory is
 first on the job's PYTHONPATH). The work is in hosttune/launch/hook.py; this file only loads it from the hosttune
 package this directory belongs to (the launcher's own code, whatever the rank's interpreter has installed), then
-leaves no trace of itself and hands over to the next `sitecustomize` on the path.
+leaves no trace of itself and hands over to the next `sitecustomize` on the path. A process the rank side's failure
+rule refuses (launch/rank.py: a tampered handoff, a trust failure; the hook said why in one line) ends here with
+status 2, before any of the program's code runs.
 """
 
 
