@@ -83,10 +83,17 @@ def show_cmd(name: Optional[str], root: Optional[str], as_json: bool) -> None:
     from hosttune import profile
     from hosttune.profile.settings import shown, value_of
 
-    facts = _facts(root) if root is not None or not _has_configured(name) else None
-    prof = profile.active(name, facts)
-    if prof.fingerprint and facts is None:
-        facts = _facts(root)
+    detected: List[Any] = []
+
+    def facts_now() -> Any:  # detected once, and only when needed: the generated default, --root, a fingerprint
+        if not detected:
+            detected.append(_facts(root))
+        return detected[0]
+
+    if root is not None:
+        facts_now()  # a bad --root is said before anything is loaded
+    prof = profile.active(name, facts_now)
+    facts = facts_now() if prof.fingerprint or detected else None
     note = profile.fingerprint_note(prof, facts) if facts is not None else None
     if note:
         click.echo(printable(note), err=True)
@@ -114,13 +121,6 @@ def show_cmd(name: Optional[str], root: Optional[str], as_json: bool) -> None:
     w2 = min(40, max(len(s[1]) for s in settings))
     for k, v, src in settings:
         _say(f"{k.ljust(w1)}  {v.ljust(w2)}  {src}")
-
-
-def _has_configured(name: Optional[str]) -> bool:
-    """True when `active()` will not need Facts (a name, $HOSTTUNE_PROFILE or a generated file is in use)."""
-    from hosttune import profile
-
-    return not profile.locate_active(name).generated
 
 
 def _val(v: Any) -> str:

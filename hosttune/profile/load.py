@@ -16,7 +16,7 @@ import difflib
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from hosttune import fsio, trust
 from hosttune.errors import UserError
@@ -241,17 +241,20 @@ def load_text(text: str, path: str = "<string>") -> Profile:
     return _merge(chain, Path(path).stem)
 
 
-def active(explicit: Optional[str] = None, facts: Optional[Facts] = None,
+def active(explicit: Optional[str] = None, facts: Union[Facts, Callable[[], Facts], None] = None,
            environ: Mapping[str, str] = os.environ) -> Profile:
-    """The profile in use (`locate.locate_active`), loaded; the built-in default is generated for `facts` (the
-    live host, detected now, when None)."""
+    """The profile in use (`locate.locate_active`), loaded; when none is configured, the built-in default generated
+    for `facts`: the host's Facts, or a function that detects them (called only then). Profiles never detect: the
+    caller (a command, the launcher) owns detection, so asking for the generated default without facts is a
+    caller's mistake (TypeError)."""
     where = locate.locate_active(explicit, environ)
     if where.ref is not None:
         return load(where.ref)
     if facts is None:
-        from hosttune import detect
-
-        facts = detect.collect(Path("/"), probe_torch=False)  # type: ignore[attr-defined]
+        raise TypeError("profile.active: no profile is configured, so the default is generated for a host: pass "
+                        "its facts (hosttune.profile never detects)")
     from hosttune.profile.generate import generate
 
+    if not isinstance(facts, Facts):
+        facts = facts()
     return generate(facts, where.base)
