@@ -233,14 +233,25 @@ def test_bucketing_batches_cover_each_epoch_once_per_rank() -> None:
 
 # ---- 2 ranks, real torchrun ----
 
+# One 2-rank run shared by the MFU + resume test and the length-bucketing test (issue 21: one run, not two):
+# padded lines, bucketed by length, MFU on, checkpoints at steps 4 and 8.
+LINES_RUN = sets("data=lines", "block_size=64", "length_bucketing=true", "micro_batch_size=8", "steps=8",
+                 "ckpt_interval=4", "log_interval=4", "peak_tflops=0.1")
+
+
+@pytest.fixture(scope="module")
+def lines_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cwd = tmp_path_factory.mktemp("lines")
+    run(torchrun_argv([*TINY_GPT, *LINES_RUN, "--run-dir", "a"]), cwd)
+    return cwd / "a"
+
+
 @pytest.mark.integration
-def test_resume_is_bitwise_with_mfu_on(tmp_path: Path) -> None:
-    argv = torchrun_argv([*TINY_GPT, *sets("steps=8", "ckpt_interval=4", "log_interval=4", "peak_tflops=0.1")])
-    run(argv + ["--run-dir", "a"], tmp_path)
-    assert all(0 < r["mfu"] for r in metrics(tmp_path / "a") if "loss" in r)
-    resumed = copy_resume(tmp_path / "a", 4, argv, tmp_path, "b")
+def test_resume_is_bitwise_with_mfu_on(lines_run: Path, tmp_path: Path) -> None:
+    assert all(0 < r["mfu"] for r in metrics(lines_run) if "loss" in r)
+    resumed = copy_resume(lines_run, 4, torchrun_argv([*TINY_GPT, *LINES_RUN]), tmp_path, "b")
     assert [m["step"] for m in metrics(resumed) if m.get("event") == "resume"] == [4]
-    assert_bitwise_equal(final_params(resumed), final_params(tmp_path / "a"))
+    assert_bitwise_equal(final_params(resumed), final_params(lines_run))
 
 
 AUGMENTING_SCRIPT = '''
@@ -383,18 +394,16 @@ def test_sigterm_to_one_rank_stops_both_at_that_step(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-def test_length_bucketing_lowers_the_padding_fraction(tmp_path: Path) -> None:
-    run(torchrun_argv([*TINY_GPT, *sets("data=lines", "block_size=64", "length_bucketing=true", "steps=10",
-                                        "log_interval=5", "micro_batch_size=8"), "--run-dir", "run"]), tmp_path)
-    bucketed = [m["padding_frac"] for m in metrics(tmp_path / "run") if "loss" in m]
-    # The same 10 steps of rank 0 without bucketing (the sampler alone: no training needed to count padding).
+def test_length_bucketing_lowers_the_padding_fraction(lines_run: Path) -> None:
+    bucketed = [m["padding_frac"] for m in metrics(lines_run) if "loss" in m]
+    # The same 8 steps of rank 0 without bucketing (the sampler alone: no training needed to count padding).
     ds = CharLines(64, "train")
     plain = EpochBatches(ds, 2, 0, Config().seed, 8)
     plain.set_epoch(0)
     pads = []
-    for keys, _ in zip(plain, range(10)):
+    for keys, _ in zip(plain, range(8)):
         _, y = pad_collate([ds[i] for _, _, i in keys])
         pads.append(float((y == -100).float().mean()))
     assert len(bucketed) == 2 and all(0 <= b for b in bucketed)
     assert sum(bucketed) / 2 < 0.5 * sum(pads) / len(pads), (bucketed, pads)
-    assert summary(tmp_path / "run")["val_samples"] > 0 and math.isfinite(summary(tmp_path / "run")["val_loss"])
+    assert summary(lines_run)["val_samples"] > 0 and math.isfinite(summary(lines_run)["val_loss"])
