@@ -18,7 +18,9 @@ In what is written to the README those places are printed as the ones they stand
 holds neither temporary names nor the checkout's path. `hosttune tune` runs only `verify` on the live host (it
 changes nothing); `apply` and `revert` run on a `facts --capture` of this host (`--root`).
 
-Measured samples (the training, `doctor --deep`) start with a comment line saying how loaded the machine was.
+Measured samples (the training, `doctor --deep`) start with a comment line saying how loaded the machine was. Two
+things are left out, each said where it happens: `facts` rows of mounts under the temporary directory (a test's
+leftover bind mount is not part of the host), and the doctor rows an excerpt does not pick (`...`).
 Python 3.9; standard library only (torch is imported only by the runs themselves, in their own processes).
 tests/test_readme.py checks the samples' structure against the CLI without running this script.
 """
@@ -77,8 +79,8 @@ class Sandbox:
         if not _runs_this_checkout(env):
             env["PYTHONPATH"] = str(REPO)
         self.env = env
-        # Longest first: the job directory is inside HOME, HOME inside the sandbox.
-        self.places = [(str(d["run"]), "/run/hosttune"), (str(d["state"]), "/var/lib/hosttune"),
+        self.places = [(env["XDG_RUNTIME_DIR"], f"/run/user/{os.geteuid()}")] if "XDG_RUNTIME_DIR" in env else []
+        self.places += [(str(d["run"]), "/run/hosttune"), (str(d["state"]), "/var/lib/hosttune"),
                        (str(d["log"]), "/var/log/hosttune"), (str(d["etc"]), "/etc/hosttune"),
                        (str(self.home), self.real_home), (str(REPO), os.path.join(self.real_home, "hosttune"))]
 

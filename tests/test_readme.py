@@ -353,3 +353,15 @@ def test_the_other_samples_start_with_a_command(name: str) -> None:
     lines = _sample(name)
     first = next(line for line in lines if not line.startswith("# "))
     assert first.startswith("$ "), (name, first)
+
+
+def test_the_facts_json_keys_the_readme_names_are_the_facts() -> None:
+    said = README.split("`--json` gives the contract", 1)[1].split(")", 1)[0].replace("\n", "")
+    names = re.findall(r"`([^`]+)`", said)
+    assert len(names) >= 8, names
+    data = Facts().to_dict()
+    for name in names:
+        top, _, sub = name.partition(".")
+        assert top.rstrip("[]") in data, f"facts --json has no {top}"
+        for key in re.findall(r"\w+", sub):
+            assert key in data[top], f"facts --json has no {top}.{key}"
