@@ -53,8 +53,10 @@ def _commands_with_root() -> List[str]:
     walk(cli, [])
     return found
 
+
 def test_the_table_covers_every_command_with_a_root_option() -> None:
     assert {name.split(" --")[0] for name in COMMANDS} == set(_commands_with_root())
+
 
 def _error(args: List[str]) -> str:
     res = run_cli(args)
@@ -63,11 +65,13 @@ def _error(args: List[str]) -> str:
     assert res.stderr.count("\n") == 1, res.stderr
     return res.stderr
 
+
 @pytest.mark.parametrize("name", CASES)
 def test_a_missing_root_is_one_line_and_exit_2(name: str, tmp_path: Path) -> None:
     missing = tmp_path / "no-such-tree"
     assert _error(COMMANDS[name](str(missing), tmp_path)) == f"hosttune: error: --root {missing}: no such directory\n"
     assert not (tmp_path / "out.yaml").exists()
+
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_OWED.get(n, ())) for n in CASES])
 def test_a_root_that_is_a_file_is_one_line_and_exit_2(name: str, tmp_path: Path) -> None:
@@ -77,11 +81,13 @@ def test_a_root_that_is_a_file_is_one_line_and_exit_2(name: str, tmp_path: Path)
         f"hosttune: error: --root {file}: not a directory (it is a regular file)\n"
     assert not (tmp_path / "out.yaml").exists()
 
+
 @pytest.mark.parametrize("name", CASES)
 def test_an_empty_root_is_not_the_current_directory(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                                     ) -> None:
     monkeypatch.chdir(host_tree(tmp_path / "cwd"))  # a tree a command would happily read, were "" taken as "."
     assert _error(COMMANDS[name]("", tmp_path)) == "hosttune: error: --root : no such directory\n"
+
 
 def test_the_tree_is_resolved_once(tmp_path: Path) -> None:
     tree = host_tree(tmp_path / "tree")
@@ -89,8 +95,10 @@ def test_the_tree_is_resolved_once(tmp_path: Path) -> None:
     assert trust.host_tree(str(tmp_path / "link")) == str(tree.resolve())
     assert trust.host_tree(str(tmp_path / "link" / "etc" / "..")) == str(tree.resolve())
 
+
 def _as_other_user(path: Path, uid: int, gid: int) -> None:
     subprocess.run(["chown", "-R", f"{uid}:{gid}", str(path)], check=True)
+
 
 @pytest.mark.parametrize("name", ["tune apply", "tune revert"])
 def test_as_root_tune_never_writes_into_another_users_tree(name: str, other_user, tmp_path: Path) -> None:
@@ -104,12 +112,14 @@ def test_as_root_tune_never_writes_into_another_users_tree(name: str, other_user
                                f"owned by nobody"), line
     assert snapshot(other_user.home) == before
 
+
 def test_as_root_tune_never_writes_into_a_tree_below_another_users_directory(other_user, tmp_path: Path) -> None:
     tree = host_tree(other_user.home / "tree")  # root's own tree, but nobody owns the directory it is in
     before = snapshot(other_user.home)
     line = _error(["tune", "apply", "--root", str(tree)])
     assert f"refusing to write into it as root: its directory {other_user.home} is owned by nobody" in line, line
     assert snapshot(other_user.home) == before
+
 
 @pytest.mark.parametrize("args", [["tune", "apply", "--dry-run"], ["tune", "verify"], ["facts"]])
 def test_as_root_another_users_tree_is_read(args: List[str], other_user) -> None:
@@ -119,6 +129,7 @@ def test_as_root_another_users_tree_is_read(args: List[str], other_user) -> None
     res = run_cli(args + ["--root", str(tree)])
     assert res.returncode in (0, 1) and "error" not in res.stderr, (res.returncode, res.stderr)  # verify: 1 = drift
     assert snapshot(tree) == before
+
 
 def test_as_an_ordinary_user_only_the_kind_is_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tree = host_tree(tmp_path / "tree")
