@@ -4,7 +4,7 @@ profile; `iterable_batches` splits a streamed validation set between ranks."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple
 
 import torch
 from torch.utils.data import DataLoader, IterableDataset, default_collate
@@ -125,7 +125,8 @@ class TrainData:
         return self.to_device(x), y.to(self.device)
 
 
-def iterable_batches(dataset: Any, world: int, rank: int, size: int, collate: Callable) -> Iterator[Any]:
+def iterable_batches(dataset: Iterable[Any], world: int, rank: int, size: int, collate: Callable[[List[Any]], Any]
+                     ) -> Iterator[Any]:
     batch: List[Any] = []
     for j, sample in enumerate(dataset):
         if j % world == rank:

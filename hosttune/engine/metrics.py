@@ -9,7 +9,7 @@ import resource
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import torch
 
@@ -37,7 +37,9 @@ def json_safe(record: Dict[str, Any]) -> Dict[str, Any]:
     return {**{k: (None if k in bad else v) for k, v in record.items()}, "nonfinite": bad}
 
 
-def count_step_flops(model: torch.nn.Module, batch: Any, loss_fn: Callable, autocast: Any) -> int:
+def count_step_flops(model: torch.nn.Module, batch: Tuple[torch.Tensor, torch.Tensor],
+                     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+                     autocast: Callable[[], torch.autocast]) -> int:
     """FLOPs of one micro-batch's forward+backward, counted by torch's FlopCounterMode on a copy of the model.
 
     The copy and fork_rng keep the count from touching the real model (BatchNorm statistics, gradients) or the
