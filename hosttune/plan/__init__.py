@@ -11,7 +11,7 @@ to the CPUs and memory of their GPU's NUMA node, the GPU found by PCI bus id thr
 The user wins (`settle`, the only place this is decided): a variable the caller already set keeps its value and is
 listed in `RankPlan.kept` with a reason line, unless `override`; LD_PRELOAD is merged, never replaced. `environ` is
 always the caller's own environment: whoever plans inside a launcher undoes what the launcher added first
-(handoff.users_env; torchrun's own OMP_NUM_THREADS=1 is recognised here, `launcher_default`). A launcher that binds
+(rank.users_env; torchrun's own OMP_NUM_THREADS=1 is recognised here, `launcher_default`). A launcher that binds
 its ranks itself is named by `bound_by`: the plan then binds nothing and still sizes threads.
 
 The package: `model` (RankPlan and the fixed env tables: cheap, dataclasses only), `userwins` (`settle`,
