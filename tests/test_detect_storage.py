@@ -11,8 +11,11 @@ import socket
 from pathlib import Path
 
 import pytest
+from _synthhost import cpu_files
+from conftest import build_tree as build
 from conftest import run_cli
 
+from hosttune.detect import collect
 from hosttune.detect.hostio import HostIO
 from hosttune.detect.storage import data_path_problem
 
@@ -86,3 +89,34 @@ def test_doctor_never_calls_a_device_or_proc_file_a_disk(tmp_path: Path, kind: s
         assert f"{path}: {kind_name}" not in data["actual"], data
     assert f"{path} is " in free["actual"] and "(not checked)" in free["actual"], free
     assert f"{path}: 0 GiB free" not in free["actual"], free
+
+
+# ---- pinned before the issue-17 rebuild ------------------------------------------------------------------------------
+def test_raid_of_hdd_and_ssd_is_reported_as_hdd(tmp_path: Path) -> None:
+    """md0 = RAID1 of a spinning disk and an SSD: reads are as slow as the slowest member can make them."""
+    pci = "/sys/devices/pci0000:00"
+    files = cpu_files(2)
+    files.update({
+        "/proc/self/mountinfo": "21 1 259:1 / / rw - ext4 /dev/nvme0n1p1 rw\n"
+                                "25 21 9:0 / /data rw,relatime - xfs /dev/md0 rw\n",
+        f"{pci}/nvme/nvme0/nvme0n1/queue/rotational": "0\n",
+        f"{pci}/nvme/nvme0/nvme0n1/nvme0n1p1/partition": "1\n",
+        "/sys/devices/virtual/block/md0/queue/rotational": "0\n",  # md reports 0 whatever it is made of
+        f"{pci}/ata1/sda/queue/rotational": "1\n",
+        f"{pci}/ata2/sdb/queue/rotational": "0\n",
+    })
+    links = {
+        "/sys/dev/block/259:1": "../../devices/pci0000:00/nvme/nvme0/nvme0n1/nvme0n1p1",
+        "/sys/dev/block/9:0": "../../devices/virtual/block/md0",
+        "/sys/devices/virtual/block/md0/slaves/sda": "../../../../pci0000:00/ata1/sda",
+        "/sys/devices/virtual/block/md0/slaves/sdb": "../../../../pci0000:00/ata2/sdb",
+        "/sys/class/block/nvme0n1": "../../devices/pci0000:00/nvme/nvme0/nvme0n1",
+        "/sys/class/block/sda": "../../devices/pci0000:00/ata1/sda",
+        "/sys/class/block/sdb": "../../devices/pci0000:00/ata2/sdb",
+    }
+    for order in ("sda,sdb", "sdb,sda"):  # member order must not matter
+        root = build(tmp_path / order, files, links)
+        got = {m.mount: m for m in collect(root, probe_torch=False, use_nvml=False).storage}
+        assert got["/"].kind == "nvme"
+        assert got["/data"].kind == "hdd", got["/data"]
+        assert set((got["/data"].device or "").split(",")) == {"sda", "sdb"}

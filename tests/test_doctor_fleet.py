@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
+from _doctorhelp import synthetic_root
 from conftest import run_cli
-from test_doctor import synthetic_root
 
 from hosttune.detect.hostio import HostIO
 from hosttune.doctor import Report, Result, fleet

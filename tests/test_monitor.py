@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import pytest
 from conftest import REPO, cli_runner
@@ -577,3 +577,37 @@ def test_nvml_is_initialised_once_and_unsupported_fields_asked_once(fake_nvml: A
     assert calls["nvmlDeviceGetName"] == 1  # identity read once, at start
     assert calls["nvmlDeviceGetPowerUsage"] == 1 and calls["nvmlDeviceGetTemperature"] == 5
     assert out.getvalue() == "" and err.getvalue() == ""
+
+
+# ---- pinned before the issue-17 rebuild ------------------------------------------------------------------------------
+def test_monitor_critical_gpu_temperature_starts_at_the_threshold_as_doctor() -> None:
+    """One rule for doctor and the monitor (policy.gpu_health): a reading AT a line is at that level. Without the
+    GPU's own slowdown threshold the lines are 75 C (warning) and 85 C (critical), so 85 C exactly is critical, as
+    doctor fails it; with slowdown 90 C they are 80 and 90."""
+    from hosttune.monitor.config import Thresholds
+    from hosttune.monitor.events import Alerts
+    from hosttune.policy import gpu_health
+
+    def levels(temps: List[float], slowdown: Optional[int] = None) -> List[List[str]]:
+        alerts = Alerts(Thresholds())
+        out = []
+        for temp in temps:
+            gpu: Dict[str, Any] = {"index": 0, "temperature_c": temp}
+            if slowdown is not None:
+                gpu["temp_slowdown_c"] = slowdown
+            evs = alerts.update({"gpus": [gpu]})
+            out.append([f"{e.level}:{e.state}" for e in evs if e.kind == "gpu_temperature"])
+        return out
+
+    assert Thresholds().gpu_temp_crit_c is None and Thresholds().gpu_temp_warn_c is None  # per GPU, else the table
+    assert levels([85.0]) == [["critical:start"]]
+    assert levels([84.9]) == [["warning:start"]]
+    assert levels([75.0]) == [["warning:start"]]
+    assert levels([74.9]) == [[]]
+    assert levels([84.0, 85.0])[1] == ["critical:start"]
+    assert levels([90.0], slowdown=90) == [["critical:start"]]
+    assert levels([89.9], slowdown=90) == [["warning:start"]]
+    assert levels([80.0], slowdown=90) == [["warning:start"]]
+    assert levels([79.9], slowdown=90) == [[]]
+    # doctor shows the same level for the same reading as fail / warn / pass
+    assert [gpu_health.doctor_status(gpu_health.temperature(t)) for t in (74.9, 75.0, 85.0)] == ["pass", "warn", "fail"]

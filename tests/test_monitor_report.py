@@ -9,7 +9,10 @@ from pathlib import Path
 from typing import Any, Dict, List, NoReturn
 
 import pytest
+from _monitorhelp import _good, _monitor, _one_error_line, _snapshot, _targets
+from conftest import cli_runner
 
+from hosttune.cli import cli
 from hosttune.errors import UserError
 from hosttune.monitor import draw, logread, report, summary
 from hosttune.monitor.config import Thresholds
@@ -84,3 +87,76 @@ def test_a_png_without_matplotlib_is_one_line_and_nothing_written(monkeypatch: p
     with pytest.raises(UserError, match="PNG needs matplotlib"):
         report.write_plot(str(out / "p.png"), _samples(), Thresholds(), "t")
     assert list(out.iterdir()) == []
+
+
+# ---- root safety (issue 11 item 9): malformed, deep and overlong lines, escapes, a FIFO, the plot's temp -------------
+BAD_LINES = [
+    "[" * 100_000 + "\n",                                   # json.loads: RecursionError
+    '{"ts": 1700000001, "gpus": ' + "[" * 5000 + "\n",     # deep and malformed
+    '{"ts": 1700000002, "host": [1, 2]}\n',                 # parses, wrong shape: host is not a mapping
+    '{"ts": 1700000003, "gpus": [{"temperature_c": 50}]}\n',  # a GPU without an index
+    '{"ts": 1700000004, "gpus": [{"index": 0, "temperature_c": NaN}]}\n',
+    '{"ts": 1e400}\n',                                      # inf
+    '{"ts": 9' + "9" * 5000 + "}\n",                        # a 5000-digit number
+    '{"ts": "yesterday"}\n',
+    '{"ts": 1700000005, "events": ["x"]}\n',
+    '{"ts": 1700000006, "host": {"disks": {"/": [1]}}}\n',
+    "x" * (4 << 20) + "\n",                                # longer than any sample: skipped unread
+]
+
+
+def test_report_counts_malformed_deep_and_overlong_lines(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    log.mkdir()
+    with open(log / "monitor.jsonl", "wb") as f:
+        f.write(_good(1700000000).encode())
+        for line in BAD_LINES:
+            f.write(line.encode())
+        f.write(b"\xff\xfe not utf-8\n")
+        f.write(_good(1700000010, 70).encode())
+    res = cli_runner().invoke(cli, ["monitor", "report", "--json", "--log-dir", str(log), "--config", os.devnull])
+    assert res.exit_code == 0, (res.output, res.stderr, res.exception)
+    out = json.loads(res.output)
+    assert out["samples"] == 2 and out["unreadable_lines"] == len(BAD_LINES) + 1
+    assert out["metrics"]["gpu0.temperature_c"]["max"] == 70.0
+    text = cli_runner().invoke(cli, ["monitor", "report", "--log-dir", str(log), "--config", os.devnull])
+    assert text.exit_code == 0 and f"{len(BAD_LINES) + 1} unreadable lines skipped" in text.output
+
+
+def test_report_shows_control_characters_in_events_escaped(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    log.mkdir()
+    rec = json.loads(_good(1700000000))
+    rec["events"] = [{"level": "warning", "state": "start", "message": "GPU 0 \x1b]2;pwned\x07 hot"}]
+    (log / "monitor.jsonl").write_text(json.dumps(rec) + "\n")
+    res = cli_runner().invoke(cli, ["monitor", "report", "--log-dir", str(log), "--config", os.devnull])
+    assert res.exit_code == 0 and "\x1b" not in res.output and "\\x1b]2;pwned" in res.output
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link-to-dev-zero"])
+def test_report_refuses_a_fifo_or_link_at_a_log_name_in_one_line(tmp_path: Path, kind: str) -> None:
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "monitor.jsonl").write_text(_good(1700000000))
+    if kind == "fifo":
+        os.mkfifo(log / "monitor.jsonl.1")  # the old reader blocked here forever
+    else:
+        os.symlink("/dev/zero", log / "monitor.jsonl.1")  # ... or read without end
+    res = _monitor("report", "--log-dir", str(log), "--config", os.devnull, timeout=20)
+    line = _one_error_line(res)
+    assert "monitor.jsonl.1" in line, line
+
+
+def test_plot_is_written_atomically_through_no_predictable_temp_name(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "monitor.jsonl").write_text(_good(1700000000) + _good(1700000010, 70))
+    out = tmp_path / "plots"
+    out.mkdir()
+    targets = _targets(tmp_path, [f"p.svg.{os.getpid()}.tmp"])
+    before = _snapshot(targets)
+    os.symlink(targets[f"p.svg.{os.getpid()}.tmp"], out / f"p.svg.{os.getpid()}.tmp")  # the old temp name
+    res = cli_runner().invoke(cli, ["monitor", "report", "--log-dir", str(log), "--config", os.devnull,
+                                    "--plot", str(out / "p.svg")])
+    assert res.exit_code == 0, (res.output, res.stderr)
+    assert (out / "p.svg").read_text().startswith("<svg") and _snapshot(targets) == before

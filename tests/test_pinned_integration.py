@@ -1,28 +1,29 @@
-"""Behaviour pinned before the issue-17 rebuild, in real processes: the engine under real torchrun (gloo, CPU),
-gradient accumulation against a run without it, and signals through `hosttune exec` to every process of a job.
+"""Behaviour pinned before the issue-17 rebuild, in real processes: the engine under real torchrun (gloo, CPU) and
+gradient accumulation against a run without it; left here for the engine's test files (the signal pins are in
+tests/test_launch_supervise.py).
 
 Each test is named after the behaviour it pins and fails when that behaviour breaks. They go through entry points
-that outlive the refactor: `hosttune.engine.api.fit` and `python -m hosttune.engine`, `hosttune exec`.
-"""
+that outlive the refactor: `hosttune.engine.api.fit` and `python -m hosttune.engine`."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from conftest import job_processes
 
 torch = pytest.importorskip("torch")
 
+
 pytestmark = pytest.mark.integration
 
+
 REPO = Path(__file__).resolve().parents[1]
+
 PY = sys.executable
+
 TORCHRUN = [PY, "-m", "torch.distributed.run"]
 
 
@@ -100,7 +101,7 @@ def test_without_gradient_sync_the_ranks_parameters_differ(tmp_path: Path) -> No
     assert any(not torch.equal(a[k], b[k]) for k in a)
 
 
-# ---- gradient accumulation is invisible in what is logged and in what clipping sees ---------------------------
+# ---- gradient accumulation is invisible in what is logged and in what clipping sees ----------------------------------
 def engine_log(tmp: Path, name: str, micro: int, accum: int, clip: float) -> List[Dict[str, Any]]:
     run_dir = tmp / name
     sets = ["steps=4", f"micro_batch_size={micro}", f"grad_accum={accum}", "log_interval=1", "dropout=0",
@@ -128,71 +129,3 @@ def test_loss_and_grad_norm_under_grad_accum_equal_the_run_without_accumulation(
         assert a["grad_norm"] == pytest.approx(w["grad_norm"], rel=2e-3, abs=2e-4), (w, a)
     if clip < 1:
         assert all(r["grad_norm"] > clip for r in whole)  # clipping was active: the case the pin is about
-
-
-# ---- signals reach every process of the job --------------------------------------------------------------------
-RANK_SCRIPT = r'''
-import os, signal, sys, time
-out = os.environ["PIN_OUT"]
-
-def on(sig, frame):
-    with open(os.path.join(out, f"signal-{os.getpid()}"), "w") as fh:
-        fh.write(str(sig))
-    os._exit(128 + sig)
-
-for s in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
-    signal.signal(s, on)
-open(os.path.join(out, f"ready-{os.getpid()}"), "w").close()
-time.sleep(120)
-'''
-
-# runs the rank as its child (no exec): the wrapper is the job's top process, the rank is not
-WRAPPER = '''#!/bin/sh
-"$PIN_PYTHON" "$(dirname "$0")/rank.py"
-echo "$?" > "$PIN_OUT/wrapper-went-on"
-'''
-
-
-def signal_job(tmp: Path, command: List[str], ranks: int, sig: int, extra: List[str] = ()) -> Dict[int, int]:
-    """Start `hosttune exec [extra] -- command`, wait for `ranks` ready ranks, send `sig` to hosttune only; return
-    {rank pid: the signal it received}. Asserts the exit status and that nothing of the job is left."""
-    out = tmp / "out"
-    out.mkdir()
-    e = env(PIN_OUT=str(out), PIN_PYTHON=PY)
-    proc = subprocess.Popen([PY, "-m", "hosttune", "exec", *extra, "--", *command], env=e, cwd=tmp,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while len(list(out.glob("ready-*"))) < ranks and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.1)
-    pids = [int(p.name.split("-")[1]) for p in out.glob("ready-*")]
-    assert len(pids) == ranks, proc.communicate(timeout=10)
-    marker = f"PIN_OUT={out}"
-    assert set(pids) <= set(job_processes(marker))
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 128 + sig, err
-    left = [p for p in job_processes(marker) if Path(f"/proc/{p}").exists()]
-    assert not left, f"left behind: {left}"
-    assert not any(Path(f"/proc/{p}").exists() for p in pids)
-    got = {}
-    for pid in pids:
-        f = out / f"signal-{pid}"
-        got[pid] = int(f.read_text()) if f.exists() else 0
-    return got
-
-
-def test_sighup_reaches_every_torchrun_rank_and_the_job_leaves_nothing_behind(tmp_path: Path) -> None:
-    (tmp_path / "rank.py").write_text(RANK_SCRIPT)
-    got = signal_job(tmp_path, [*TORCHRUN, "--nproc_per_node=2", str(tmp_path / "rank.py")], 2, signal.SIGHUP)
-    assert sorted(got.values()) == [signal.SIGHUP, signal.SIGHUP], got
-
-
-def test_a_signal_reaches_the_whole_job_when_verify_runs_a_wrapper_script(tmp_path: Path) -> None:
-    """The rank is the wrapper's child: only a signal to the job's process group reaches it as SIGHUP (the final
-    sweep would reach it too, but with SIGTERM, after the wrapper has gone)."""
-    (tmp_path / "rank.py").write_text(RANK_SCRIPT)
-    wrapper = tmp_path / "train.sh"
-    wrapper.write_text(WRAPPER)
-    wrapper.chmod(0o755)
-    got = signal_job(tmp_path, [str(wrapper)], 1, signal.SIGHUP, extra=["--verify"])
-    assert list(got.values()) == [signal.SIGHUP], got

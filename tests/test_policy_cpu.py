@@ -5,9 +5,13 @@ Threads = physical cores of the allowed set (SMT siblings once), capped by the c
 doctor quoted logical CPUs: on the 8-core SMT2 fixture exec planned 8 threads and doctor said 16."""
 
 import dataclasses
+import json
+from pathlib import Path
 from typing import Any, List, Tuple
 
 import pytest
+from _synthhost import cpu_files, hosttune
+from conftest import build_tree as build
 
 from hosttune import doctor, plan, profile
 from hosttune.doctor import Context, run_checks
@@ -98,3 +102,26 @@ def test_the_budget_without_cpu_ids_and_the_usable_count() -> None:
     assert cpu_policy.thread_budget(dataclasses.replace(smt, quota_cpus=1.5)) == 1
     assert cpu_policy.usable_cpus(dataclasses.replace(smt, quota_cpus=1.5)) == 1
     assert cpu_policy.allowed_cores(dataclasses.replace(smt, allowed_cpus=(0, 1, 2))) == [(0, 2), (1,)]
+
+
+# ---- pinned before the issue-17 rebuild: through `hosttune env` ------------------------------------------------------
+def test_a_2_5_cpu_quota_gives_2_threads_not_3(tmp_path: Path) -> None:
+    """Rounding a fractional quota up oversubscribes it: 3 threads on 2.5 CPUs are throttled every period."""
+    files = cpu_files(8)
+    files.update({
+        "/proc/self/cgroup": "0::/job\n",
+        "/proc/self/mountinfo": "30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+        "/sys/fs/cgroup/job/cpu.max": "250000 100000\n",
+    })
+    root = build(tmp_path / "host", files)
+    done = hosttune("env", "--root", str(root), "--json")
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["env"]["OMP_NUM_THREADS"] == "2", plan
+    # two ranks share the same 2 CPUs' worth of quota: one thread each, never 2 + 1 or 2 + 2
+    threads = []
+    for rank in (0, 1):
+        done = hosttune("env", "--root", str(root), "--json", "--local-rank", str(rank), "--local-world-size", "2")
+        assert done.returncode == 0, done.stderr
+        threads.append(int(json.loads(done.stdout)["env"]["OMP_NUM_THREADS"]))
+    assert sum(threads) <= 2, threads

@@ -3,11 +3,15 @@
 import os
 import re
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from conftest import REPO
+from conftest import run_cli as run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -297,3 +301,27 @@ def test_property_arbitrary_bytes(tmp_path: Path, blob: bytes) -> None:
         profile.load(str(path))
     except UserError as exc:
         assert "\n" not in str(exc)
+
+
+# ---- Low items (issue 11): terminal output, umask --------------------------------------------------------------------
+def test_profile_show_never_prints_raw_control_characters(tmp_path: Path) -> None:
+    f = tmp_path / "esc.yaml"
+    f.write_text('base: throughput\nname: "x\\e[2J\\e]0;pwned\\a"\nsummary: "s\\x9b31m \\u202egnp"\n'
+                 'env:\n  A: "\\e[31mred"\n')
+    res = run(["profile", "show", str(f)])
+    assert res.returncode == 0, res.stderr
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", res.stdout)
+    assert "x\\x1b[2J" in res.stdout and "\\u202e" in res.stdout
+
+
+def test_profile_generate_under_umask_000_makes_private_parents(tmp_path: Path) -> None:
+    out = tmp_path / "a" / "b" / "profile.yaml"
+    code = ("import os; os.umask(0); from hosttune.cli import main; "
+            f"main(['profile', 'generate', '-o', {str(out)!r}])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert proc.returncode == 0, proc.stderr
+    for d in (tmp_path / "a", tmp_path / "a" / "b"):
+        assert stat.S_IMODE(d.stat().st_mode) == 0o755, d
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+    assert [p.name for p in out.parent.iterdir()] == ["profile.yaml"]

@@ -1,0 +1,102 @@
+"""Supervision by `hosttune exec` (hosttune/launch/supervise.py) in real processes, pinned before the issue-17
+rebuild: a signal to hosttune reaches every process of the job (torchrun's ranks, a wrapper script's child) and
+the job leaves nothing behind."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+from conftest import job_processes
+
+torch = pytest.importorskip("torch")
+
+
+pytestmark = pytest.mark.integration
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+PY = sys.executable
+
+TORCHRUN = [PY, "-m", "torch.distributed.run"]
+
+
+def env(**extra: str) -> Dict[str, str]:
+    e = dict(os.environ)
+    e["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([e["PYTHONPATH"]] if e.get("PYTHONPATH") else []))
+    e["OMP_NUM_THREADS"] = "1"  # 2 ranks on 2 shared cores
+    e.update(extra)
+    return e
+
+
+# ---- signals reach every process of the job --------------------------------------------------------------------------
+RANK_SCRIPT = r'''
+import os, signal, sys, time
+out = os.environ["PIN_OUT"]
+
+def on(sig, frame):
+    with open(os.path.join(out, f"signal-{os.getpid()}"), "w") as fh:
+        fh.write(str(sig))
+    os._exit(128 + sig)
+
+for s in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+    signal.signal(s, on)
+open(os.path.join(out, f"ready-{os.getpid()}"), "w").close()
+time.sleep(120)
+'''
+
+
+WRAPPER = '''#!/bin/sh
+"$PIN_PYTHON" "$(dirname "$0")/rank.py"
+echo "$?" > "$PIN_OUT/wrapper-went-on"
+'''
+
+
+def signal_job(tmp: Path, command: List[str], ranks: int, sig: int, extra: List[str] = ()) -> Dict[int, int]:
+    """Start `hosttune exec [extra] -- command`, wait for `ranks` ready ranks, send `sig` to hosttune only; return
+    {rank pid: the signal it received}. Asserts the exit status and that nothing of the job is left."""
+    out = tmp / "out"
+    out.mkdir()
+    e = env(PIN_OUT=str(out), PIN_PYTHON=PY)
+    proc = subprocess.Popen([PY, "-m", "hosttune", "exec", *extra, "--", *command], env=e, cwd=tmp,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while len(list(out.glob("ready-*"))) < ranks and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    pids = [int(p.name.split("-")[1]) for p in out.glob("ready-*")]
+    assert len(pids) == ranks, proc.communicate(timeout=10)
+    marker = f"PIN_OUT={out}"
+    assert set(pids) <= set(job_processes(marker))
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + sig, err
+    left = [p for p in job_processes(marker) if Path(f"/proc/{p}").exists()]
+    assert not left, f"left behind: {left}"
+    assert not any(Path(f"/proc/{p}").exists() for p in pids)
+    got = {}
+    for pid in pids:
+        f = out / f"signal-{pid}"
+        got[pid] = int(f.read_text()) if f.exists() else 0
+    return got
+
+
+def test_sighup_reaches_every_torchrun_rank_and_the_job_leaves_nothing_behind(tmp_path: Path) -> None:
+    (tmp_path / "rank.py").write_text(RANK_SCRIPT)
+    got = signal_job(tmp_path, [*TORCHRUN, "--nproc_per_node=2", str(tmp_path / "rank.py")], 2, signal.SIGHUP)
+    assert sorted(got.values()) == [signal.SIGHUP, signal.SIGHUP], got
+
+
+def test_a_signal_reaches_the_whole_job_when_verify_runs_a_wrapper_script(tmp_path: Path) -> None:
+    """The rank is the wrapper's child: only a signal to the job's process group reaches it as SIGHUP (the final
+    sweep would reach it too, but with SIGTERM, after the wrapper has gone)."""
+    (tmp_path / "rank.py").write_text(RANK_SCRIPT)
+    wrapper = tmp_path / "train.sh"
+    wrapper.write_text(WRAPPER)
+    wrapper.chmod(0o755)
+    got = signal_job(tmp_path, [str(wrapper)], 1, signal.SIGHUP, extra=["--verify"])
+    assert list(got.values()) == [signal.SIGHUP], got
