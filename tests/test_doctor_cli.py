@@ -134,7 +134,7 @@ def test_cli_version_mismatch(fake_nvml: Callable[[Any], Dict[str, str]]) -> Non
     (["--explain", "os.thpp"], "did you mean os.thp"),
     (["--only", "nvida"], "did you mean nvidia"),
     (["--data", "/no/such/dataset"], "--data: /no/such/dataset: no such file"),
-    (["--root", "/no/such/root"], "--root: /no/such/root: not a directory"),
+    (["--root", "/no/such/root"], "--root /no/such/root: no such directory"),
     (["--python", "/no/such/python"], "--python: /no/such/python"),
 ])
 def test_cli_bad_usage_exits_2(args: list, message: str) -> None:

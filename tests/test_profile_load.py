@@ -224,7 +224,7 @@ def test_root_refuses_code_loading_env_naming_another_users_files(name: str, oth
     """Each of these passed the old deny-list unchanged as root: a library, a command or a cache directory (torch's
     inductor and Triton kernels live under $TMPDIR) of the other user's would run as root. Refused when the profile
     is loaded, and again by the shim/hook before a rank starts (a plan that did not come from a checked profile)."""
-    from hosttune.shim import checked_env
+    from hosttune.launch.rank import checked_env
 
     value = code_loading_value(name, other_user)
     f = env_profile(tmp_path, f"  {name}: {json.dumps(value)}\n")
@@ -232,7 +232,7 @@ def test_root_refuses_code_loading_env_naming_another_users_files(name: str, oth
     assert f"{f}:3" in msg and f"env {name}" in msg and "\n" not in msg, msg
     assert ("while running as root" if name == "GIT_SSH_COMMAND" else "owned by nobody") in msg, msg
     with pytest.raises(trust.Untrusted, match=f"the launcher's plan: (refusing )?env {name}"):
-        checked_env({name: value, "OMP_NUM_THREADS": "4"}, {})
+        checked_env({name: value, "OMP_NUM_THREADS": "4"}, {}, {})
 
 
 @needs_root
