@@ -237,10 +237,11 @@ def overhead(rounds: int, env: Dict[str, str], work: str) -> None:
     shim_note = ""
     try:
         sys.path.insert(0, str(REPO))
-        from hosttune import launch
+        from hosttune.launch import handoff as ho
+        from hosttune.launch.job import prepare
 
-        tjob = launch.prepare(["torchrun", "--nproc_per_node=2", "noop.py"])
-        handoff = launch.handoff.write(launch.handoff_payload(tjob, "bench"))
+        tjob = prepare(["torchrun", "--nproc_per_node=2", "noop.py"])
+        handoff = ho.write(ho.payload(tjob, "bench"))
         cases["shim (torchrun rank)"] = [py, "-m", "hosttune.shim", true]
         envs["shim (torchrun rank)"] = dict(env, HOSTTUNE_HANDOFF=handoff, LOCAL_RANK="1", LOCAL_WORLD_SIZE="2")
         subprocess.run(cases["shim (torchrun rank)"], env=envs["shim (torchrun rank)"], cwd=work, capture_output=True)
@@ -250,7 +251,7 @@ def overhead(rounds: int, env: Dict[str, str], work: str) -> None:
         t = interleave(cases, rounds, env, work, envs=envs)
     finally:
         if handoff:
-            launch.handoff.remove(handoff)
+            ho.remove(handoff)
     print(f"overhead on {how}, via {exe}; median of {rounds} interleaved rounds, wall ms / CPU ms:{shim_note}")
     for name, values in t.items():
         print(f"  {name:28s} {ms(values):8.1f} / {ms(values, 1):7.1f}")
@@ -278,13 +279,13 @@ PHASES = r"""
 import json, sys, time
 from pathlib import Path
 t = [time.perf_counter()]
-import click, hosttune.cli, hosttune.launch; t.append(time.perf_counter())
+import click, hosttune.cli, hosttune.launch.job; t.append(time.perf_counter())
 from hosttune import detect; t.append(time.perf_counter())
 facts = detect.collect(Path("/"), probe_torch=False); t.append(time.perf_counter())
 from hosttune import profile; t.append(time.perf_counter())
 prof = profile.active(None, facts); t.append(time.perf_counter())
 from hosttune import plan; t.append(time.perf_counter())
-job = hosttune.launch.prepare(["true"], facts=facts); t.append(time.perf_counter())
+job = hosttune.launch.job.prepare(["true"], facts=facts); t.append(time.perf_counter())
 names = ["cli+click+launch import", "detect import", "detect.collect", "profile import", "profile.active",
          "plan import", "prepare (resolve, argv)"]
 print(json.dumps({n: (b - a) * 1000 for n, a, b in zip(names, t, t[1:])}))

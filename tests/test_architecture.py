@@ -26,15 +26,12 @@ MODULE_LIMIT = 600
 FUNCTION_LIMIT = 60
 
 # "hosttune/x.py" -> its line count when listed; may only come down, and goes when it is at or under the limit
-MODULE_CEILINGS: Dict[str, int] = {
-    "hosttune/engine/train.py": 1018,
-}
+MODULE_CEILINGS: Dict[str, int] = {}
 
 # "hosttune/x.py::Class.function" -> its length (see function_length) when listed
 FUNCTION_CEILINGS: Dict[str, int] = {
     "hosttune/commands/facts.py::render": 67,
     "hosttune/detect/cgroup.py::probe": 81,
-    "hosttune/engine/train.py::train_loop": 74,
     "hosttune/launch/job.py::prepare": 68,
     "hosttune/launch/supervise.py::_supervise": 76,
     "hosttune/launch/torchrun.py::parse_torchrun": 78,
@@ -251,7 +248,8 @@ def test_function_length_counts_code_not_its_docstring_or_literal_tables() -> No
 
 # what a rank must not load at interpreter start: the planner, profiles, the detector, YAML, click, torch
 RANK_FORBIDDEN = ("yaml", "click", "hosttune.detect", "hosttune.profile", "hosttune.plan", "torch")
-RANK_ENTRIES = ("hosttune.launch.hook", "hosttune.shim")  # what sitecustomize.py imports; the non-Python ranks' shim
+# what sitecustomize.py imports; the non-Python ranks' shim; the rank module both stand on
+RANK_ENTRIES = ("hosttune.launch.hook", "hosttune.shim", "hosttune.launch.rank")
 
 
 def _loaded_by(module: str) -> Dict[str, bool]:

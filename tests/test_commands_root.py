@@ -30,9 +30,6 @@ COMMANDS = {
     "tune revert": lambda root, tmp: ["tune", "revert", "--root", root],
 }
 CASES = sorted(COMMANDS)
-# exec.py is H1's: it still says "no such directory" for a file (owed: `root = trust.host_tree(root)`); strict, so
-# the mark goes when that lands.
-_OWED = {"exec": pytest.mark.xfail(strict=True, reason="commands/exec.py still checks --root itself")}
 
 
 def _commands_with_root() -> List[str]:
@@ -73,7 +70,7 @@ def test_a_missing_root_is_one_line_and_exit_2(name: str, tmp_path: Path) -> Non
     assert not (tmp_path / "out.yaml").exists()
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_OWED.get(n, ())) for n in CASES])
+@pytest.mark.parametrize("name", [n for n in CASES])
 def test_a_root_that_is_a_file_is_one_line_and_exit_2(name: str, tmp_path: Path) -> None:
     file = tmp_path / "tree.tar.gz"
     file.write_text("not a tree\n")

@@ -1,7 +1,6 @@
 """`hosttune exec`: run COMMAND (torchrun, an srun task, anything) with the profile applied per rank."""
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -68,14 +67,15 @@ def cmd(
     Exit status: the job's own; 128+N when it died of signal N (or failed after hosttune forwarded signal N);
     2 when COMMAND is missing or not found or an option is wrong.
     """
+    from hosttune import trust
     from hosttune.launch.job import prepare
 
     if root is not None and not dry_run:
         raise UserError("--root describes another host: use it with --dry-run")
     if as_json and not dry_run:
         raise UserError("--json prints the plan: use it with --dry-run")
-    if root is not None and not os.path.isdir(root):
-        raise UserError(f"--root {root}: no such directory")
+    if root is not None:
+        root = trust.host_tree(root)
     job = prepare(list(command), profile=profile_name, root=Path(root) if root else None, no_bind=no_bind,
                          override=override)
     if dry_run:
