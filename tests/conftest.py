@@ -245,10 +245,13 @@ def a100(index: int, bus: str, numa: int = 0, **over: Any) -> Dict[str, Any]:
 
 @pytest.fixture
 def probe_env(tmp_path: Path) -> Dict[str, str]:
-    """The environment for a job of tests/probes/: each rank writes its report into $PROBE_OUT."""
+    """The environment for a job of tests/probes/: each rank writes its report into $PROBE_OUT. `python -m hosttune`
+    with it runs this checkout's hosttune from any directory (tests/probes/, a tmp_path), never whichever checkout a
+    `pip install -e` on this machine last pointed at (two clones tested at once)."""
     out = tmp_path / "out"
     out.mkdir()
     env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in [env.get("PYTHONPATH")] if p])
     env["PROBE_OUT"] = str(out)
     env["PROBE_PYTHON"] = sys.executable
     return env
