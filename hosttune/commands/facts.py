@@ -2,7 +2,7 @@
 
 import json
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import click
 
@@ -23,74 +23,99 @@ def _q(value: object) -> str:
     return "?" if value is None else str(value)
 
 
+Row = Tuple[str, object]
+
+
 def render(f: Facts) -> str:
     """A few aligned lines per section."""
-    rows: List[tuple] = []
+    rows: List[Row] = [*_os_rows(f), *_cpu_rows(f), *_gpu_rows(f), *_software_rows(f), *_storage_rows(f)]
+    rows += [("missing", gap) for gap in f.missing]
+    # Every value came from the host (or a captured tree): a CPU model or os-release NAME holding ESC [ ... must not
+    # drive the terminal. (The JSON is escaped by json.dumps.)
+    shown = [(printable(key), printable(_cell(value))) for key, value in rows]
+    width = max(len(r[0]) for r in shown)
+    return "\n".join(f"{key.ljust(width)}  {value}" for key, value in shown)
 
-    def row(key: str, value: object) -> None:
-        rows.append((key, "-" if value is None or value == "" else str(value)))
 
-    d = f.distro
-    row("host", f"{f.hostname or '?'} ({f.root})" if f.root != "/" else (f.hostname or "?"))
-    row("distro", f"{d.name or d.id} {d.version_best or d.version} {('(' + d.codename + ')') if d.codename else ''}"
-        f" family={d.family}".replace("  ", " "))
-    k = f.kernel
-    row("kernel", f"{_q(k.release)}  thp={_q(k.thp)}  numa_balancing={_q(k.numa_balancing)}  "
-        f"swappiness={_q(k.swappiness)}  governor={','.join(k.governors) or '-'}")
+def _cell(value: object) -> str:
+    """None or "" -> "-" (nothing there), anything else as text."""
+    return "-" if value is None or value == "" else str(value)
+
+
+def _os_rows(f: Facts) -> List[Row]:
+    d, k = f.distro, f.kernel
+    return [
+        ("host", f"{f.hostname or '?'} ({f.root})" if f.root != "/" else (f.hostname or "?")),
+        ("distro", f"{d.name or d.id} {d.version_best or d.version} {('(' + d.codename + ')') if d.codename else ''}"
+         f" family={d.family}".replace("  ", " ")),
+        ("kernel", f"{_q(k.release)}  thp={_q(k.thp)}  numa_balancing={_q(k.numa_balancing)}  "
+         f"swappiness={_q(k.swappiness)}  governor={','.join(k.governors) or '-'}"),
+    ]
+
+
+def _cpu_rows(f: Facts) -> List[Row]:
     c = f.cpu
-    row("cpu", f"{c.model or '?'} ({c.vendor or '?'}, {c.arch or '?'})")
     smt = "on" if c.smt else "off"
-    row("cpu topology", f"{c.packages} package(s), {c.physical} cores, {c.logical} logical, smt={smt}")
-    row("cpu flags", " ".join(c.flags) or "-")
     quota = f"{c.quota_cpus:g}" if c.quota_cpus is not None else "none"
     cg = f"cgroup v{c.cgroup.version}" if c.cgroup.version else "no cgroup"
-    row("cpu allowed", f"{_cpus(c.allowed_cpus)} ({len(c.allowed_cpus)})  quota={quota}  {cg}")
-    for n in f.numa.nodes:
-        row(f"numa node{n.id}", f"cpus {_cpus(n.cpus)}  {n.memory_mb} MiB")
-    if not f.gpus:
-        row("gpus", "none")
+    rows: List[Row] = [
+        ("cpu", f"{c.model or '?'} ({c.vendor or '?'}, {c.arch or '?'})"),
+        ("cpu topology", f"{c.packages} package(s), {c.physical} cores, {c.logical} logical, smt={smt}"),
+        ("cpu flags", " ".join(c.flags) or "-"),
+        ("cpu allowed", f"{_cpus(c.allowed_cpus)} ({len(c.allowed_cpus)})  quota={quota}  {cg}"),
+    ]
+    return rows + [(f"numa node{n.id}", f"cpus {_cpus(n.cpus)}  {n.memory_mb} MiB") for n in f.numa.nodes]
+
+
+def _gpu_rows(f: Facts) -> List[Row]:
+    rows: List[Row] = [] if f.gpus else [("gpus", "none")]
     for g in f.gpus:
         mem = f"{g.memory_mb} MiB" if g.memory_mb else ""
         name = g.name or f"NVIDIA {g.device_id or 'GPU'}"
-        row(f"gpu{g.index}", f"{name}  {g.pci_bus_id}  numa={g.numa_node}  {mem}".rstrip())
+        rows.append((f"gpu{g.index}", f"{name}  {g.pci_bus_id}  numa={g.numa_node}  {mem}".rstrip()))
     nv = f.nvidia
-    row("nvidia driver", f"{nv.driver or 'none'}  cuda={nv.cuda_driver or '-'}  nvml={nv.nvml}")
-    row("cuda toolkit", f"{nv.cuda_toolkit or 'none'}  cudnn={nv.cudnn or '-'}  nccl={nv.nccl or '-'}"
-        + (f"  nvswitches={nv.nvswitches} fabricmanager={'yes' if nv.fabric_manager_installed else 'no'}"
-           if nv.nvswitches else ""))
+    switches = (f"  nvswitches={nv.nvswitches} fabricmanager={'yes' if nv.fabric_manager_installed else 'no'}"
+                if nv.nvswitches else "")
+    rows.append(("nvidia driver", f"{nv.driver or 'none'}  cuda={nv.cuda_driver or '-'}  nvml={nv.nvml}"))
+    rows.append(("cuda toolkit", f"{nv.cuda_toolkit or 'none'}  cudnn={nv.cudnn or '-'}  nccl={nv.nccl or '-'}"
+                 + switches))
+    return rows
+
+
+def _torch_row(f: Facts) -> Row:
     t = f.torch
     if t is None:
-        row("torch", "not found" if f.root == "/" else "not probed (--root)")
-    elif t.error:
-        row("torch", f"error: {t.error} ({t.python})")
-    else:
-        row("torch", f"{t.version} cuda={t.cuda or 'cpu'} cudnn={t.cudnn or '-'} nccl={t.nccl or '-'} "
+        return ("torch", "not found" if f.root == "/" else "not probed (--root)")
+    if t.error:
+        return ("torch", f"error: {t.error} ({t.python})")
+    return ("torch", f"{t.version} cuda={t.cuda or 'cpu'} cudnn={t.cudnn or '-'} nccl={t.nccl or '-'} "
             f"cuda_available={t.cuda_available} devices={t.device_count} ({t.python})")
-    a = f.allocators
-    row("allocators", "  ".join(f"{name}={'yes' if path else 'no'}" for name, path in
-                                (("jemalloc", a.jemalloc), ("tcmalloc", a.tcmalloc),
-                                 ("tcmalloc_minimal", a.tcmalloc_minimal), ("iomp5", a.iomp5), ("gomp", a.gomp))))
-    tl = f.tools
-    row("tools", "  ".join(f"{name}={path or 'no'}" for name, path in
-                           (("numactl", tl.numactl), ("nvidia-smi", tl.nvidia_smi), ("torchrun", tl.torchrun))))
-    m = f.memory
-    row("memory", f"{_q(m.total_mb)} MiB total, {_q(m.available_mb)} MiB available, swap {_q(m.swap_total_mb)} MiB, "
-        f"/dev/shm {_q(m.shm_mb)} MiB")
-    tu = f.tuned
+
+
+def _software_rows(f: Facts) -> List[Row]:
+    a, tl, m, tu = f.allocators, f.tools, f.memory, f.tuned
+    libs = (("jemalloc", a.jemalloc), ("tcmalloc", a.tcmalloc), ("tcmalloc_minimal", a.tcmalloc_minimal),
+            ("iomp5", a.iomp5), ("gomp", a.gomp))
+    tools = (("numactl", tl.numactl), ("nvidia-smi", tl.nvidia_smi), ("torchrun", tl.torchrun))
     state = {True: "running", False: "not running", None: "state unknown"}[tu.running]
-    row("tuned", f"{state}  profile={tu.profile or '-'}  mode={tu.mode or '-'}" if tu.installed else "not installed")
+    return [
+        _torch_row(f),
+        ("allocators", "  ".join(f"{name}={'yes' if path else 'no'}" for name, path in libs)),
+        ("tools", "  ".join(f"{name}={path or 'no'}" for name, path in tools)),
+        ("memory", f"{_q(m.total_mb)} MiB total, {_q(m.available_mb)} MiB available, "
+         f"swap {_q(m.swap_total_mb)} MiB, /dev/shm {_q(m.shm_mb)} MiB"),
+        ("tuned", f"{state}  profile={tu.profile or '-'}  mode={tu.mode or '-'}" if tu.installed else "not installed"),
+    ]
+
+
+def _storage_rows(f: Facts) -> List[Row]:
+    rows: List[Row] = []
     for s in f.storage:
         if s.kind == "tmpfs" and s.mount != "/dev/shm":
             continue
         size = f"  {s.size_mb} MiB" if s.size_mb is not None else ""
-        row(f"storage {s.mount}", f"{s.kind} ({s.fstype}{', ' + s.device if s.device else ''}){size}")
-    for gap in f.missing:
-        row("missing", gap)
-    # Every value came from the host (or a captured tree): a CPU model or os-release NAME holding ESC [ ... must not
-    # drive the terminal. (The JSON is escaped by json.dumps.)
-    shown = [(printable(key), printable(value)) for key, value in rows]
-    width = max(len(r[0]) for r in shown)
-    return "\n".join(f"{key.ljust(width)}  {value}" for key, value in shown)
+        rows.append((f"storage {s.mount}", f"{s.kind} ({s.fstype}{', ' + s.device if s.device else ''}){size}"))
+    return rows
 
 
 @click.command("facts")
