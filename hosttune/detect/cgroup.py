@@ -1,7 +1,7 @@
 """This process's cgroup limits: cpuset CPUs and mems, CPU quota, memory limit (cgroup v2, v1, legacy cpuset fs)."""
 
 import posixpath
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from hosttune.detect.hostio import HostIO, small_int
 from hosttune.detect.mounts import MountEntry, read_mounts
@@ -9,6 +9,8 @@ from hosttune.facts import Cgroup
 
 # memory.max / limit_in_bytes at or above this is "no limit" (v1 reports 2^63 rounded down to the page size).
 _UNLIMITED_BYTES = 1 << 62
+
+N = TypeVar("N", int, float)
 
 
 def parse_proc_cgroup(text: Optional[str]) -> Tuple[Optional[str], Dict[str, str]]:
@@ -89,89 +91,99 @@ def _first(io: HostIO, dirs: List[str], names: Tuple[str, ...]) -> Optional[str]
     return None
 
 
-def _min_quota(values: List[Optional[float]]) -> Optional[float]:
+def _tightest(values: Sequence[Optional[N]]) -> Optional[N]:
+    """The smallest limit among the levels (None: no level sets one)."""
     real = [v for v in values if v is not None]
     return min(real) if real else None
+
+
+def _v1_mount(mounts: List[MountEntry], controller: str) -> Optional[MountEntry]:
+    for m in mounts:
+        if m.fstype == "cgroup" and controller in m.options.split(","):
+            return m
+        if controller == "cpuset" and m.fstype == "cpuset":  # the legacy cpuset filesystem (/dev/cpuset)
+            return m
+    return None
+
+
+def _version(v1: Dict[str, str], v2_path: Optional[str], cpuset_path: Optional[str],
+             mounts: List[MountEntry]) -> Optional[int]:
+    """Hybrid hosts list v1 controllers next to a "0::" line: the controllers (and so the limits) are v1 there.
+    Without /proc/self/cgroup (some captures, old kernels) /proc/self/cpuset names the path."""
+    if any(c in v1 for c in ("cpuset", "cpu", "cpuacct", "memory")):  # not just a named "name=systemd" hierarchy
+        return 1
+    if v2_path is not None:
+        return 2
+    if cpuset_path is not None:
+        return 1 if _v1_mount(mounts, "cpuset") is not None else 2
+    return None
 
 
 def probe(io: HostIO) -> Cgroup:
     v2_path, v1 = parse_proc_cgroup(io.read("/proc/self/cgroup"))
     cpuset_path = io.read("/proc/self/cpuset")  # the only hint on old kernels and in some captures
     mounts = read_mounts(io)
-    cgroup2 = next((m for m in mounts if m.fstype == "cgroup2"), None)
-
-    def v1_mount(controller: str) -> Optional[MountEntry]:
-        for m in mounts:
-            if m.fstype == "cgroup" and controller in m.options.split(","):
-                return m
-            if controller == "cpuset" and m.fstype == "cpuset":  # the legacy cpuset filesystem (/dev/cpuset)
-                return m
-        return None
-
-    # Hybrid hosts list v1 controllers next to a "0::" line: the controllers (and so the limits) are v1 there.
-    # Without /proc/self/cgroup (some captures, old kernels) /proc/self/cpuset names the path.
-    version: Optional[int] = None
-    if any(c in v1 for c in ("cpuset", "cpu", "cpuacct", "memory")):  # not just a named "name=systemd" hierarchy
-        version = 1
-    elif v2_path is not None:
-        version = 2
-    elif cpuset_path is not None:
-        version = 1 if v1_mount("cpuset") is not None else 2
-    if version == 2 and cgroup2 is None:
-        io.note("cgroup", "cgroup2 filesystem not mounted")
-        return Cgroup(version=2, path=v2_path or cpuset_path)
-    if version == 2 and cgroup2 is not None:
-        path: Optional[str] = v2_path if v2_path is not None else (cpuset_path or "/")
-        assert path is not None
-        dirs = _ancestors(io, cgroup2, path)
-        if not io.isdir(dirs[0]):
-            io.note("cgroup", f"cgroup2 folder {dirs[0]} not found")
-        cpus_text = _first(io, dirs, ("cpuset.cpus.effective",))
-        mems_text = _first(io, dirs, ("cpuset.mems.effective",))
-        quota = _min_quota([parse_cpu_max(io.read(f"{d}/cpu.max")) for d in dirs])
-        mems_max = [parse_memory_max(io.read(f"{d}/memory.max")) for d in dirs]
-        real_max = [v for v in mems_max if v is not None]
-        return Cgroup(
-            version=2,
-            path=path,
-            cpuset=tuple(io.cpulist(cpus_text, "cgroup", "cpuset.cpus.effective")) if cpus_text else None,
-            mems=tuple(io.cpulist(mems_text, "cgroup", "cpuset.mems.effective")) if mems_text else None,
-            quota_cpus=quota,
-            memory_max=min(real_max) if real_max else None,
-        )
-
+    version = _version(v1, v2_path, cpuset_path, mounts)
+    if version == 2:
+        return _probe_v2(io, mounts, v2_path, cpuset_path)
     if version == 1:
-        cpus = mems = None
-        path = v1.get("cpuset", cpuset_path)
-        m = v1_mount("cpuset")
-        if m is not None and path is not None:
-            dirs = _ancestors(io, m, path)
-            if not io.isdir(dirs[0]):
-                io.note("cgroup", f"cpuset folder {dirs[0]} not found")
-            # cpuset.cpus, as hwloc reads it: v1's effective_cpus only differs after CPU hotplug, and a live host
-            # intersects with sched_getaffinity anyway, which is what the kernel enforces.
-            cpus_text = _first(io, dirs, ("cpuset.cpus", "cpus", "cpuset.effective_cpus"))
-            mems_text = _first(io, dirs, ("cpuset.mems", "mems", "cpuset.effective_mems"))
-            cpus = tuple(io.cpulist(cpus_text, "cgroup", "cpuset.cpus")) if cpus_text else None
-            mems = tuple(io.cpulist(mems_text, "cgroup", "cpuset.mems")) if mems_text else None
-        elif path is not None and path != "/":
-            io.note("cgroup", "cpuset hierarchy not mounted")
-        quota = None
-        cpu_path = v1.get("cpu", v1.get("cpuacct"))
-        cm = v1_mount("cpu")
-        if cm is not None and cpu_path is not None:
-            dirs = _ancestors(io, cm, cpu_path)
-            quota = _min_quota([parse_cfs(io.read(f"{d}/cpu.cfs_quota_us"), io.read(f"{d}/cpu.cfs_period_us"))
-                                for d in dirs])
-        memory_max = None
-        mm = v1_mount("memory")
-        if mm is not None and "memory" in v1:
-            dirs = _ancestors(io, mm, v1["memory"])
-            vals = [parse_memory_max(io.read(f"{d}/memory.limit_in_bytes")) for d in dirs]
-            real = [v for v in vals if v is not None]
-            memory_max = min(real) if real else None
-        return Cgroup(version=1, path=path or cpu_path, cpuset=cpus, mems=mems, quota_cpus=quota,
-                      memory_max=memory_max)
-
+        return _probe_v1(io, mounts, v1, cpuset_path)
     io.note("cgroup", "no proc/self/cgroup or proc/self/cpuset")
     return Cgroup()
+
+
+def _probe_v2(io: HostIO, mounts: List[MountEntry], v2_path: Optional[str], cpuset_path: Optional[str]) -> Cgroup:
+    cgroup2 = next((m for m in mounts if m.fstype == "cgroup2"), None)
+    if cgroup2 is None:
+        io.note("cgroup", "cgroup2 filesystem not mounted")
+        return Cgroup(version=2, path=v2_path or cpuset_path)
+    path = v2_path if v2_path is not None else (cpuset_path or "/")
+    dirs = _ancestors(io, cgroup2, path)
+    if not io.isdir(dirs[0]):
+        io.note("cgroup", f"cgroup2 folder {dirs[0]} not found")
+    cpus_text = _first(io, dirs, ("cpuset.cpus.effective",))
+    mems_text = _first(io, dirs, ("cpuset.mems.effective",))
+    return Cgroup(
+        version=2,
+        path=path,
+        cpuset=tuple(io.cpulist(cpus_text, "cgroup", "cpuset.cpus.effective")) if cpus_text else None,
+        mems=tuple(io.cpulist(mems_text, "cgroup", "cpuset.mems.effective")) if mems_text else None,
+        quota_cpus=_tightest([parse_cpu_max(io.read(f"{d}/cpu.max")) for d in dirs]),
+        memory_max=_tightest([parse_memory_max(io.read(f"{d}/memory.max")) for d in dirs]),
+    )
+
+
+def _probe_v1(io: HostIO, mounts: List[MountEntry], v1: Dict[str, str], cpuset_path: Optional[str]) -> Cgroup:
+    path = v1.get("cpuset", cpuset_path)
+    cpus, mems = _v1_cpuset(io, _v1_mount(mounts, "cpuset"), path)
+    quota = None
+    cpu_path = v1.get("cpu", v1.get("cpuacct"))
+    cm = _v1_mount(mounts, "cpu")
+    if cm is not None and cpu_path is not None:
+        quota = _tightest([parse_cfs(io.read(f"{d}/cpu.cfs_quota_us"), io.read(f"{d}/cpu.cfs_period_us"))
+                           for d in _ancestors(io, cm, cpu_path)])
+    memory_max = None
+    mm = _v1_mount(mounts, "memory")
+    if mm is not None and "memory" in v1:
+        memory_max = _tightest([parse_memory_max(io.read(f"{d}/memory.limit_in_bytes"))
+                                for d in _ancestors(io, mm, v1["memory"])])
+    return Cgroup(version=1, path=path or cpu_path, cpuset=cpus, mems=mems, quota_cpus=quota, memory_max=memory_max)
+
+
+def _v1_cpuset(io: HostIO, m: Optional[MountEntry],
+               path: Optional[str]) -> Tuple[Optional[Tuple[int, ...]], Optional[Tuple[int, ...]]]:
+    """(cpus, mems) of the v1 cpuset at `path` in the hierarchy mounted at `m`."""
+    if m is None or path is None:
+        if path is not None and path != "/":
+            io.note("cgroup", "cpuset hierarchy not mounted")
+        return None, None
+    dirs = _ancestors(io, m, path)
+    if not io.isdir(dirs[0]):
+        io.note("cgroup", f"cpuset folder {dirs[0]} not found")
+    # cpuset.cpus, as hwloc reads it: v1's effective_cpus only differs after CPU hotplug, and a live host
+    # intersects with sched_getaffinity anyway, which is what the kernel enforces.
+    cpus_text = _first(io, dirs, ("cpuset.cpus", "cpus", "cpuset.effective_cpus"))
+    mems_text = _first(io, dirs, ("cpuset.mems", "mems", "cpuset.effective_mems"))
+    cpus = tuple(io.cpulist(cpus_text, "cgroup", "cpuset.cpus")) if cpus_text else None
+    mems = tuple(io.cpulist(mems_text, "cgroup", "cpuset.mems")) if mems_text else None
+    return cpus, mems
