@@ -1,6 +1,6 @@
 """hosttune/trust.py: what its refusals say (the kind of path expected, a fix that fits), and the env: rule's
 pieces (which values name a path; an ordinary user's values unchanged). The attacks that play the other user
-against a profile's env: are in tests/test_rootsafe_profile.py."""
+against a profile's env: are in tests/test_profile_load.py."""
 
 import os
 import re
