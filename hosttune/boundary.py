@@ -131,7 +131,7 @@ ROWS: Tuple[Row, ...] = (
     Row("doctor --python", OPTION, "hosttune/programs.py::resolve (commands/doctor.py, before anything runs)",
         "as root the interpreter must be root's alone (one line, exit 2, before it runs); a bare name is looked up "
         "in trusted PATH directories only; the probe runs isolated (-I) in /",
-        "tests/test_rootsafe_detect.py::test_another_users_python_named_by_option_is_refused_before_it_runs"),
+        "tests/test_programs.py::test_another_users_python_named_by_option_is_refused_before_it_runs"),
     Row("doctor --data", OPTION, "hosttune/doctor/checks (os.statvfs, kind of path)",
         "only looked at (statvfs, kind); a device, FIFO or /proc file is not a data path",
         "tests/test_doctor_cli.py::test_cli_data_path_kind"),
@@ -156,11 +156,11 @@ ROWS: Tuple[Row, ...] = (
     Row("facts --python", OPTION, "hosttune/programs.py::resolve (commands/facts.py, before anything runs)",
         "as root the interpreter must be root's alone (one line, exit 2, before it runs); a bare name is looked up "
         "in trusted PATH directories only; the probe runs isolated (-I) in /",
-        "tests/test_rootsafe_detect.py::test_another_users_python_named_by_option_is_refused_before_it_runs"),
+        "tests/test_programs.py::test_another_users_python_named_by_option_is_refused_before_it_runs"),
     Row("facts --capture", OPTION, "hosttune/capture.py::capture (fsio.atomic_writer, private work directory)",
         "a new private directory, or an archive that never replaces an existing file without --force; links are "
         "never followed",
-        "tests/test_rootsafe_detect.py::test_capture_refuses_to_replace_an_existing_archive_in_one_line"),
+        "tests/test_capture.py::test_capture_refuses_to_replace_an_existing_archive_in_one_line"),
     Row("monitor --log-dir", OPTION, "hosttune/monitor/sinks.py::trusted_dir",
         "a directory another user owns or can write is refused; logs opened O_NOFOLLOW",
         "tests/test_monitor_sinks.py::test_daemon_refuses_a_log_dir_another_user_owns_in_one_line"),

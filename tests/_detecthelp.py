@@ -1,5 +1,5 @@
 """What the detector's root-safety tests share (tests/test_detect_hostio.py, test_detect_torchenv.py,
-test_cpulist.py, test_detect_allocators.py, test_rootsafe_detect.py): hosttune run as root in a subprocess, started
+test_cpulist.py, test_detect_allocators.py, test_programs.py): hosttune run as root in a subprocess, started
 the way the installed entry point starts (its own sys.path holds its package, not the caller's directory; -E: the
 environment we give is for the detector, not for hosttune's own interpreter), planted code and a hostile tree."""
 

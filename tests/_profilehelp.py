@@ -1,5 +1,5 @@
 """What the profile and plan root-safety tests share (tests/test_profile_load.py, test_plan_env.py,
-test_plan_layout.py, test_rootsafe_profile.py): the root/jemalloc skips, the one error line, a small host's
+test_plan_layout.py): the root/jemalloc skips, the one error line, a small host's
 facts, root's own directories, and a profile file written with the modes a profile needs."""
 
 import os

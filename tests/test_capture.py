@@ -161,3 +161,71 @@ def test_bad_capture_usage_exits_2(tmp_path: Path, setup: str, args: List[str], 
     assert "Traceback" not in done.stderr
     if setup == "link":
         assert not list((tmp_path / "elsewhere").iterdir())  # nothing written through the link
+
+
+# ---- issue 22, Low: `facts --capture X.tar.gz` never replaces a file silently ----------------------------------------
+@pytest.mark.parametrize("existing", ["file", "link"])
+def test_capture_refuses_to_replace_an_existing_archive_in_one_line(existing: str, tmp_path: Path) -> None:
+    """Was: the existing file (a support bundle sent earlier, or anything of that name) silently replaced."""
+    d = tmp_path / "d"
+    d.mkdir()
+    out = d / "bundle.tar.gz"
+    keep = d / "keep"
+    keep.write_bytes(b"earlier bundle\n")
+    if existing == "file":
+        out.write_bytes(b"earlier bundle\n")
+    else:
+        out.symlink_to(keep)
+    done = run_cli(["facts", "--capture", str(out)])  # in-process: refused before anything is read
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == f"hosttune: error: --capture {out}: exists; name a new file, or add --force to " \
+                                  f"replace it", done.stderr
+    assert keep.read_bytes() == b"earlier bundle\n" and os.path.lexists(out)
+    assert sorted(p.name for p in d.iterdir()) == ["bundle.tar.gz", "keep"]  # no work directory left
+
+
+def test_capture_force_replaces_the_archive_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--force replaces it (through the atomic writer: a new file, never written through a link at the name);
+    the capture itself is the one test_capture.py runs, here a one-file tree."""
+    def small_tree(dest: Path, python: Optional[str] = None) -> Dict[str, Any]:
+        dest.mkdir(mode=0o700)
+        (dest / "capture.json").write_text("{}\n")
+        return {"files": 1, "bytes": 3, "placeholders": 0, "refused": {}}
+
+    monkeypatch.setattr(capture, "capture_tree", small_tree)
+    d = tmp_path / "d"
+    d.mkdir()
+    keep = d / "keep"
+    keep.write_bytes(b"earlier bundle\n")
+    out = d / "bundle.tgz"
+    out.symlink_to(keep)
+    with pytest.raises(capture.UserError, match="add --force"):
+        capture.capture(str(out))
+    capture.capture(str(out), force=True)
+    assert not out.is_symlink() and keep.read_bytes() == b"earlier bundle\n"
+    with tarfile.open(out) as tar:
+        assert tar.getnames() == ["bundle", "bundle/capture.json"]
+    assert sorted(p.name for p in d.iterdir()) == ["bundle.tgz", "keep"]
+
+
+def test_force_without_capture_is_one_line() -> None:
+    done = run_cli(["facts", "--force"])
+    assert done.returncode == 2 and done.stderr.strip() == \
+        "hosttune: error: --force goes with --capture DEST.tar.gz (it replaces an existing archive)", done.stderr
+
+
+def test_capture_never_replaces_an_archive_that_appeared_while_it_ran(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    out = d / "bundle.tar.gz"
+
+    def tree_then_someone_writes_the_archive(dest: Path, python: Optional[str] = None) -> Dict[str, Any]:
+        dest.mkdir(mode=0o700)
+        out.write_bytes(b"theirs\n")
+        return {"files": 0, "bytes": 0, "placeholders": 0, "refused": {}}
+
+    monkeypatch.setattr(capture, "capture_tree", tree_then_someone_writes_the_archive)
+    with pytest.raises(capture.UserError, match="exists; name a new file, or add --force"):
+        capture.capture(str(out))
+    assert out.read_bytes() == b"theirs\n" and sorted(p.name for p in d.iterdir()) == ["bundle.tar.gz"]

@@ -97,3 +97,16 @@ def test_live_gpus_through_nvml_in_a_child_process(fake_nvml: Any, monkeypatch: 
     assert all(g["numa_node"] == -1 for g in data["gpus"])
     # torch here is a CPU wheel: two healthy GPUs do not make CUDA available to it.
     assert data["torch"] is None or data["torch"]["cuda_available"] is False
+
+
+def test_facts_text_shows_control_characters_escaped(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "proc").mkdir(parents=True)
+    (root / "etc").mkdir()
+    (root / "proc/cpuinfo").write_text("processor\t: 0\nmodel name\t: Evil\x1b[2J\x1b]0;owned\x07 CPU\n")
+    (root / "etc/os-release").write_text('NAME="Bad\x1b[31mOS"\nID=bad\x1b[0m\nVERSION_ID="1"\n')
+    (root / "etc/hostname").write_text("host\x1b[1A\u202e\n")
+    done = hosttune("facts", "--root", str(root))
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout and "\u202e" not in done.stdout
+    assert "Evil\\x1b[2J" in done.stdout and "Bad\\x1b[31mOS" in done.stdout

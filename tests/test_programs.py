@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, List
 
 import pytest
+from _detecthelp import hosttune
 
 from hosttune import programs, trust
 from hosttune.detect.hostio import HostIO
@@ -157,3 +158,24 @@ def test_exec_as_root_never_runs_another_users_program_found_on_path(other_user:
                        capture_output=True, text=True, timeout=120)
     assert not marker.exists(), "the other user's program ran as root"
     assert r.returncode == 0 and "root-s own job" in r.stdout, r.stderr
+
+
+@pytest.fixture
+def marker(tmp_path: Path) -> Path:
+    d = tmp_path / "markers"
+    d.mkdir(mode=0o700)
+    return d / "ran"
+
+
+# ---- issue 22 item 2: --python of facts and doctor goes through the program gateway ----------------------------------
+@pytest.mark.parametrize("command", ["facts", "doctor"])
+def test_another_users_python_named_by_option_is_refused_before_it_runs(command: str, other_user: Any,
+                                                                         marker: Path) -> None:
+    """Was: `facts --python` checked only that the file is executable, `doctor --python` not even that as root;
+    the torch probe then ran the other user's program as root."""
+    fake = other_user.write("venv/bin/python3", f"#!/bin/sh\necho \"$0\" >> {marker}\n", 0o755)
+    done = hosttune(command, "--json", "--python", str(fake), cwd=Path("/"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--python" in lines[0] and "owned by nobody" in lines[0], done.stderr
+    assert not marker.exists(), marker.read_text()
