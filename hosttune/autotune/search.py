@@ -21,7 +21,7 @@ from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 from hosttune.autotune import stats
 from hosttune.autotune.candidates import DEFAULT
 
-CONFIRM = 6
+CONFIRM = 8  # with two finalists the sign test needs 8 of 8 rounds above 1 + min_gain (p = 1/256 each)
 
 
 @dataclass(frozen=True)
@@ -83,10 +83,14 @@ class Result:
         return stats.ranked([stats.summarize(n, self.ratios.get(n, [])) for n in self.candidates])
 
     def confirmed(self) -> List[stats.Summary]:
-        return stats.ranked([stats.summarize(n, self.confirm.get(n, [])) for n in self.finalists])
+        """The finalists' confirmation rounds, each interval at 1 - 5%/finalists (Bonferroni: two finalists tested
+        at once must not double the chance that noise wins)."""
+        level = 1 - (1 - stats.LEVEL) / max(1, len(self.finalists))
+        return stats.ranked([stats.summarize(n, self.confirm.get(n, []), level) for n in self.finalists])
 
     def winner(self, min_gain: float) -> Optional[stats.Summary]:
-        best = [s for s in self.confirmed() if stats.wins(s, min_gain)]
+        alpha = stats.SIGN_ALPHA / max(1, len(self.finalists))
+        best = [s for s in self.confirmed() if stats.wins(s, min_gain, alpha)]
         return best[0] if best else None
 
 
@@ -163,7 +167,7 @@ def search(names: Sequence[str], runner: Runner, budget_s: float, trial_s: float
             alive = s.alive(alive)
         if res.stopped:
             break
-        alive = [x.name for x in stats.ranked([stats.summarize(n, res.ratios[n]) for n in alive])]
+        alive = [x.name for x in stats.ranked([stats.quick(n, res.ratios[n]) for n in alive])]
         alive = alive[:max(2, math.ceil(len(alive) / 2))] if len(alive) > 2 else alive
     res.finalists = _top(s, alive, 2)
     for _ in range(confirm):
@@ -178,7 +182,7 @@ def search(names: Sequence[str], runner: Runner, budget_s: float, trial_s: float
 
 
 def _top(s: _Search, names: List[str], k: int) -> List[str]:
-    ranked = stats.ranked([stats.summarize(n, s.res.ratios.get(n, [])) for n in s.alive(names)])
+    ranked = stats.ranked([stats.quick(n, s.res.ratios.get(n, [])) for n in s.alive(names)])
     return [x.name for x in ranked if x.rounds][:k] or [x.name for x in ranked][:k]
 
 

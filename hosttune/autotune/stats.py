@@ -4,7 +4,10 @@ A round of a candidate is one trial of it between two trials of the default; its
 over the geometric mean of the two default scores next to it (one, when the other default trial was dropped), so
 drift on the machine hits both sides alike and absolute speeds never meet across rounds. The interval is the
 percentile bootstrap of the median over rounds (seeded: the same ratios give the same interval). A candidate wins
-only with at least `MIN_ROUNDS` confirmation rounds and an interval whose lower end clears 1 + `min_gain`.
+only with at least `MIN_ROUNDS` confirmation rounds, an interval whose lower end clears 1 + `min_gain`, and a sign
+test: so many of its rounds clear 1 + `min_gain` that a coin (no gain, noise alone) would do it with a chance of
+at most `SIGN_ALPHA` over the finalists (the bootstrap of a median over six rounds is too coarse to hold its level
+alone: with it only, noise won 1-5% of simulated no-gain searches).
 """
 
 import math
@@ -14,6 +17,7 @@ from typing import List, Optional, Sequence, Tuple
 
 BOOTSTRAP = 4000
 LEVEL = 0.95
+SIGN_ALPHA = 0.01  # the chance a no-gain candidate may win, over all finalists together
 MIN_ROUNDS = 5
 SEED = 24  # the issue's number: a fixed seed, so an interval is a function of its ratios
 
@@ -56,6 +60,7 @@ class Summary:
     median: float
     lo: float
     hi: float
+    ratios: Tuple[float, ...] = ()
 
     def to_dict(self) -> dict:
         return {"candidate": self.name, "rounds": self.rounds, "median_ratio": _r(self.median),
@@ -66,14 +71,25 @@ def _r(x: float) -> Optional[float]:
     return None if math.isnan(x) else round(x, 4)
 
 
-def summarize(name: str, ratios: Sequence[float]) -> Summary:
-    lo, hi = bootstrap_ci(ratios)
-    return Summary(name, len(ratios), median(ratios), lo, hi)
+def summarize(name: str, ratios: Sequence[float], level: float = LEVEL) -> Summary:
+    lo, hi = bootstrap_ci(ratios, level)
+    return Summary(name, len(ratios), median(ratios), lo, hi, tuple(ratios))
 
 
-def wins(s: Summary, min_gain: float) -> bool:
-    """Provably faster than the default: enough rounds and the whole interval above 1 + min_gain."""
-    return s.rounds >= MIN_ROUNDS and s.lo > 1.0 + min_gain
+def quick(name: str, ratios: Sequence[float]) -> Summary:
+    """The median alone (ranking between rungs needs no interval)."""
+    return Summary(name, len(ratios), median(ratios), math.nan, math.nan, tuple(ratios))
+
+
+def sign_p(above: int, n: int) -> float:
+    """P(at least `above` of `n` fair coin flips come up heads): the chance noise alone does as well."""
+    return sum(math.comb(n, k) for k in range(above, n + 1)) / 2 ** n if n else 1.0
+
+
+def wins(s: Summary, min_gain: float, alpha: float = SIGN_ALPHA) -> bool:
+    """Provably faster than the default: enough rounds, the whole interval above 1 + min_gain, and a sign test."""
+    above = sum(1 for r in s.ratios if r > 1.0 + min_gain)
+    return s.rounds >= MIN_ROUNDS and s.lo > 1.0 + min_gain and sign_p(above, s.rounds) <= alpha
 
 
 def ranked(summaries: Sequence[Summary]) -> List[Summary]:

@@ -1,0 +1,248 @@
+"""hosttune autotune (issue 24): the metric parser, the statistics and the search on a fake runner whose speeds
+are known (deterministic: seeded noise, fake trial seconds, no wall time), the CLI's one-line errors, and one real
+end-to-end run on a tiny job whose speed depends on a variable a candidate sets."""
+
+import math
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable, Dict, Optional, Set
+
+import pytest
+
+from hosttune.autotune import metric, search, stats
+from hosttune.autotune.candidates import DEFAULT
+from hosttune.errors import UserError
+from tests.conftest import run_cli
+
+NAMES = [f"c{i}" for i in range(9)]
+
+
+class FakeRunner:
+    """Trial scores = 100 x drift(trial index) x the candidate's true factor x seeded log-normal noise."""
+
+    def __init__(self, factors: Dict[str, float], sigma: float, seed: int = 0, seconds: float = 10.0,
+                 drift: Optional[Callable[[int], float]] = None, fail: Set[str] = frozenset(),
+                 silent_default: bool = False):
+        self.factors, self.sigma, self.rng, self.seconds = factors, sigma, random.Random(seed), seconds
+        self.drift = drift or (lambda i: 1.0)
+        self.fail, self.silent_default, self.count = set(fail), silent_default, 0
+        self.calls: Dict[str, int] = {}
+
+    def run(self, name: str) -> search.Trial:
+        self.count += 1
+        self.calls[name] = self.calls.get(name, 0) + 1
+        if name in self.fail:
+            return search.Trial(name, None, self.seconds, "exit status 1; last line: Segmentation fault")
+        if name == DEFAULT and self.silent_default:
+            return search.Trial(name, None, self.seconds, "printed no metric")
+        noise = math.exp(self.rng.gauss(0, self.sigma)) if self.sigma else 1.0
+        return search.Trial(name, 100 * self.drift(self.count) * self.factors.get(name, 1.0) * noise, self.seconds)
+
+
+BIG = 10 ** 7  # a budget that never binds
+
+
+# -- the metric parser --------------------------------------------------------------------------------------------
+
+def test_metric_takes_the_last_match_after_the_warm_up_matches() -> None:
+    spec = metric.compile_metric(r"([0-9.]+) samples/s", warmup_matches=2)
+    out = [(0.1, "epoch 0: 5 samples/s"), (0.2, "loading"), (0.3, "9 samples/s"), (0.4, "100 samples/s"),
+           (0.5, "step: 120.5 samples/s, loss 3")]
+    assert metric.read(spec, out) == (120.5, "")
+
+
+def test_metric_discards_the_first_seconds() -> None:
+    spec = metric.compile_metric(r"([0-9.]+) samples/s", warmup_matches=0, warmup_s=2.0)
+    assert metric.read(spec, [(0.5, "7 samples/s"), (2.5, "50 samples/s"), (3.0, "55 samples/s")])[0] == 55.0
+    value, why = metric.read(spec, [(0.5, "7 samples/s"), (1.9, "8 samples/s")])
+    assert value is None and "all in the warm-up" in why
+
+
+def test_metric_no_match_is_a_reason_not_a_value() -> None:
+    spec = metric.compile_metric(r"([0-9.]+) samples/s")
+    value, why = metric.read(spec, [(0.1, "Traceback (most recent call last):")])
+    assert value is None and "printed no metric" in why
+
+
+def test_metric_named_group_whole_match_and_garbage() -> None:
+    named = metric.compile_metric(r"step (?P<step>\d+) took (?P<value>[0-9.]+) s", warmup_matches=0,
+                                  lower_is_better=True)
+    assert metric.read(named, [(1.0, "step 3 took 0.25 s")])[0] == 0.25
+    assert metric.score(named, 0.25) == 4.0  # a step time: smaller is faster, the score turns it round
+    whole = metric.compile_metric(r"throughput=\S+", warmup_matches=0)
+    assert metric.read(whole, [(1.0, "throughput=1.5e3")])[0] == 1500.0
+    grouped = metric.compile_metric(r"rate (\S+)", warmup_matches=0)
+    assert metric.read(grouped, [(1.0, "rate nan"), (1.1, "rate -3"), (1.2, "rate x")])[0] is None
+
+
+@pytest.mark.parametrize("text, msg", [("(", "not a regular expression"), ("", "empty"),
+                                       ("(a)(b)", "more than one group"), ("x" * 501, "longer than")])
+def test_bad_metric_is_one_user_error(text: str, msg: str) -> None:
+    with pytest.raises(UserError, match=msg):
+        metric.compile_metric(text)
+
+
+# -- statistics ---------------------------------------------------------------------------------------------------
+
+def test_ratio_is_to_the_adjacent_defaults() -> None:
+    assert stats.adjacent_ratio(120.0, 100.0, 100.0) == pytest.approx(1.2)
+    assert stats.adjacent_ratio(120.0, 90.0, 160.0) == pytest.approx(120.0 / 120.0)  # geometric mean of the two
+    assert stats.adjacent_ratio(120.0, None, 100.0) == pytest.approx(1.2)  # one default trial dropped
+    assert stats.adjacent_ratio(120.0, None, None) is None
+    assert stats.adjacent_ratio(None, 100.0, 100.0) is None
+
+
+def test_bootstrap_interval_is_seeded_and_holds_the_median() -> None:
+    ratios = [1.1, 1.2, 1.15, 1.3, 1.05, 1.22, 1.18, 1.12]
+    lo, hi = stats.bootstrap_ci(ratios)
+    assert (lo, hi) == stats.bootstrap_ci(list(ratios))
+    assert lo <= stats.median(ratios) <= hi and lo >= min(ratios) and hi <= max(ratios)
+
+
+def test_a_win_needs_rounds_an_interval_above_one_and_a_sign_test() -> None:
+    assert stats.wins(stats.summarize("a", [1.2] * 8), 0.01)
+    assert not stats.wins(stats.summarize("a", [1.2] * 4), 0.01)  # too few rounds
+    assert not stats.wins(stats.summarize("a", [1.005] * 8), 0.01)  # not by the margin
+    mixed = [1.3, 1.3, 1.3, 1.3, 1.3, 1.3, 0.9, 0.9]  # a high median, but a coin does this often
+    assert not stats.wins(stats.summarize("a", mixed), 0.01, alpha=0.005)
+
+
+# -- the search on a fake runner ----------------------------------------------------------------------------------
+
+def test_the_right_winner_is_found_within_the_budget() -> None:
+    factors = {"c0": 0.8, "c4": 1.25, "c5": 1.05, "c7": 0.95}
+    budget = 10.0 * (search.planned_trials(len(NAMES)) + 2)
+    fake = FakeRunner(factors, 0.03, seed=1)
+    res = search.search(NAMES, fake, budget, 10.0)
+    w = res.winner(0.01)
+    assert w is not None and w.name == "c4"
+    assert w.rounds == search.CONFIRM and w.lo > 1.15
+    assert res.spent <= budget and not res.stopped
+
+
+def test_a_job_without_gain_keeps_the_default_whatever_the_seed() -> None:
+    for seed in range(12):
+        res = search.search(NAMES, FakeRunner({}, 0.05, seed=seed), BIG, 10.0)
+        assert res.winner(0.01) is None, seed
+
+
+def test_a_noisy_job_widens_the_interval_and_does_not_pick_noise() -> None:
+    quiet = search.search(NAMES, FakeRunner({}, 0.02, seed=3), BIG, 10.0)
+    for seed in range(12):
+        noisy = search.search(NAMES, FakeRunner({}, 0.3, seed=seed), BIG, 10.0)
+        assert noisy.winner(0.01) is None, seed
+    width = {r.name: r.hi - r.lo for r in noisy.confirmed()}
+    assert min(width.values()) > 3 * max(r.hi - r.lo for r in quiet.confirmed())
+
+
+def test_drift_on_the_machine_is_not_a_gain() -> None:
+    # the host gets 3x faster over the run: absolute numbers would crown whatever ran last; adjacent ratios do not
+    res = search.search(NAMES, FakeRunner({}, 0.01, seed=5, drift=lambda i: 1 + i / 50), BIG, 10.0)
+    assert res.winner(0.01) is None
+    assert all(abs(s.median - 1) < 0.1 for s in res.summaries() if s.rounds)
+
+
+def test_failing_and_silent_trials_are_dropped_never_scored() -> None:
+    fake = FakeRunner({"c2": 1.3}, 0.02, seed=2, fail={"c1", "c6"})
+    res = search.search(NAMES, fake, BIG, 10.0)
+    assert set(res.dropped) == {"c1", "c6"} and "Segmentation fault" in res.dropped["c1"]
+    assert res.ratios["c1"] == [] and res.ratios["c6"] == []
+    assert fake.calls["c1"] == 1 and fake.calls["c6"] == 1  # a candidate that failed is not run again
+    w = res.winner(0.01)
+    assert w is not None and w.name == "c2"
+
+
+def test_a_default_that_prints_no_metric_ends_the_search() -> None:
+    with pytest.raises(search.DefaultFailed, match="no metric"):
+        search.search(NAMES, FakeRunner({}, 0.0, silent_default=True), BIG, 10.0)
+
+
+def test_the_budget_is_respected_and_a_short_one_says_so() -> None:
+    fake = FakeRunner({"c3": 1.5}, 0.0, seconds=10.0)
+    res = search.search(NAMES, fake, 400.0, 10.0)
+    assert res.spent <= 400.0 and fake.count * 10.0 == res.spent
+    assert res.stopped and res.winner(0.01) is None  # not enough left to confirm: no winner claimed
+
+
+def test_every_candidate_trial_sits_between_two_default_trials() -> None:
+    order = []
+
+    class Recording(FakeRunner):
+        def run(self, name: str) -> search.Trial:
+            order.append(name)
+            return super().run(name)
+
+    search.search(NAMES, Recording({}, 0.0), BIG, 10.0)
+    assert order[0] == DEFAULT and order[-1] == DEFAULT
+    for i, name in enumerate(order):
+        if name != DEFAULT:
+            assert order[i - 1] == DEFAULT and order[i + 1] == DEFAULT
+    assert len(order) == search.planned_trials(len(NAMES))
+
+
+def test_schedule_halves_then_confirms() -> None:
+    st = search.schedule(9)
+    assert [(s.names, s.rounds) for s in st] == [(9, 1), (5, 2), (3, 3), (2, search.CONFIRM)]
+    assert search.schedule(1)[-1].label == "confirm" and search.schedule(0) == []
+
+
+# -- the command line ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, msg", [
+    (["--", "true"], "give --metric"),
+    (["--engine", "--metric", "x", "--", "true"], "give one"),
+    (["--metric", "(", "--", "true"], "not a regular expression"),
+    (["--metric", "x", "--budget", "soon", "--", "true"], "a duration"),
+    (["--metric", "x", "--budget", "inf", "--", "true"], "a duration"),
+    (["--metric", "x"], "no COMMAND"),
+    (["--bogus", "--", "true"], "autotune: no such option: --bogus"),
+    (["--metric", "x", "--candidates", ",", "--", "true"], "at least one name"),
+    (["--metric", "x", "--min-gain", "-1", "--", "true"], "--min-gain"),
+])
+def test_bad_input_is_one_line_exit_2(args: list, msg: str) -> None:
+    res = run_cli(["autotune", *args])
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and msg in lines[0] and "Traceback" not in res.stderr
+
+
+# -- one real run -------------------------------------------------------------------------------------------------
+
+JOB = """
+import os, sys
+policy = os.environ.get("OMP_WAIT_POLICY")
+if policy == "ACTIVE":
+    sys.exit("crashed")  # a candidate whose trials fail: reported and dropped
+rate = 200.0 if policy == "PASSIVE" else 100.0  # known: the PASSIVE candidate is twice as fast, on any machine
+for i in range(3):
+    print(f"step {i}: {rate:.1f} samples/s", flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_real_autotune_finds_and_saves_the_winner(tmp_path: Path) -> None:
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    out = tmp_path / "winner.yaml"
+    scratch = tmp_path / "tmp"  # the trials' profile files go to a private directory under TMPDIR, removed after
+    scratch.mkdir()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    env["TMPDIR"] = str(scratch)
+    argv = [sys.executable, "-m", "hosttune", "autotune", "--budget", "10m", "--candidates", "omp-passive,omp-active",
+            "--output", str(out), "--metric", r"([0-9.]+) samples/s", "--", sys.executable, str(job)]
+    res = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "winner: omp-passive, x2.000" in res.stdout
+    assert "omp-active" in res.stdout and "dropped: exit status 1" in res.stdout
+    text = out.read_text()
+    assert "OMP_WAIT_POLICY: PASSIVE" in text and "measured by hosttune autotune" in text
+    check = subprocess.run([sys.executable, "-m", "hosttune", "exec", "--profile", str(out), "--", sys.executable,
+                            "-c", "import os; print(os.environ['OMP_WAIT_POLICY'])"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert check.returncode == 0 and check.stdout.strip() == "PASSIVE", check.stderr
+    assert list(scratch.iterdir()) == []
