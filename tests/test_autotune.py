@@ -167,6 +167,14 @@ def test_the_budget_is_respected_and_a_short_one_says_so() -> None:
     assert res.stopped and res.winner(0.01) is None  # not enough left to confirm: no winner claimed
 
 
+def test_the_window_is_an_upper_bound_the_first_round_runs_and_then_real_lengths_count() -> None:
+    # a 12 s window that would not fit 41 trials in 410 s, but the job's trials take 5 s: the whole schedule runs
+    fake = FakeRunner({"c1": 1.4}, 0.0, seconds=5.0)
+    res = search.search(NAMES[:4], fake, 410.0, 12.0)
+    assert all(res.ratios[n] for n in NAMES[:4]) and not res.stopped
+    assert res.winner(0.01) is not None and res.winner(0.01).name == "c1"
+
+
 def test_every_candidate_trial_sits_between_two_default_trials() -> None:
     order = []
 

@@ -37,6 +37,9 @@ def plan_text(session: Any) -> str:
     total = session.trials()
     lines.append(f"budget: {session.budget_s:g} s = {total} trials of at most {session.window_s:.1f} s "
                  f"(a job that ends sooner leaves the rest to later rounds)")
+    if total * session.window_s > session.budget_s * 1.01:
+        lines.append(f"note: trials that use their whole window need {total * session.window_s:.0f} s: rounds that "
+                     f"no longer fit are cut, and without the confirmation rounds nothing is kept")
     return "\n".join(lines)
 
 

@@ -7,10 +7,11 @@ noise). A round of n candidates is D c1 D c2 ... cn D, the candidates in a new s
 is the last D of the round before, so a round costs 2n trials (the search's very first default trial is extra).
 
 `search` follows the schedule on a `Runner` (anything with `run(name) -> Trial`; the real one is runner.py, tests
-use a fake) while the budget lasts: before each round it checks that the round, at the mean trial length seen so
-far, still fits beside what the confirmation rounds need. A candidate whose trial fails is out, with the reason;
-a default trial that fails only costs its neighbours one side of their ratio, but a first default trial that fails
-ends the search (`DefaultFailed`): nothing can be compared to it.
+use a fake) while the budget lasts: before each round after the first it checks that the round, at the mean trial
+length seen so far, still fits beside what the confirmation rounds need (one round may overshoot by its length). A
+candidate whose trial fails is out, with the reason; a default trial that fails only costs its neighbours one side
+of their ratio, but a first default trial that fails ends the search (`DefaultFailed`): nothing can be compared to
+it.
 """
 
 import math
@@ -112,8 +113,12 @@ class _Search:
         return t
 
     def fits(self, n: int, rounds: int = 1, reserve: int = 0) -> bool:
+        """Whether the next round (and `reserve` trials after it) fit the budget at the mean trial length seen so
+        far. The first round always runs: the window is only an upper bound, most jobs end sooner."""
         done = self.res.trials
-        each = sum(t.seconds for t in done) / len(done) if done else self.trial_s
+        if not done:
+            return True
+        each = sum(t.seconds for t in done) / len(done)
         first = 0 if self.opened else 1
         return self.res.spent + (rounds * 2 * n + first + reserve) * each <= self.budget
 
