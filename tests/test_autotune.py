@@ -8,7 +8,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Dict, Optional, Set
+from typing import AbstractSet, Callable, Dict, Optional
 
 import pytest
 
@@ -24,7 +24,7 @@ class FakeRunner:
     """Trial scores = 100 x drift(trial index) x the candidate's true factor x seeded log-normal noise."""
 
     def __init__(self, factors: Dict[str, float], sigma: float, seed: int = 0, seconds: float = 10.0,
-                 drift: Optional[Callable[[int], float]] = None, fail: Set[str] = frozenset(),
+                 drift: Optional[Callable[[int], float]] = None, fail: AbstractSet[str] = frozenset(),
                  silent_default: bool = False):
         self.factors, self.sigma, self.rng, self.seconds = factors, sigma, random.Random(seed), seconds
         self.drift = drift or (lambda i: 1.0)
@@ -172,7 +172,8 @@ def test_the_window_is_an_upper_bound_the_first_round_runs_and_then_real_lengths
     fake = FakeRunner({"c1": 1.4}, 0.0, seconds=5.0)
     res = search.search(NAMES[:4], fake, 410.0, 12.0)
     assert all(res.ratios[n] for n in NAMES[:4]) and not res.stopped
-    assert res.winner(0.01) is not None and res.winner(0.01).name == "c1"
+    w = res.winner(0.01)
+    assert w is not None and w.name == "c1"
 
 
 def test_every_candidate_trial_sits_between_two_default_trials() -> None:
