@@ -27,7 +27,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hosttune.cpulist import format_cpulist as _cpulist
 from hosttune.errors import UserError
@@ -63,6 +63,16 @@ class Launch:
         return {"kind": self.kind, "argv": list(self.argv), "ranks": ranks, "env": dict(self.env)}
 
 
+@dataclass(frozen=True)
+class _Inputs:
+    """What every shape of job is planned from: the host, the profile, the caller's environment, the options."""
+    facts: Any
+    prof: Any
+    env_in: Dict[str, str]
+    no_bind: bool
+    override: bool
+
+
 def prepare(
     command: Sequence[str],
     *,
@@ -76,7 +86,6 @@ def prepare(
 ) -> Launch:
     """Detect once, pick the job's shape, and resolve the plan of every local rank known now. `environ` is the
     caller's own environment: what they set there wins over the profile unless `override` (plan.settle)."""
-    from hosttune import plan as planmod
     from hosttune import profile as profmod
 
     env_in: Dict[str, str] = dict(os.environ if environ is None else environ)
@@ -86,53 +95,73 @@ def prepare(
         from hosttune import detect
 
         facts = detect.collect(root or Path("/"), probe_torch=False, use_nvml=root is None)
-    prof = profmod.active(profile, facts)
+    job = _Inputs(facts, profmod.active(profile, facts), env_in, no_bind, override)
     t = parse_torchrun(command, env_in)
     if t is not None:
-        n = nproc_per_node(t, env_in, facts)
-        mode = t.value("numa_binding", env_in, "")
-        bound_by = f"torchrun --numa-binding={mode}" if mode else None  # torchrun binds: we must not on top
-        ranks = [planmod.resolve(facts, prof, r, n, environ=env_in, override=override, bound_by=bound_by)
-                 for r in range(n)]
-        common = dict(planmod.common_env(facts, prof, environ=env_in, override=override))
-        # torchrun forces OMP_NUM_THREADS=1 (and warns) when it is unset; every shim sets its rank's own value.
-        if "OMP_NUM_THREADS" not in env_in and ranks and "OMP_NUM_THREADS" in ranks[0].env:
-            common["OMP_NUM_THREADS"] = ranks[0].env["OMP_NUM_THREADS"]
-        touched = {k: env_in.get(k) for k in common}
-        from hosttune.launch import hook
-
-        hooked = t.mode != "no_python" and bool(hook.job_env(env_in))
-        argv = list(command) if hooked else rewrite_torchrun(t, env_in, shim_python or sys.executable)
-        return Launch(kind="torchrun", argv=argv, ranks=ranks, env=common, touched=touched, facts=facts, profile=prof,
-                      no_bind=no_bind or bound_by is not None, torchrun=t, override=override, bound_by=bound_by,
-                      hook=hooked)
+        return _torchrun_job(job, command, t, shim_python)
     known = _identify(command, env_in, facts)
     if known is not None:
-        n = known.local_ranks
-        bound_by = known.bound_by
-        # A thread count given to the launcher (accelerate --num_cpu_threads_per_process, mpirun -x
-        # OMP_NUM_THREADS=N) is the user's own OMP_NUM_THREADS for every rank: it wins like one set in the env.
-        plan_env = env_in if known.threads is None else {**env_in, "OMP_NUM_THREADS": str(known.threads)}
-        ranks = [planmod.resolve(facts, prof, r, n, environ=plan_env, override=override, bound_by=bound_by)
-                 for r in range(n or 0)]
-        common = dict(planmod.common_env(facts, prof, environ=plan_env, override=override))
-        # torch.distributed.launch forces OMP_NUM_THREADS=1 when it is unset, as torchrun does; a rank the hook
-        # cannot reach (a binary, `python -I`) still gets rank 0's share rather than every core.
-        if "OMP_NUM_THREADS" not in env_in and ranks and "OMP_NUM_THREADS" in ranks[0].env:
-            common["OMP_NUM_THREADS"] = ranks[0].env["OMP_NUM_THREADS"]
-        more = _foreseen(facts, prof, plan_env, override, bound_by, {n} if n else set())
-        return Launch(kind="launcher", argv=list(known.argv), ranks=ranks, env=common,
-                      touched={k: env_in.get(k) for k in common}, facts=facts, profile=prof,
-                      no_bind=no_bind or bound_by is not None, override=override, bound_by=bound_by,
-                      launcher=known, more_plans=more)
-    place = rankvars.place(env_in)  # `srun hosttune exec --`, `mpirun -np 2 hosttune exec --` ...: one rank of them
+        return _launcher_job(job, known)
+    return _rank_job(job, command)
+
+
+def _plans(job: _Inputs, n: int, plan_env: Mapping[str, str],
+           bound_by: Optional[str]) -> Tuple[List[Any], Dict[str, str]]:
+    """The n ranks' plans and the env common to them, planned from `plan_env`. Torchrun and
+    torch.distributed.launch force OMP_NUM_THREADS=1 (and warn) when it is unset: the common env carries rank 0's
+    share instead, so that a rank the hook or shim cannot reach (a binary, `python -I`) still gets it, not 1."""
+    from hosttune import plan as planmod
+
+    ranks = [planmod.resolve(job.facts, job.prof, r, n, environ=plan_env, override=job.override, bound_by=bound_by)
+             for r in range(n)]
+    common = dict(planmod.common_env(job.facts, job.prof, environ=plan_env, override=job.override))
+    if "OMP_NUM_THREADS" not in job.env_in and ranks and "OMP_NUM_THREADS" in ranks[0].env:
+        common["OMP_NUM_THREADS"] = ranks[0].env["OMP_NUM_THREADS"]
+    return ranks, common
+
+
+def _torchrun_job(job: _Inputs, command: Sequence[str], t: TorchrunArgv, shim_python: Optional[str]) -> Launch:
+    from hosttune.launch import hook
+
+    env_in = job.env_in
+    n = nproc_per_node(t, env_in, job.facts)
+    mode = t.value("numa_binding", env_in, "")
+    bound_by = f"torchrun --numa-binding={mode}" if mode else None  # torchrun binds: we must not on top
+    ranks, common = _plans(job, n, env_in, bound_by)
+    hooked = t.mode != "no_python" and bool(hook.job_env(env_in))
+    argv = list(command) if hooked else rewrite_torchrun(t, env_in, shim_python or sys.executable)
+    return Launch(kind="torchrun", argv=argv, ranks=ranks, env=common, touched={k: env_in.get(k) for k in common},
+                  facts=job.facts, profile=job.prof, no_bind=job.no_bind or bound_by is not None, torchrun=t,
+                  override=job.override, bound_by=bound_by, hook=hooked)
+
+
+def _launcher_job(job: _Inputs, known: Any) -> Launch:
+    n = known.local_ranks
+    bound_by = known.bound_by
+    # A thread count given to the launcher (accelerate --num_cpu_threads_per_process, mpirun -x
+    # OMP_NUM_THREADS=N) is the user's own OMP_NUM_THREADS for every rank: it wins like one set in the env.
+    plan_env = job.env_in if known.threads is None else {**job.env_in, "OMP_NUM_THREADS": str(known.threads)}
+    ranks, common = _plans(job, n or 0, plan_env, bound_by)
+    more = _foreseen(job.facts, job.prof, plan_env, job.override, bound_by, {n} if n else set())
+    return Launch(kind="launcher", argv=list(known.argv), ranks=ranks, env=common,
+                  touched={k: job.env_in.get(k) for k in common}, facts=job.facts, profile=job.prof,
+                  no_bind=job.no_bind or bound_by is not None, override=job.override, bound_by=bound_by,
+                  launcher=known, more_plans=more)
+
+
+def _rank_job(job: _Inputs, command: Sequence[str]) -> Launch:
+    """`srun hosttune exec --`, `mpirun -np 2 hosttune exec --` ...: one rank of them; else plain, one rank of one."""
+    from hosttune import plan as planmod
+
+    env_in = job.env_in
+    place = rankvars.place(env_in)
     kind = "plain" if place is None else "srun" if place.source == rankvars.SLURM_RANK else "rank"
     local, size = (0, 1) if place is None else (place.local_rank, place.local_world_size)
-    plan = planmod.resolve(facts, prof, local, size, environ=env_in, override=override)
-    more = _foreseen(facts, prof, env_in, override, None, {size})
+    plan = planmod.resolve(job.facts, job.prof, local, size, environ=env_in, override=job.override)
+    more = _foreseen(job.facts, job.prof, env_in, job.override, None, {size})
     return Launch(kind=kind, argv=list(command), ranks=[plan], env=dict(plan.env),
-                  touched={k: env_in.get(k) for k in plan.env}, facts=facts, profile=prof, no_bind=no_bind,
-                  override=override, more_plans=more)
+                  touched={k: env_in.get(k) for k in plan.env}, facts=job.facts, profile=job.prof,
+                  no_bind=job.no_bind, override=job.override, more_plans=more)
 
 
 def _identify(command: Sequence[str], environ: Mapping[str, str], facts: Any) -> Any:
