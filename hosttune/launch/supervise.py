@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
 
 from hosttune import programs, term
 from hosttune.errors import UserError
@@ -26,6 +26,9 @@ from hosttune.launch.procfs import alive, marked_processes
 from hosttune.launch.verify import RankCheck, verify_pass, verify_report
 from hosttune.policy import names
 from hosttune.sigexec import default_handlers_for_exec
+
+if TYPE_CHECKING:
+    import subprocess
 
 DEFAULT_GRACE_S = 40.0  # torchrun waits 30 s for its workers after SIGTERM before SIGKILL; give it that and more
 MAX_GRACE_S = 86400.0  # a day: longer is a typo, and inf/nan would never send the SIGKILL
@@ -135,75 +138,101 @@ def _supervise(launch: Launch, argv: List[str], env: Dict[str, str], marker: str
     """Spawn the job in its own process group, forward signals, optionally verify ranks, sweep, map the status.
 
     A guardian (guardian.py) stops the job if this process dies without doing so itself (SIGKILL, OOM killer)."""
-    import subprocess
-
     from hosttune.launch import guardian
 
     grace = _grace()
     guardian.become_subreaper()  # a rank's setsid'd child stays in our tree, where the guardian sees it
     guard = guardian.Guardian.start(marker, grace, cleanup)
-    received: List[int] = []
-    child: Optional[subprocess.Popen[bytes]] = None
-    old: Dict[int, Any] = {}
-
-    def forward(signum: int, frame: Any) -> None:
-        received.append(signum)
-        if child is not None and child.returncode is None:
-            try:
-                os.killpg(child.pid, signum)
-            except ProcessLookupError:
-                pass
-
-    for sig in FORWARDED:
-        old[sig] = signal.signal(sig, forward)
+    fwd = _Forwarder()
     checks: Dict[int, RankCheck] = {}
     try:
         try:
             # no threads here, so preexec_fn is safe; the top process also gets SIGTERM if we die
-            child = programs.popen(argv, "exec:", env=env, check_trust=False,
-                                   preexec_fn=guardian.pdeathsig_preexec())
+            fwd.child = programs.popen(argv, "exec:", env=env, check_trust=False,
+                                       preexec_fn=guardian.pdeathsig_preexec())
         except OSError as exc:
             guard.finish()
             raise UserError(f"exec: {argv[0]}: {exc.strerror}") from None
-        guard.watch(child.pid)
-        if received:  # a signal that came before the child existed
-            os.killpg(child.pid, received[-1])
-        started = time.monotonic()
-        deadline: Optional[float] = None
-        while True:
-            now = time.monotonic()
-            interval = 0.02 if now - started < 3 else 0.25
-            try:
-                child.wait(timeout=interval if verify or received else 0.5)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if received and deadline is None:
-                deadline = time.monotonic() + grace
-            guardian.reap_orphans_except(child.pid, guard.pid)
-            if deadline is not None and time.monotonic() > deadline:
-                _say(f"job still running {grace:.0f} s after signal {received[0]}; killing it")
-                try:
-                    os.killpg(child.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                deadline = float("inf")
-            if verify:
-                verify_pass(launch, child.pid, checks, marker)
-        rc = child.returncode
+        guard.watch(fwd.child.pid)
+        if fwd.received:  # a signal that came before the child existed
+            os.killpg(fwd.child.pid, fwd.received[-1])
+        _wait(launch, fwd, guard.pid, grace, verify, checks, marker)
+        rc = fwd.child.returncode
     finally:
-        for signum, handler in old.items():
-            signal.signal(signum, handler)
-        if child is not None and child.returncode is None:
-            try:
-                os.killpg(child.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            child.wait()
+        fwd.restore()
+        _kill_unfinished(fwd.child)
         _sweep(marker)
         guard.finish()  # stragglers that dropped the marker (setsid + env -i) are stopped by the guardian
     if verify:
         verify_report(launch, checks)
+    return _status(rc, fwd.received)
+
+
+class _Forwarder:
+    """SIGINT/SIGTERM/SIGHUP, from now until `restore`, go to the job's process group; `received` lists them."""
+
+    def __init__(self) -> None:
+        self.received: List[int] = []
+        self.child: Optional[subprocess.Popen[bytes]] = None
+        self._old: Dict[int, Any] = {sig: signal.signal(sig, self._forward) for sig in FORWARDED}
+
+    def _forward(self, signum: int, frame: Any) -> None:
+        self.received.append(signum)
+        if self.child is not None and self.child.returncode is None:
+            _killpg(self.child.pid, signum)
+
+    def restore(self) -> None:
+        for signum, handler in self._old.items():
+            signal.signal(signum, handler)
+
+
+def _wait(launch: Launch, fwd: _Forwarder, guard_pid: int, grace: float, verify: bool,
+          checks: Dict[int, RankCheck], marker: str) -> None:
+    """Until the job ends: reap orphans (we are their subreaper), SIGKILL the job `grace` seconds after the first
+    forwarded signal, and with --verify check its ranks as they appear."""
+    import subprocess
+
+    from hosttune.launch import guardian
+
+    child = fwd.child
+    assert child is not None
+    started = time.monotonic()
+    deadline: Optional[float] = None
+    while True:
+        now = time.monotonic()
+        interval = 0.02 if now - started < 3 else 0.25
+        try:
+            child.wait(timeout=interval if verify or fwd.received else 0.5)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        if fwd.received and deadline is None:
+            deadline = time.monotonic() + grace
+        guardian.reap_orphans_except(child.pid, guard_pid)
+        if deadline is not None and time.monotonic() > deadline:
+            _say(f"job still running {grace:.0f} s after signal {fwd.received[0]}; killing it")
+            _killpg(child.pid, signal.SIGKILL)
+            deadline = float("inf")
+        if verify:
+            verify_pass(launch, child.pid, checks, marker)
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _kill_unfinished(child: "Optional[subprocess.Popen[bytes]]") -> None:
+    """A job still running when supervision ends (an exception, a KeyboardInterrupt) is killed and reaped."""
+    if child is not None and child.returncode is None:
+        _killpg(child.pid, signal.SIGKILL)
+        child.wait()
+
+
+def _status(rc: int, received: Sequence[int]) -> int:
+    """The job's status the shell's way: 128+N when it died of signal N or failed after we forwarded signal N."""
     if rc < 0:
         return 128 - rc
     if rc != 0 and received:
