@@ -1,4 +1,5 @@
-"""parse_torchrun: an option given twice takes its last value, as torchrun's argparse does."""
+"""hosttune/launch/torchrun.py's parse_torchrun: the whole split of each form, an option given twice takes its last
+value (as torchrun's argparse does), the PET_* mode variables, and the lines torchrun would refuse."""
 
 from types import SimpleNamespace
 
@@ -25,3 +26,42 @@ def test_repeated_nproc_per_node_takes_the_last_value(argv: list, n: int) -> Non
 def test_repeated_numa_binding_takes_the_last_value() -> None:
     t = parse_torchrun(["torchrun", "--numa-binding", "node", "--numa-binding=socket", "t.py"], ENV)
     assert t is not None and t.value("numa_binding", ENV, "") == "socket"
+
+
+def _whole(argv: list, env: dict = ENV) -> tuple:
+    t = parse_torchrun(argv, env)
+    assert t is not None
+    return (t.launcher, t.options, dict(t.values), sorted(t.flags), t.script, t.script_args, t.launcher_python)
+
+
+def test_the_whole_split_of_each_form() -> None:
+    """Every field of the split: the launcher, the options kept for torchrun (the mode flags dropped), values,
+    flags, script and its arguments, and the interpreter of `python -m torch.distributed.run`."""
+    assert _whole(["torchrun", "--standalone", "-m", "--nproc=2", "-r3", "pkg.x", "-m", "y"]) == (
+        ("torchrun",), ("--standalone", "--nproc=2", "-r3"), {"nproc_per_node": "2", "redirects": "3"},
+        ["module", "standalone"], "pkg.x", ("-m", "y"), None)
+    assert _whole(["/v/bin/python3", "-u", "-m", "torch.distributed.run", "--run-path", "--tee", "1", "t.py"]) == (
+        ("/v/bin/python3", "-u", "-m", "torch.distributed.run"), ("--tee", "1"), {"tee": "1"}, ["run_path"],
+        "t.py", (), "/v/bin/python3")
+    assert _whole(["torchrun", "--no_python", "--", "--weird", "a"]) == (
+        ("torchrun",), (), {}, ["no_python"], "--weird", ("a",), None)
+    assert _whole(["torchrun", "-", "a"])[4:6] == ("-", ("a",))
+
+
+def test_pet_mode_variables_count_when_a_nonzero_integer() -> None:
+    for raw, on in (("1", True), ("-2", True), ("0", False), ("yes", False), ("", False), (" 3 ", True)):
+        env = dict(ENV, PET_RUN_PATH=raw)
+        assert ("run_path" in _whole(["torchrun", "t.py"], env)[3]) is on, raw
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["torchrun", "--nproc_per_node=2", "--"], "no training script"),
+    (["torchrun", "--rdzv", "x", "t.py"], "ambiguous option --rdzv"),
+    (["torchrun", "-x", "t.py"], "unknown option -x"),
+    (["torchrun", "-t"], "option -t needs a value"),
+])
+def test_lines_torchrun_would_refuse(argv: list, message: str) -> None:
+    from hosttune.errors import UserError
+
+    with pytest.raises(UserError, match=message):
+        parse_torchrun(argv, ENV)

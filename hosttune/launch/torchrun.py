@@ -8,7 +8,7 @@ from reading a launcher script's `#!` line and searching PATH; no torch import.
 """
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from hosttune.errors import UserError
@@ -130,83 +130,105 @@ def parse_torchrun(argv: Sequence[str], environ: Mapping[str, str]) -> Optional[
     Raises UserError for a torchrun command line that torchrun itself would refuse (unknown option, missing value,
     no training script), so the user hears about it before anything starts.
     """
-    if not argv:
+    launcher = _launcher(argv)
+    if launcher is None:
         return None
-    python: Optional[str] = None
-    if os.path.basename(argv[0]) == "torchrun":
-        start = 1
-        launcher: Tuple[str, ...] = (argv[0],)
-    elif is_python(argv[0]):
-        target = _python_module_target(argv)
-        if target is None or target[1] != "torch.distributed.run":
-            return None
-        start = target[0]
-        launcher = tuple(argv[:start])
-        python = argv[0]
-    else:
-        return None
-
-    options: List[str] = []
-    values: Dict[str, str] = {}
-    flags: Set[str] = set()
-    i = start
-    script: Optional[str] = None
-    while i < len(argv):
-        tok = argv[i]
-        if tok == "--":
-            if i + 1 < len(argv):
-                script = argv[i + 1]
-                i += 2
-            else:
-                i += 1
-            break
-        if not tok.startswith("-") or tok == "-":
-            script = tok
-            i += 1
-            break
-        name, eq, inline = tok.partition("=") if tok.startswith("--") else (tok, "", "")
-        if not tok.startswith("--") and len(tok) > 2:  # -r3 / -t3
-            name, inline, eq = tok[:2], tok[2:], "="
-        opt = _lookup_option(name)
-        if opt.takes_value:
-            if eq:
-                value = inline
-                consumed = [tok]
-            elif i + 1 < len(argv):
-                value = argv[i + 1]
-                consumed = [tok, value]
-            else:
-                raise UserError(f"torchrun: option {name} needs a value")
-            values[opt.dest] = value
-            options.extend(consumed)
-            i += len(consumed)
-            continue
-        if eq:
-            raise UserError(f"torchrun: option {name} takes no value")
-        flags.add(opt.dest)
-        if opt.dest not in _MODE_FLAGS:
-            options.append(tok)
-        i += 1
-    if "help" in flags:
+    split = _split_options(argv, len(launcher))
+    if "help" in split.flags:
         return None  # `torchrun --help`: nothing to launch; run it as it is
-    if script is None:
+    if split.script is None:
         raise UserError("torchrun: no training script given (torchrun [OPTIONS] SCRIPT [ARGS...])")
-    for dest in _MODE_FLAGS:
-        # torchrun's check_env flags: PET_NO_PYTHON=1 acts like --no-python
-        raw = environ.get(f"PET_{dest.upper()}", "0")
-        if raw.strip().lstrip("-").isdigit() and int(raw) != 0:
-            flags.add(dest)
+    flags = split.flags | _pet_mode_flags(environ)
     if "no_python" in flags and "module" in flags:
         raise UserError("torchrun: -m/--module cannot be combined with --no-python (torchrun refuses it too)")
     return TorchrunArgv(
         launcher=launcher,
-        options=tuple(options),
-        values=values,
+        options=tuple(split.options),
+        values=split.values,
         flags=frozenset(flags),
-        script=script,
-        script_args=tuple(argv[i:]),
-        launcher_python=python,
+        script=split.script,
+        script_args=tuple(argv[split.rest:]),
+        launcher_python=argv[0] if len(launcher) > 1 else None,
     )
+
+
+def _launcher(argv: Sequence[str]) -> Optional[Tuple[str, ...]]:
+    """`("torchrun",)` or `("python3", ..., "-m", "torch.distributed.run")`: what starts torchrun; None if neither."""
+    if not argv:
+        return None
+    if os.path.basename(argv[0]) == "torchrun":
+        return (argv[0],)
+    if is_python(argv[0]):
+        target = _python_module_target(argv)
+        if target is not None and target[1] == "torch.distributed.run":
+            return tuple(argv[:target[0]])
+    return None
+
+
+@dataclass
+class _Split:
+    """torchrun's own part of a command line, as its argparse parser reads it."""
+
+    options: List[str] = field(default_factory=list)  # as given, minus the mode flags
+    values: Dict[str, str] = field(default_factory=dict)
+    flags: Set[str] = field(default_factory=set)
+    script: Optional[str] = None
+    rest: int = 0  # where the script's arguments start
+
+
+def _split_options(argv: Sequence[str], start: int) -> _Split:
+    """Options from argv[start] to the script: the first word not an option, or the one after `--`."""
+    split = _Split()
+    i = start
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            split.script = argv[i + 1] if i + 1 < len(argv) else None
+            split.rest = min(i + 2, len(argv))
+            return split
+        if not tok.startswith("-") or tok == "-":
+            split.script, split.rest = tok, i + 1
+            return split
+        i = _take_option(argv, i, split)
+    split.rest = i
+    return split
+
+
+def _take_option(argv: Sequence[str], i: int, split: _Split) -> int:
+    """Record the option at argv[i] (and its value) in `split`; the index of the word after it."""
+    tok = argv[i]
+    name, eq, inline = tok.partition("=") if tok.startswith("--") else (tok, "", "")
+    if not tok.startswith("--") and len(tok) > 2:  # -r3 / -t3
+        name, inline, eq = tok[:2], tok[2:], "="
+    opt = _lookup_option(name)
+    if opt.takes_value:
+        if eq:
+            value = inline
+            consumed = [tok]
+        elif i + 1 < len(argv):
+            value = argv[i + 1]
+            consumed = [tok, value]
+        else:
+            raise UserError(f"torchrun: option {name} needs a value")
+        split.values[opt.dest] = value
+        split.options.extend(consumed)
+        return i + len(consumed)
+    if eq:
+        raise UserError(f"torchrun: option {name} takes no value")
+    split.flags.add(opt.dest)
+    if opt.dest not in _MODE_FLAGS:
+        split.options.append(tok)
+    return i + 1
+
+
+def _pet_mode_flags(environ: Mapping[str, str]) -> Set[str]:
+    """torchrun's check_env flags: PET_NO_PYTHON=1 acts like --no-python (any integer but 0 is on)."""
+    out: Set[str] = set()
+    for dest in _MODE_FLAGS:
+        raw = environ.get(f"PET_{dest.upper()}", "0")
+        if raw.strip().lstrip("-").isdigit() and int(raw) != 0:
+            out.add(dest)
+    return out
 
 
 def _lookup_option(name: str) -> _Opt:
