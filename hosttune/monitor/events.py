@@ -113,24 +113,11 @@ class Alerts:
         subj = f"gpu{gpu['index']}"
         name = f"GPU {gpu['index']}" + (f" ({gpu['uuid']})" if gpu.get("uuid") else "")
         if gpu.get("lost"):
-            if subj not in self._lost:
-                self._lost.add(subj)
-                # a lost GPU is never asked again, so whatever was in force for it is over
-                for key in [k for k in self.active if k[1] == subj]:
-                    del self.active[key]
-                out.append(Event("gpu_lost", subj, "critical", "once",
-                                 f"{name} is lost (NVML: GPU is lost); no longer sampled: check dmesg for Xid 79"))
+            self._gpu_lost(out, subj, name)
             return
         temp = gpu.get("temperature_c")
         if temp is not None:
-            key = ("gpu_temperature", subj)
-            limits = t.gpu_temp_limits(gpu.get("temp_slowdown_c"))
-            lines = {"critical": limits.crit_c, "warning": limits.warn_c}
-            lvl = self._hold(key, limits.level(temp), temp, lines, t.gpu_temp_hysteresis_c)
-            where = _SOURCE.get(limits.source, limits.source)
-            limit = f">= {lines[lvl]:g} C, {where}" if lvl else ""
-            self._transition(out, key, lvl, f"{name} temperature {temp:g} C ({{level}} threshold: {limit})",
-                             f"{name} temperature back to {temp:g} C", temp)
+            self._gpu_temperature(out, subj, name, temp, gpu.get("temp_slowdown_c"))
         mem = gpu.get("memory_used_pct")
         if mem is not None:
             key = ("gpu_memory", subj)
@@ -139,12 +126,49 @@ class Alerts:
                              f"{name} memory back to {mem:.1f} % used", mem)
         reasons = gpu.get("clock_event_reasons")
         if reasons is not None:
-            on = {kind: (level, bits) for kind, level, bits, _what in gpu_health.clock_events(reasons)}
-            for kind, _mask, _level, what in gpu_health.CLOCK_EVENT_GROUPS:  # every group, to clear the ended ones
-                level, bits = on.get(kind, ("", 0))
-                names = ", ".join(nvml.reason_names(bits))
-                self._transition(out, (kind, subj), level, f"{name} clocks reduced by {what}: {names}",
-                                 f"{name} {what} ended", None)
+            self._gpu_clocks(out, subj, name, reasons)
+        self._gpu_counters(out, subj, name, gpu)
+        for kind, field, level, what in (
+            ("gpu_remap_pending", "remapped_rows_pending", "warning", "row remapping pending: reset the GPU"),
+            ("gpu_remap_failure", "remapped_rows_failure", "critical", "row remapping failed: replace the GPU"),
+            ("gpu_retire_pending", "retired_pages_pending", "warning", "page retirement pending: reset the GPU"),
+        ):
+            flag = gpu.get(field)
+            if flag is not None:
+                self._transition(out, (kind, subj), level if flag else "", f"{name} {what}",
+                                 f"{name} {field.replace('_', ' ')} cleared", None)
+
+    def _gpu_lost(self, out: List[Event], subj: str, name: str) -> None:
+        if subj in self._lost:
+            return
+        self._lost.add(subj)
+        # a lost GPU is never asked again, so whatever was in force for it is over
+        for key in [k for k in self.active if k[1] == subj]:
+            del self.active[key]
+        out.append(Event("gpu_lost", subj, "critical", "once",
+                         f"{name} is lost (NVML: GPU is lost); no longer sampled: check dmesg for Xid 79"))
+
+    def _gpu_temperature(self, out: List[Event], subj: str, name: str, temp: float, slowdown: Any) -> None:
+        t = self.t
+        key = ("gpu_temperature", subj)
+        limits = t.gpu_temp_limits(slowdown)
+        lines = {"critical": limits.crit_c, "warning": limits.warn_c}
+        lvl = self._hold(key, limits.level(temp), temp, lines, t.gpu_temp_hysteresis_c)
+        where = _SOURCE.get(limits.source, limits.source)
+        limit = f">= {lines[lvl]:g} C, {where}" if lvl else ""
+        self._transition(out, key, lvl, f"{name} temperature {temp:g} C ({{level}} threshold: {limit})",
+                         f"{name} temperature back to {temp:g} C", temp)
+
+    def _gpu_clocks(self, out: List[Event], subj: str, name: str, reasons: int) -> None:
+        on = {kind: (level, bits) for kind, level, bits, _what in gpu_health.clock_events(reasons)}
+        for kind, _mask, _level, what in gpu_health.CLOCK_EVENT_GROUPS:  # every group, to clear the ended ones
+            level, bits = on.get(kind, ("", 0))
+            names = ", ".join(nvml.reason_names(bits))
+            self._transition(out, (kind, subj), level, f"{name} clocks reduced by {what}: {names}",
+                             f"{name} {what} ended", None)
+
+    def _gpu_counters(self, out: List[Event], subj: str, name: str, gpu: Dict[str, Any]) -> None:
+        """One event per increase of an error counter; a count already above 0 at the first sample is said once."""
         for kind, field, what in (
             ("gpu_ecc", "ecc_uncorrected_volatile", "uncorrected ECC error(s)"),
             ("gpu_remapped_rows", "remapped_rows_uncorrectable", "row remapping(s) for uncorrectable errors"),
@@ -162,12 +186,3 @@ class Alerts:
             elif value > prev:
                 out.append(Event(kind, subj, "critical", "once",
                                  f"{name}: {value - prev} new {what} (total {value})", value))
-        for kind, field, level, what in (
-            ("gpu_remap_pending", "remapped_rows_pending", "warning", "row remapping pending: reset the GPU"),
-            ("gpu_remap_failure", "remapped_rows_failure", "critical", "row remapping failed: replace the GPU"),
-            ("gpu_retire_pending", "retired_pages_pending", "warning", "page retirement pending: reset the GPU"),
-        ):
-            flag = gpu.get(field)
-            if flag is not None:
-                self._transition(out, (kind, subj), level if flag else "", f"{name} {what}",
-                                 f"{name} {field.replace('_', ' ')} cleared", None)
