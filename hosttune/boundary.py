@@ -150,6 +150,15 @@ ROWS: Tuple[Row, ...] = (
         "the caller's own choice, run as named when given as a path (sudo's semantics); a bare name is looked up "
         "only in PATH directories root alone can write (a PATH kept by sudo -E never picks another user's program)",
         "tests/test_programs.py::test_exec_as_root_never_runs_another_users_program_found_on_path"),
+    Row("autotune COMMAND", OPTION, "hosttune/programs.py::popen (autotune/runner.py runs each trial as "
+        "`python -m hosttune exec --profile FILE -- COMMAND`), then exec's own programs.resolve",
+        "each trial is a child `hosttune exec` of the caller's own command: exec COMMAND's rule; the interpreter "
+        "that runs it is resolved and checked by programs.popen",
+        "tests/test_programs.py::test_exec_as_root_never_runs_another_users_program_found_on_path"),
+    Row("autotune --output", OPTION, "hosttune/profile/generate.py::write (fsio atomic, private parents)",
+        "written atomically (an earlier measured profile is replaced); parents made private; as root a profile "
+        "left where another user can write is refused by every later load (trust.check_path)",
+        "tests/test_profile.py::test_profile_generate_under_umask_000_makes_private_parents"),
     Row("facts --root", OPTION, "hosttune/trust.py::host_tree, then hosttune/detect/hostio.py::HostIO",
         "every link resolved inside the tree; regular files only, bounded, non-blocking",
         "tests/test_detect_hostio.py::test_hostile_root_tree_is_read_without_hang_crash_or_escape"),
