@@ -268,6 +268,32 @@ def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Ite
     """The textfile for one sample. `stats` holds the daemon's own counters; `gpu_info` the static GPU identity;
     `tune_drift` the last tune check, tunable id -> drifted (skipped tunables are not in it)."""
     ex = _Exposition()
+    _monitor_metrics(ex, sample, stats)
+    for info in gpu_info:
+        ex.add("hosttune_gpu_info", "gauge", "GPU identity (value is always 1).",
+               {"gpu": info["index"], "uuid": info.get("uuid") or "", "name": info.get("name") or "",
+                "pci_bus_id": info.get("pci_bus_id") or ""}, 1)
+        # absent for a GPU that does not report it (the monitor's lines are then the table's 75/85 C)
+        ex.add("hosttune_gpu_slowdown_temperature_celsius", "gauge",
+               "Temperature at which the GPU starts its hardware slowdown (NVML): its default critical line.",
+               {"gpu": info["index"], "uuid": info.get("uuid") or ""}, info.get("temp_slowdown_c"))
+    for gpu in sample.get("gpus") or []:
+        _gpu_metrics(ex, gpu)
+    host = sample.get("host") or {}
+    _host_metrics(ex, host)
+    for tunable, drifted in sorted((tune_drift or {}).items()):
+        ex.add("hosttune_tune_drift", "gauge", "1 while the tunable differs from what `hosttune tune apply` set.",
+               {"tunable": tunable}, drifted)
+    for path, usage in sorted((host.get("disks") or {}).items()):
+        ex.add("hosttune_filesystem_size_bytes", "gauge", "Size of a configured filesystem.", {"path": path},
+               usage["total_bytes"])
+        ex.add("hosttune_filesystem_used_bytes", "gauge", "Bytes used on a configured filesystem.", {"path": path},
+               usage["used_bytes"])
+    return ex.text()
+
+
+def _monitor_metrics(ex: _Exposition, sample: Dict[str, Any], stats: Dict[str, Any]) -> None:
+    """The monitor's own health, and the driver."""
     ex.add("hosttune_monitor_up", "gauge", _UP_HELP, {}, 1)
     ex.add("hosttune_monitor_last_success_timestamp_seconds", "gauge",
            "Unix time of the last sample the monitor completed.", {}, sample["ts"])
@@ -285,45 +311,40 @@ def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Ite
                {"driver_version": driver.get("driver_version", ""),
                 "cuda_driver_version": driver.get("cuda_driver_version", "")}, 1)
 
-    for info in gpu_info:
-        ex.add("hosttune_gpu_info", "gauge", "GPU identity (value is always 1).",
-               {"gpu": info["index"], "uuid": info.get("uuid") or "", "name": info.get("name") or "",
-                "pci_bus_id": info.get("pci_bus_id") or ""}, 1)
-        # absent for a GPU that does not report it (the monitor's lines are then the table's 75/85 C)
-        ex.add("hosttune_gpu_slowdown_temperature_celsius", "gauge",
-               "Temperature at which the GPU starts its hardware slowdown (NVML): its default critical line.",
-               {"gpu": info["index"], "uuid": info.get("uuid") or ""}, info.get("temp_slowdown_c"))
-    for gpu in sample.get("gpus") or []:
-        labels = _labels({"gpu": gpu["index"], "uuid": gpu.get("uuid") or ""})
-        ex.add("hosttune_gpu_up", "gauge", "1 while the GPU answers NVML, 0 once it is lost.", labels,
-               not gpu.get("lost"))
-        if gpu.get("lost"):
-            continue
-        for key, name, kind, help_text, scale in _GPU_METRICS:
-            if key in gpu:
-                value = gpu[key]
-                ex.add(name, kind, help_text, labels, value if scale == 1 else value * scale)
-        for key, clock in (("sm_clock_mhz", "sm"), ("mem_clock_mhz", "memory")):
-            if key in gpu:
-                ex.add("hosttune_gpu_clock_hertz", "gauge", "Current GPU clock.", f'{labels},clock="{clock}"',
-                       gpu[key] * 1_000_000)
-        if "clock_event_reasons" in gpu:
-            mask = gpu["clock_event_reasons"]
-            for bit, reason in nvml.CLOCK_REASONS.items():
-                ex.add("hosttune_gpu_clock_event_reason", "gauge", _CLOCK_REASON_HELP, f'{labels},reason="{reason}"',
-                       1 if mask & bit else 0)
-        for reason, seconds in (gpu.get("throttle_seconds") or {}).items():
-            ex.add("hosttune_gpu_throttle_seconds_total", "counter", _THROTTLE_HELP,
-                   f'{labels},reason="{_escape(reason)}"', seconds)
-        for link, up in enumerate(gpu.get("nvlink_up") or []):
-            ex.add("hosttune_gpu_nvlink_up", "gauge", "1 while the NVLink is active (nvmlDeviceGetNvLinkState).",
-                   f'{labels},link="{link}"', up)
-        for kind, counts in sorted((gpu.get("nvlink_errors") or {}).items()):
-            for link, count in enumerate(counts):
-                ex.add("hosttune_gpu_nvlink_errors_total", "counter", _NVLINK_HELP,
-                       f'{labels},link="{link}",type="{_escape(kind)}"', count)
 
-    host = sample.get("host") or {}
+def _gpu_metrics(ex: _Exposition, gpu: Dict[str, Any]) -> None:
+    """One GPU's readings; a lost GPU only says it is down."""
+    labels = _labels({"gpu": gpu["index"], "uuid": gpu.get("uuid") or ""})
+    ex.add("hosttune_gpu_up", "gauge", "1 while the GPU answers NVML, 0 once it is lost.", labels, not gpu.get("lost"))
+    if gpu.get("lost"):
+        return
+    for key, name, kind, help_text, scale in _GPU_METRICS:
+        if key in gpu:
+            value = gpu[key]
+            ex.add(name, kind, help_text, labels, value if scale == 1 else value * scale)
+    for key, clock in (("sm_clock_mhz", "sm"), ("mem_clock_mhz", "memory")):
+        if key in gpu:
+            ex.add("hosttune_gpu_clock_hertz", "gauge", "Current GPU clock.", f'{labels},clock="{clock}"',
+                   gpu[key] * 1_000_000)
+    if "clock_event_reasons" in gpu:
+        mask = gpu["clock_event_reasons"]
+        for bit, reason in nvml.CLOCK_REASONS.items():
+            ex.add("hosttune_gpu_clock_event_reason", "gauge", _CLOCK_REASON_HELP, f'{labels},reason="{reason}"',
+                   1 if mask & bit else 0)
+    for reason, seconds in (gpu.get("throttle_seconds") or {}).items():
+        ex.add("hosttune_gpu_throttle_seconds_total", "counter", _THROTTLE_HELP,
+               f'{labels},reason="{_escape(reason)}"', seconds)
+    for link, up in enumerate(gpu.get("nvlink_up") or []):
+        ex.add("hosttune_gpu_nvlink_up", "gauge", "1 while the NVLink is active (nvmlDeviceGetNvLinkState).",
+               f'{labels},link="{link}"', up)
+    for kind, counts in sorted((gpu.get("nvlink_errors") or {}).items()):
+        for link, count in enumerate(counts):
+            ex.add("hosttune_gpu_nvlink_errors_total", "counter", _NVLINK_HELP,
+                   f'{labels},link="{link}",type="{_escape(kind)}"', count)
+
+
+def _host_metrics(ex: _Exposition, host: Dict[str, Any]) -> None:
+    """CPU temperatures and load, host memory, swap and /dev/shm."""
     for sensor, temp in sorted((host.get("cpu_temps_c") or {}).items()):
         ex.add("hosttune_cpu_temperature_celsius", "gauge", "CPU package temperature (hwmon).", {"sensor": sensor},
                temp)
@@ -342,15 +363,6 @@ def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Ite
         ("shm_used_bytes", "hosttune_shm_used_bytes", "Bytes used in /dev/shm."),
     ):
         ex.add(name, "gauge", help_text, {}, host.get(key))
-    for tunable, drifted in sorted((tune_drift or {}).items()):
-        ex.add("hosttune_tune_drift", "gauge", "1 while the tunable differs from what `hosttune tune apply` set.",
-               {"tunable": tunable}, drifted)
-    for path, usage in sorted((host.get("disks") or {}).items()):
-        ex.add("hosttune_filesystem_size_bytes", "gauge", "Size of a configured filesystem.", {"path": path},
-               usage["total_bytes"])
-        ex.add("hosttune_filesystem_used_bytes", "gauge", "Bytes used on a configured filesystem.", {"path": path},
-               usage["used_bytes"])
-    return ex.text()
 
 
 def render_stopped(last_ts: Optional[float], stats: Dict[str, Any]) -> str:
