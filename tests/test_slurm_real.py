@@ -132,11 +132,13 @@ def cluster() -> Iterator[Cluster]:
                        capture_output=True, timeout=30)
         hc = base / "healthcheck"
         # slurmd runs HealthCheckProgram with no arguments and a bare environment (SLURMD_NODENAME only): a
-        # wrapper names the options, and here the test's slurm.conf and a profile the test breaks and fixes.
+        # wrapper names the options, and here the test's slurm.conf and a profile the test breaks and fixes, and
+        # hosttune's directories of the test's own (never the host's /etc, /run, /var/lib, /var/log hosttune).
         hc.write_text(f"""#!/bin/sh
 echo run >> {base}/hc.runs
 export SLURM_CONF={c.conf} PATH=/usr/sbin:/usr/bin:/sbin:/bin PYTHONPATH={REPO}
 export HOSTTUNE_PROFILE={c.profile} HOSTTUNE_ETC_DIR={base}/etc XDG_CONFIG_HOME={base}/config HOME={base}
+export HOSTTUNE_RUNTIME_DIR={base}/run HOSTTUNE_STATE_DIR={base}/state-hosttune HOSTTUNE_LOG_DIR={base}/log
 exec {sys.executable} -m hosttune doctor --slurm --only hosttune >> {base}/hc.out 2>&1
 """)
         hc.chmod(0o755)
