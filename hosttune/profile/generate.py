@@ -9,7 +9,7 @@ but leaves binding, memory policy, threads and DataLoader workers `auto`, so the
 import dataclasses
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import yaml
 
@@ -25,68 +25,11 @@ from hosttune.profile.settings import GENERATED, SETTINGS, Profile, value_of
 def generate(facts: Facts, base: str = "throughput") -> Profile:
     """The base profile made concrete for this host, every choice with its reason."""
     b = load(base)
-    prov = dict(b.provenance)
     reasons: Dict[str, str] = {}
-
-    alloc = b.allocator
-    a = facts.allocators
-    if alloc == "auto":
-        if a.jemalloc:
-            alloc, reasons["allocator"] = "jemalloc", f"jemalloc found at {a.jemalloc}"
-        elif a.tcmalloc or a.tcmalloc_minimal:
-            alloc = "tcmalloc"
-            reasons["allocator"] = f"tcmalloc found at {a.tcmalloc or a.tcmalloc_minimal} (no jemalloc found)"
-        else:
-            alloc = "system"
-            hint = "dnf install jemalloc" if facts.distro.family == "rhel" else "apt install libjemalloc2"
-            reasons["allocator"] = f"no jemalloc or tcmalloc found; glibc malloc (for x1.14-1.20: {hint})"
-    else:
-        found = {"jemalloc": a.jemalloc, "tcmalloc": a.tcmalloc or a.tcmalloc_minimal}.get(alloc)
-        reasons["allocator"] = f"{alloc} set by {base}" + (f"; found at {found}" if found else "")
-
-    allowed = facts.cpu.allowed_cpus or facts.cpu.online
-    cores = [c for c in facts.cpu.cores if set(c) & set(allowed)] if facts.cpu.cores else [(c,) for c in allowed]
-    nodes_with_cpus = [n for n in facts.numa.nodes if set(n.cpus) & set(allowed)]
-    quota = cpu_policy.quota(facts.cpu)
-    qtxt = f", cgroup quota {quota:g} CPUs" if quota else ""
-    reasons["threads"] = (
-        f"{b.threads}: physical cores of each rank's binding ({len(cores)} allowed cores{qtxt}); never oversubscribed"
-        if b.threads == "auto"
-        else f"{b.threads} per rank, set by {base}"
-    )
-    if b.binding == "auto":
-        reasons["binding"] = (
-            f"auto: disjoint core sets per rank, NUMA-aligned over {len(nodes_with_cpus) or 1} node(s)"
-            + (", SMT siblings together" if facts.cpu.smt else "")
-            + (f", near each rank's GPU ({len(facts.gpus)} GPUs)" if facts.gpus else "")
-        )
-    else:
-        reasons["binding"] = f"{b.binding}, set by {base}"
-    # Whether there is memory to bind is a fact of the host that runs the job, not of this one: a `bind` base
-    # becomes `auto` (the planner binds on a multi-node host, leaves a one-node host alone), with today's choice.
-    mp = b.memory_policy
-    n = len(facts.numa.nodes)
-    nodes_txt = f"{n} NUMA node{'' if n == 1 else 's'}"
-    if mp in ("bind", "auto"):
-        mp = "auto"
-        today = "bind, memory on the rank's node" if n > 1 else "none, nothing to bind"
-        reasons["memory_policy"] = f"auto: decided per run; here {nodes_txt} -> {today}"
-    else:
-        reasons["memory_policy"] = f"{mp}, set by {base} ({nodes_txt} here)"
-    cac = b.cuda_alloc_conf
-    if cac and not facts.gpus:
-        reasons["cuda_alloc_conf"] = f"{cac}: kept for GPU ranks (no GPU seen now)"
-    elif cac:
-        reasons["cuda_alloc_conf"] = f"{cac}: set by {base} for the {len(facts.gpus)} GPUs"
-    dl = b.dataloader
-    if dl.num_workers == "auto":
-        budget = cpu_policy.thread_budget(facts.cpu)
-        today_w = f"; here, one rank: {cpu_policy.dataloader_workers(budget)[0]}" if budget else ""
-        reasons["dataloader.num_workers"] = (
-            f"auto: 0 when a rank has <= 2 cores (workers steal compute), else min(4, cores//2){today_w}"
-        )
-    if dl.pin_memory == "auto":
-        reasons["dataloader.pin_memory"] = "auto: " + ("on (GPUs present)" if facts.gpus else "off (no GPU)")
+    alloc, reasons["allocator"] = _allocator(b, facts, base)
+    reasons.update(_cpu_reasons(b, facts, base))
+    mp, reasons["memory_policy"] = _memory_policy(b, facts, base)
+    reasons.update(_device_reasons(b, facts, base))
     reasons["fingerprint"] = "hardware fingerprint of this host; when it changes, regenerate"
     defaults = {
         "deterministic": f"{names.DETERMINISTIC}=" + ("1" if b.deterministic else "0"),
@@ -99,6 +42,7 @@ def generate(facts: Facts, base: str = "throughput") -> Profile:
     for key, why in defaults.items():
         if key not in reasons and key not in b.reasons:
             reasons[key] = f"{why}; from {base}"
+    prov = dict(b.provenance)
     for key, why in reasons.items():
         prov[key] = f"generated: {why}"
     all_reasons = dict(b.reasons)
@@ -116,6 +60,73 @@ def generate(facts: Facts, base: str = "throughput") -> Profile:
         chain=b.chain,
         reasons=all_reasons,
     )
+
+
+def _allocator(b: Profile, facts: Facts, base: str) -> Tuple[str, str]:
+    """The allocator (an `auto` base takes the best one installed: jemalloc, then tcmalloc) and why."""
+    a = facts.allocators
+    if b.allocator != "auto":
+        found = {"jemalloc": a.jemalloc, "tcmalloc": a.tcmalloc or a.tcmalloc_minimal}.get(b.allocator)
+        return b.allocator, f"{b.allocator} set by {base}" + (f"; found at {found}" if found else "")
+    if a.jemalloc:
+        return "jemalloc", f"jemalloc found at {a.jemalloc}"
+    if a.tcmalloc or a.tcmalloc_minimal:
+        return "tcmalloc", f"tcmalloc found at {a.tcmalloc or a.tcmalloc_minimal} (no jemalloc found)"
+    hint = "dnf install jemalloc" if facts.distro.family == "rhel" else "apt install libjemalloc2"
+    return "system", f"no jemalloc or tcmalloc found; glibc malloc (for x1.14-1.20: {hint})"
+
+
+def _cpu_reasons(b: Profile, facts: Facts, base: str) -> Dict[str, str]:
+    """Why the threads and the binding: decided per run when `auto`, with what this host allows today."""
+    allowed = facts.cpu.allowed_cpus or facts.cpu.online
+    cores = [c for c in facts.cpu.cores if set(c) & set(allowed)] if facts.cpu.cores else [(c,) for c in allowed]
+    nodes_with_cpus = [n for n in facts.numa.nodes if set(n.cpus) & set(allowed)]
+    quota = cpu_policy.quota(facts.cpu)
+    qtxt = f", cgroup quota {quota:g} CPUs" if quota else ""
+    threads = (
+        f"{b.threads}: physical cores of each rank's binding ({len(cores)} allowed cores{qtxt}); never oversubscribed"
+        if b.threads == "auto"
+        else f"{b.threads} per rank, set by {base}"
+    )
+    if b.binding != "auto":
+        return {"threads": threads, "binding": f"{b.binding}, set by {base}"}
+    binding = (
+        f"auto: disjoint core sets per rank, NUMA-aligned over {len(nodes_with_cpus) or 1} node(s)"
+        + (", SMT siblings together" if facts.cpu.smt else "")
+        + (f", near each rank's GPU ({len(facts.gpus)} GPUs)" if facts.gpus else "")
+    )
+    return {"threads": threads, "binding": binding}
+
+
+def _memory_policy(b: Profile, facts: Facts, base: str) -> Tuple[str, str]:
+    """Whether there is memory to bind is a fact of the host that runs the job, not of this one: a `bind` base
+    becomes `auto` (the planner binds on a multi-node host, leaves a one-node host alone), with today's choice."""
+    n = len(facts.numa.nodes)
+    nodes_txt = f"{n} NUMA node{'' if n == 1 else 's'}"
+    if b.memory_policy in ("bind", "auto"):
+        today = "bind, memory on the rank's node" if n > 1 else "none, nothing to bind"
+        return "auto", f"auto: decided per run; here {nodes_txt} -> {today}"
+    return b.memory_policy, f"{b.memory_policy}, set by {base} ({nodes_txt} here)"
+
+
+def _device_reasons(b: Profile, facts: Facts, base: str) -> Dict[str, str]:
+    """Why the CUDA allocator setting and the DataLoader's workers and pinned memory."""
+    reasons: Dict[str, str] = {}
+    cac = b.cuda_alloc_conf
+    if cac and not facts.gpus:
+        reasons["cuda_alloc_conf"] = f"{cac}: kept for GPU ranks (no GPU seen now)"
+    elif cac:
+        reasons["cuda_alloc_conf"] = f"{cac}: set by {base} for the {len(facts.gpus)} GPUs"
+    dl = b.dataloader
+    if dl.num_workers == "auto":
+        budget = cpu_policy.thread_budget(facts.cpu)
+        today_w = f"; here, one rank: {cpu_policy.dataloader_workers(budget)[0]}" if budget else ""
+        reasons["dataloader.num_workers"] = (
+            f"auto: 0 when a rank has <= 2 cores (workers steal compute), else min(4, cores//2){today_w}"
+        )
+    if dl.pin_memory == "auto":
+        reasons["dataloader.pin_memory"] = "auto: " + ("on (GPUs present)" if facts.gpus else "off (no GPU)")
+    return reasons
 
 
 def fingerprint_note(profile: Profile, facts: Facts) -> Optional[str]:
