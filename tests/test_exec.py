@@ -1,4 +1,5 @@
-"""`hosttune exec` without torchrun: argv handling (pure), and real plain/srun jobs read back from /proc."""
+"""`hosttune exec` without torchrun: argv handling (pure), and real plain/srun jobs read back from /proc; its command
+line (unknown options, --nproc_per_node's cap) and Ctrl-C in each phase of its start-up."""
 
 import json
 import os
@@ -7,18 +8,27 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
+from _exechelp import _wait_for
 from conftest import PROBES
 from conftest import job_processes as _job_processes
 
 from hosttune.cpulist import format_cpulist
 from hosttune.errors import UserError
 from hosttune.launch.binding import effective_cpus
+from hosttune.launch.job import prepare
 from hosttune.launch.procfs import parse_cpulist, parse_numa_maps_policy, proc_status
 from hosttune.launch.slurm import parse_tasks_per_node, slurm_rank
-from hosttune.launch.torchrun import parse_torchrun, rank_command, rewrite_torchrun, shim_argv, torchrun_python
+from hosttune.launch.torchrun import (
+    MAX_NPROC_PER_NODE,
+    parse_torchrun,
+    rank_command,
+    rewrite_torchrun,
+    shim_argv,
+    torchrun_python,
+)
 from hosttune.launch.verify import RankCheck, check_rank
 from hosttune.rankplan import TORCHRUN_PYTHON
 
@@ -356,3 +366,125 @@ def test_dry_run_says_when_the_profile_was_generated_for_other_hardware(hwloc_tr
             json.loads(r.stdout)  # stdout stays the plan alone
     r = hosttune("exec", "--dry-run", "--profile", str(prof), "--root", str(made_for), "--", "true")
     assert r.returncode == 0 and r.stderr == "", r.stderr
+
+
+# ---- the command line and start-up (issue 11, low items) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [["--bogus"], ["--bogus", "--", "true"], ["--profile", "x", "--bogus=1", "true"]])
+def test_unknown_exec_option_is_one_line_exit_2(args: List[str]) -> None:
+    r = hosttune("exec", *args, env=dict(os.environ))
+    assert r.returncode == 2, r.stderr
+    assert "no such option: --bogus" in r.stderr and "command not found" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_double_dash_still_runs_a_command_named_like_an_option() -> None:
+    r = hosttune("exec", "--", "--bogus", env=dict(os.environ))
+    assert r.returncode == 2 and "--bogus: command not found" in r.stderr
+
+
+# Runs `python -m hosttune ARGS` as -m does (runpy, so hosttune sees itself started as the program) with an audit
+# hook that reports every new import after hosttune's first own submodule on fd T_MARK ("N name") and, at import
+# number T_AT, blocks reading fd T_GATE: a phase of hosttune's start-up the test can hold the process in.
+GATED_MAIN = """import os, runpy, sys
+mark, gate, at = int(os.environ.pop("T_MARK")), int(os.environ.pop("T_GATE")), int(os.environ.pop("T_AT"))
+os.set_inheritable(mark, False)
+os.set_inheritable(gate, False)  # closed when hosttune execs the job: the marker pipe's end of file is that phase
+seen = [-1]
+
+def hook(event, args):
+    if event != "import":
+        return
+    name = str(args[0])
+    if seen[0] < 0:
+        if not name.startswith("hosttune.") or name in ("hosttune.__main__", "hosttune.cli"):
+            return
+        seen[0] = 0
+    n = seen[0]
+    seen[0] += 1
+    os.write(mark, ("%d %s\\n" % (n, name)).encode())
+    if n == at:
+        os.read(gate, 1)
+
+sys.addaudithook(hook)
+runpy.run_module("hosttune", run_name="__main__", alter_sys=True)
+"""
+
+
+def _start_gated(main: Path, at: int, argv: List[str]) -> "Tuple[subprocess.Popen[str], Any, int]":
+    """Start the gated hosttune; returns (process, the marker pipe's reader, the gate's write end)."""
+    mark_r, mark_w = os.pipe()
+    gate_r, gate_w = os.pipe()
+    env = dict(os.environ, T_MARK=str(mark_w), T_GATE=str(gate_r), T_AT=str(at), HOSTTUNE_EXEC_CACHE="0")
+    try:
+        p = subprocess.Popen([PY, str(main), *argv], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, pass_fds=(mark_w, gate_r),
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    finally:
+        os.close(mark_w)
+        os.close(gate_r)
+    return p, os.fdopen(mark_r, "r"), gate_w
+
+
+def _job_started(pid: int, argv: List[str]) -> bool:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes() == "\0".join(argv).encode() + b"\0"
+    except OSError:
+        return False
+
+
+def test_ctrl_c_while_exec_starts_is_130_without_traceback(tmp_path: Path) -> None:
+    # Ctrl-C in each phase of `hosttune exec`'s start-up, reached by waiting for it (never by a time): the process is
+    # held at its Nth import after hosttune's first own module (every one after its SIGINT handler is in place),
+    # for N spread from the first to the last import before the job starts, and signalled there. hosttune keeps an
+    # ignored SIGINT ignored (nohup, `cmd &` in a script), so the child starts with the default action whatever the
+    # test runner was started with. A signal before any hosttune code (site, runpy) is Python's to report: not here.
+    main = tmp_path / "gated_main.py"
+    main.write_text(GATED_MAIN)
+    job = ["sleep", "300"]
+    argv = ["exec", "--", *job]
+
+    # The last phase first, which also counts the imports: the job itself is running (hosttune exec'd it).
+    p, marks, gate = _start_gated(main, -1, argv)
+    try:
+        imports = marks.read().splitlines()  # end of file: the exec closed the marker pipe
+        assert _wait_for(lambda: _job_started(p.pid, job), 60), imports[-5:]
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+        marks.close()
+        os.close(gate)
+    assert p.returncode in (130, -signal.SIGINT), (p.returncode, err)  # -2: the exec'd job got it
+    assert "Traceback" not in err and "Aborted" not in err, err
+    assert len(imports) > 4, imports
+
+    n = len(imports)
+    for at in sorted({0, n // 4, n // 2, 3 * n // 4, n - 1}):
+        p, marks, gate = _start_gated(main, at, argv)
+        try:
+            reached = marks.readline()
+            while reached and not reached.startswith(f"{at} "):
+                reached = marks.readline()  # the phase: held at import number `at` until the gate opens
+            assert reached.startswith(f"{at} "), (at, reached, imports[at])
+            p.send_signal(signal.SIGINT)
+            os.close(gate)
+            gate = -1
+            _, err = p.communicate(timeout=60)
+        finally:
+            p.kill()
+            marks.close()
+            if gate >= 0:
+                os.close(gate)
+        assert p.returncode == 130, (reached, p.returncode, err)
+        assert "Traceback" not in err and "Aborted" not in err, (reached, err)
+
+
+def test_nproc_per_node_is_capped_with_one_line() -> None:
+    r = hosttune("exec", "--dry-run", "--", "torchrun", "--nproc_per_node=4000", "t.py", env=dict(os.environ))
+    assert r.returncode == 2, r.stderr
+    assert "4000" in r.stderr and str(MAX_NPROC_PER_NODE) in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    job = prepare(["torchrun", f"--nproc_per_node={MAX_NPROC_PER_NODE}", "t.py"])
+    assert len(job.ranks) == MAX_NPROC_PER_NODE

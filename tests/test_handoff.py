@@ -1,6 +1,7 @@
 """The launcher -> rank handoff's directories (hosttune/launch/handoff.py): where it goes, that nothing is made in a
 directory before it passed the trust rule, and that a predictable name never goes into a directory others can write.
-Issue 22: item 5 (the handoff half) and the low "handoff base checked only after private_dir(create=True)".
+Issue 22: item 5 (the handoff half) and the low "handoff base checked only after private_dir(create=True)"; issue 11,
+item 3: as root, the handoff is never put where another user can reach it, nor taken from there.
 """
 
 import json
@@ -9,12 +10,17 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterator
+from typing import Any, Dict, Iterator, Optional
 
+import _exechelp
 import pytest
+from _exechelp import _torchrun_job, hosttune, shim_with_handoff
 
 from hosttune.launch import handoff
+from hosttune.launch.job import prepare
 from hosttune.policy import dirs, names
+
+fake_torchrun = _exechelp.fake_torchrun  # the fixture, used here by its name
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="root's runtime directory")
@@ -165,3 +171,74 @@ def test_a_users_plain_job_handoff_never_goes_into_a_shared_temp_directory(other
     st = supervised.parent.stat()
     assert (st.st_uid, st.st_mode & 0o7777) == (other_user.uid, 0o700)
     assert [n for n in listing(shared_tmp) if not n.startswith(handoff.PREFIX)] == []
+
+
+# ---- as root, the handoff another user could have written (issue 11, item 3) ---------------------------------------
+
+
+def test_handoff_never_goes_into_another_users_runtime_dir(other_user: Any, fake_torchrun: Dict[str, str],
+                                                           tmp_path: Path) -> None:
+    xdg = other_user.home / "run"
+    assert other_user.run(["mkdir", "-m", "700", str(xdg)]).returncode == 0
+    env = dict(fake_torchrun, XDG_RUNTIME_DIR=str(xdg))
+    ran = tmp_path / "ran"
+    r = hosttune(*_torchrun_job("touch", str(ran)), env=env)
+    assert r.returncode == 0, r.stderr
+    assert ran.exists()
+    info = json.loads((Path(env["FAKE_OUT"]) / "torchrun.json").read_text())
+    path = info["handoff"]
+    assert not path.startswith(str(xdg) + "/") and os.listdir(xdg) == []
+    assert (info["dir_uid"], info["dir_mode"], info["file_uid"], info["file_mode"]) == (0, 0o700, 0, 0o600)
+    assert not os.path.exists(os.path.dirname(path))  # removed with the job
+
+
+def _genuine_handoff(env: Optional[Dict[str, str]] = None) -> str:
+    job = prepare(["torchrun", "--nproc_per_node=1", "t.py"], environ=env)
+    return handoff.write(handoff.payload(job, "m"))
+
+
+@pytest.mark.parametrize("attack", ["other-users-file", "file-chowned", "dir-mode-755", "dir-owned-by-other",
+                                    "symlink"])
+def test_shim_refuses_a_handoff_another_user_could_have_written(other_user: Any, tmp_path: Path, attack: str) -> None:
+    path = _genuine_handoff()
+    d = os.path.dirname(path)
+    ran = tmp_path / "ran"
+    try:
+        if attack == "other-users-file":
+            # what the old launcher made possible: the file in a directory of theirs, their plan inside
+            content = Path(path).read_text()
+            planted = other_user.write("x/handoff.json", content, 0o644)
+            use = str(planted)
+        elif attack == "file-chowned":
+            os.chown(path, other_user.uid, other_user.gid)
+            use = path
+        elif attack == "dir-mode-755":
+            os.chmod(d, 0o755)
+            use = path
+        elif attack == "dir-owned-by-other":
+            os.chown(d, other_user.uid, other_user.gid)
+            use = path
+        else:
+            real = tmp_path / "elsewhere.json"
+            real.write_text(Path(path).read_text())
+            os.unlink(path)
+            os.symlink(real, path)
+            use = path
+        r = shim_with_handoff(use, ran)
+        assert r.returncode == 2, r.stderr
+        assert "refusing" in r.stderr and "rank not started" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+        assert not ran.exists()
+    finally:
+        os.chown(d, 0, 0)
+        handoff.remove(path)
+
+
+def test_shim_accepts_its_own_handoff(tmp_path: Path) -> None:
+    path = _genuine_handoff()
+    try:
+        r = shim_with_handoff(path, tmp_path / "ran")
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / "ran").exists()
+    finally:
+        handoff.remove(path)

@@ -1,19 +1,26 @@
 """hosttune/shim.py starts the rank through the program gateway (hosttune/programs.py): what it runs, as root and
-as an ordinary user, and the exit statuses of a rank command that cannot run."""
+as an ordinary user, and the exit statuses of a rank command that cannot run; as root, what another user can do to it
+(issue 11: a plan variable naming their files, modules planted in the working directory or left on PYTHONPATH, a shell
+as the parent that {torchrun-python} is read from)."""
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator
 
+import _exechelp
 import pytest
+from _exechelp import _torchrun_job, hosttune, shim_with_handoff
 
 from hosttune.launch import handoff
 from hosttune.launch.job import prepare
 from hosttune.launch.torchrun import shim_argv
 from hosttune.rankplan import TORCHRUN_PYTHON
+
+fake_torchrun = _exechelp.fake_torchrun  # the fixture, used here by its name
 
 PY = sys.executable
 SYSTEM_PY = "/usr/bin/python3"  # what the other user can run (Makefile TEST_APT: python3-click/yaml/psutil/distro)
@@ -110,3 +117,75 @@ def test_an_ordinary_user_runs_a_rank_command_from_their_own_path_dir(other_user
     r = other_user.run([*argv, script.name], env=env, cwd=str(other_user.home), timeout=120)
     assert r.returncode == 0, r.stderr
     assert out.exists()
+
+
+# ---- as root, another user's plan, modules and shell (issue 11, items 1 and 3, low items) --------------------------
+
+
+@pytest.mark.parametrize("key", ["PYTHONPATH", "PYTHONSTARTUP", "LD_PRELOAD"])
+def test_shim_as_root_refuses_a_plan_env_pointing_at_another_users_files(other_user: Any, tmp_path: Path,
+                                                                         key: str) -> None:
+    lib = other_user.write("lib/evil.py", "raise SystemExit('ran as root')\n")
+    value = str(lib.parent) if key == "PYTHONPATH" else str(lib)
+    job = prepare(["torchrun", "--nproc_per_node=1", "t.py"])
+    payload = handoff.payload(job, "m")
+    for plans in payload["plans"].values():
+        plans[0]["env"][key] = value
+    path = handoff.write(payload)
+    ran = tmp_path / "ran"
+    try:
+        r = shim_with_handoff(path, ran)
+        assert r.returncode == 2, r.stderr
+        assert key in r.stderr and "refusing" in r.stderr and not ran.exists()
+    finally:
+        handoff.remove(path)
+
+
+PLANTED = ["hosttune.py", "json.py", "os.py", "tempfile.py", "importlib.py", "stat.py", "signal.py"]
+
+
+def _plant(other_user: Any, tmp_path: Path) -> Path:
+    pwned = tmp_path / "pwned"
+    pwned.mkdir()
+    os.chmod(tmp_path, 0o755)
+    os.chmod(pwned, 0o777)  # so the planted code could leave its mark whoever imports it
+    for name in PLANTED:
+        other_user.write(name, f"open({str(pwned / name)!r}, 'w').close()\n")
+    return pwned
+
+
+def test_shim_does_not_import_modules_planted_in_the_working_directory(other_user: Any, fake_torchrun: Dict[str, str],
+                                                                       tmp_path: Path) -> None:
+    pwned = _plant(other_user, tmp_path)
+    cwd_file = tmp_path / "cwd"
+    r = hosttune(*_torchrun_job("sh", "-c", f"pwd > {cwd_file}"), env=fake_torchrun, cwd=str(other_user.home))
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(pwned)) == []
+    assert cwd_file.read_text().strip() == str(other_user.home)  # the job itself still runs where it was started
+
+
+def test_shim_as_root_ignores_a_pythonpath_left_behind_by_su(other_user: Any, fake_torchrun: Dict[str, str],
+                                                             tmp_path: Path) -> None:
+    pwned = _plant(other_user, tmp_path)
+    env = dict(fake_torchrun, PYTHONPATH=str(other_user.home))
+    r = hosttune(*_torchrun_job("true"), env=env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(pwned)) == []
+
+
+def test_shim_never_hands_the_rank_to_a_shell_as_its_python(tmp_path: Path) -> None:
+    # {torchrun-python} means "the interpreter torchrun runs on", read from the shim's parent. A shell parent (a
+    # wrapper that did not exec, or a user pasting the dry-run argv) must not run the script with bash.
+    script = tmp_path / "t.py"
+    script.write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    shim = shlex.join(shim_argv(PY))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHON_EXEC"}
+    env.update(LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
+    r = subprocess.run(["bash", "-c", f"{shim} '{TORCHRUN_PYTHON}' -u {script}; exit $?"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 127, r.stderr
+    assert "PYTHON_EXEC" in r.stderr and not (tmp_path / "ran").exists()
+    r = subprocess.run(["bash", "-c", f"{shim} '{TORCHRUN_PYTHON}' -u {script}; exit $?"],
+                       env=dict(env, PYTHON_EXEC=PY), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "ran").exists()
