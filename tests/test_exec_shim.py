@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Dict
 
 import pytest
+from conftest import REPO
 
 from hosttune.launch import handoff
 from hosttune.launch.binding import effective_cpus
@@ -59,6 +60,8 @@ def test_new_world_size_is_planned_again() -> None:
 
 
 def _run_shim(tmp_path: Path, env: Dict[str, str], *cmd: str) -> "subprocess.CompletedProcess[str]":
+    """The shim of this checkout (run from tmp_path, `-m` would find whichever checkout pip last installed)."""
+    env = dict(env, PYTHONPATH=os.pathsep.join([str(REPO)] + [p for p in [env.get("PYTHONPATH")] if p]))
     return subprocess.run([PY, "-m", "hosttune.shim", *cmd], env=env, capture_output=True, text=True, timeout=60,
                           cwd=str(tmp_path))
 

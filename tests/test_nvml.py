@@ -136,8 +136,8 @@ def test_fake_temperature_threshold_follows_nvml_h(fake_nvml: Any) -> None:
 def test_detected_gpu_carries_its_slowdown_threshold(fake_nvml: Any, tmp_path: Any) -> None:
     import pynvml
 
-    from hosttune.detect.hostio import HostIO
     from hosttune.detect.gpu import probe_nvml
+    from hosttune.detect.hostio import HostIO
 
     fake_nvml({"driver": "550.54.15", "cuda_driver": 12040,
                "devices": [a100(0, "3B", temperature_thresholds={"slowdown": 90}), a100(1, "5E")]})
