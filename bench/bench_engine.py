@@ -27,9 +27,11 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from hosttune.engine import train  # noqa: E402
+from hosttune.engine import optim  # noqa: E402
 from hosttune.engine.config import load_config  # noqa: E402
-from hosttune.engine.train import build_preset_task, fused_optimizer_ok, lr_at, run  # noqa: E402
+from hosttune.engine.optim import fused_optimizer_ok, lr_at  # noqa: E402
+from hosttune.engine.task import build_preset_task  # noqa: E402
+from hosttune.engine.train import run  # noqa: E402
 
 STEPS, INTERVAL = 60, 10  # per round: 6 intervals, the first (warm-up) dropped
 FUSED = True  # --no-fused: both loops with the foreach AdamW (what the engine used on CPU before fused)
@@ -113,7 +115,7 @@ def main() -> int:
     if args.no_fused:
         global FUSED
         FUSED = False
-        train.fused_optimizer_ok = lambda device: device.type == "cuda"  # type: ignore[assignment]
+        optim.fused_optimizer_ok = lambda device: device.type == "cuda"  # type: ignore[assignment]
     if args.threads:
         torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="bench-engine-") as d:

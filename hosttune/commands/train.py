@@ -186,8 +186,7 @@ def cmd(nproc: int, profile: Optional[str], python: Optional[str], dry_run: bool
     Everything after the options goes to `python -m hosttune.engine`, e.g.
     `hosttune train --nproc 2 --preset gpt-tiny --set steps=100`.
     """
-    # torch-free (only the engine's config module). Imported by name so mypy, which leaves the engine to the
-    # user's interpreter and torch version, does not follow it.
+    # torch-free (only the engine's config module); imported here, when the command runs, not when the CLI loads.
     engine_main = importlib.import_module("hosttune.engine.__main__")
     args = list(engine_args)
     problem = engine_main.check_args(args)
