@@ -1,23 +1,20 @@
 """What autotune tells and keeps: the plan (--dry-run), a line per trial, the table (text or --json), and the
 winner's profile, written only when a candidate provably won.
 
-The saved profile is the default profile with the winner's changes, keyed by the host's hardware fingerprint and
-the job (its command line), with its provenance (ratio, interval, rounds, date) in its summary and `reasons:`. It
-goes where `profile generate` would put profiles for this user (`profiles/` beside the user's or, as root, the
-system's generated profile: `HOSTTUNE_ETC_DIR` / `XDG_CONFIG_HOME` apply), or to `--output`, through
-`profile.write` (fsio, atomic). `hosttune exec --profile FILE` runs with it; a changed host fingerprint makes
-exec's dry run and `profile show` say it was made for other hardware.
+The winner is saved as the job's measured overlay (`hosttune.profile.measured`): the default profile with the
+winner's changes, keyed by the host's hardware fingerprint and the job's normalised command line, with its
+provenance (candidate, ratio, interval, rounds, date, the changed settings) under `reasons: measured.*`. It goes to
+`measured/` beside the profile `profile generate` would write for this user (root: `HOSTTUNE_ETC_DIR`, a user:
+`XDG_CONFIG_HOME`), through `profile.write` (fsio, atomic). The next `hosttune exec` of the same job on the same kind
+of host applies it and says so; `profile show` lists it. `--output FILE` writes the same as a whole profile file
+instead, for `hosttune exec --profile FILE`.
 """
 
 import dataclasses
-import hashlib
 import json
 import math
-import os
-import shlex
-import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 from hosttune.autotune import search, stats
 from hosttune.term import printable
@@ -96,31 +93,20 @@ def to_json(res: search.Result, min_gain: float, saved: Optional[Path]) -> str:
                        "saved": str(saved) if saved else None}, indent=2)
 
 
-def job_key(command: Sequence[str], fingerprint: str) -> str:
-    """A short hash of the host's fingerprint and the job's command line (launcher, script, arguments)."""
-    blob = json.dumps([fingerprint, [os.path.basename(command[0])] + list(command[1:])])
-    return hashlib.sha256(blob.encode()).hexdigest()[:10]
-
-
-def default_path(command: Sequence[str], fingerprint: str) -> Path:
-    from hosttune.profile import locate
-
-    return locate.default_generate_path().parent / "profiles" / f"measured-{job_key(command, fingerprint)}.yaml"
-
-
 def save(session: Any, res: search.Result, w: stats.Summary, output: Optional[str]) -> Path:
-    """Write the winner as a profile file (profile.write: fsio, atomic); its path."""
+    """Write the winner (profile.write: fsio, atomic): by default as the job's measured overlay
+    (profile.measured: keyed by the host's fingerprint and the job, with its provenance), which the next
+    `hosttune exec` of the same job on this kind of host applies; with `output`, as a whole profile file there
+    (for `exec --profile FILE`). Its path."""
     from hosttune import profile as profmod
+    from hosttune.profile import measured
 
     fp = session.facts.hardware_fingerprint()
-    path = Path(output) if output else default_path(session.command, fp)
-    prof = session.profile_of(w.name)
-    when = time.strftime("%Y-%m-%d", time.gmtime())
-    prov = (f"measured by hosttune autotune on {when}: x{w.median:.3f} the default (95% CI {w.lo:.3f}-{w.hi:.3f}, "
-            f"{w.rounds} rounds) for: {shlex.join(session.command)}")
-    reasons = dict(prof.reasons)
-    reasons["autotune"] = prov
-    prof = dataclasses.replace(prof, name=path.stem, summary=prov, fingerprint=fp, reasons=reasons)
+    path = Path(output) if output else measured.save_path(session.command)
+    prof = measured.overlay(session.default, session.profile_of(w.name), command=session.command, fingerprint=fp,
+                            candidate=w.name, ratio=w.median, lo=w.lo, hi=w.hi, rounds=w.rounds)
+    if output:
+        prof = dataclasses.replace(prof, name=path.stem)
     return Path(profmod.write(prof, path, force=True))
 
 

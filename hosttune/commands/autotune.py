@@ -35,8 +35,8 @@ class _AutotuneCommand(_ExecCommand):
               help="Seconds per trial (default: the budget spread over the planned trials).")
 @click.option("--min-gain", default=0.01, show_default=True, type=float,
               help="A winner's interval must clear 1 + this (0.01 = 1%).")
-@click.option("--output", default=None, help="Where to write the winning profile (default: measured-KEY.yaml beside "
-              "your profiles).")
+@click.option("--output", default=None, help="Write the winner as a whole profile file here, for exec --profile "
+              "(default: the job's measured overlay, which the next exec of the same job applies).")
 @click.option("--candidates", "only", default=None, help="Only these candidates (comma-separated names, as "
               "--dry-run lists them).")
 @click.option("--dry-run", is_flag=True, help="Print the candidates, the order and the budget; run nothing.")
@@ -86,7 +86,9 @@ def cmd(budget: str, metric_re: Optional[str], engine: bool, lower_is_better: bo
     else:
         click.echo(report.table(res, min_gain))
     if saved is not None:
-        click.echo(f"saved: {saved}\nuse it: hosttune exec --profile {saved} -- ...", err=as_json)
+        how = (f"use it: hosttune exec --profile {saved} -- ..." if output else
+               "the next `hosttune exec -- COMMAND` of this job on this kind of host applies it (--no-measured: not)")
+        click.echo(f"saved: {saved}\n{how}", err=as_json)
 
 
 def _spec(metric_re: Optional[str], engine: bool, lower: bool, warmup: int, warmup_s: float) -> Any:

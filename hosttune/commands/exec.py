@@ -46,6 +46,8 @@ class _ExecCommand(click.Command):
 @click.option("--verify", is_flag=True, help="Read each rank's affinity, memory policy and env back from /proc.")
 @click.option("--override", is_flag=True,
               help="The profile's values replace variables you already set (default: yours are kept, and said).")
+@click.option("--no-measured", is_flag=True,
+              help="Ignore the job's measured overlay (what hosttune autotune saved for it on this kind of host).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def cmd(
     profile_name: Optional[str],
@@ -55,6 +57,7 @@ def cmd(
     no_bind: bool,
     verify: bool,
     override: bool,
+    no_measured: bool,
     command: Tuple[str, ...],
 ) -> None:
     """Run COMMAND with the profile applied per rank.
@@ -77,7 +80,11 @@ def cmd(
     if root is not None:
         root = trust.host_tree(root)
     job = prepare(list(command), profile=profile_name, root=Path(root) if root else None, no_bind=no_bind,
-                         override=override)
+                  override=override, measured=not no_measured)
+    if job.measured_note:  # the overlay autotune saved for this job: applied, or stale; one line either way
+        from hosttune.term import printable
+
+        click.echo(f"hosttune: {printable(job.measured_note)}", err=True)
     if dry_run:
         from hosttune import profile as profmod
         from hosttune.term import printable

@@ -97,8 +97,12 @@ def show_cmd(name: Optional[str], root: Optional[str], as_json: bool) -> None:
     note = profile.fingerprint_note(prof, facts) if facts is not None else None
     if note:
         click.echo(printable(note), err=True)
+    overlays = _measured(facts_now)
     if as_json:
-        click.echo(json.dumps(prof.to_dict(), indent=2))
+        out = prof.to_dict()
+        if overlays:
+            out["measured"] = overlays
+        click.echo(json.dumps(out, indent=2))
         return
     rows = [("profile", prof.name), ("summary", prof.summary), ("source", prof.source)]
     if len(prof.chain) > 1:
@@ -121,6 +125,37 @@ def show_cmd(name: Optional[str], root: Optional[str], as_json: bool) -> None:
     w2 = min(40, max(len(s[1]) for s in settings))
     for k, v, src in settings:
         _say(f"{k.ljust(w1)}  {v.ljust(w2)}  {src}")
+    for o in overlays:
+        _say("")
+        _say_overlay(o)
+
+
+def _measured(facts_now: Any) -> List[Dict[str, Any]]:
+    """The measured overlays (autotune's winners) in this user's and the system's directory, with provenance and
+    whether each matches this host; a refused one (the trust rule, a bad file) with its reason."""
+    from hosttune.profile import measured
+
+    out: List[Dict[str, Any]] = []
+    for path, top, err in measured.listing():
+        if top is None:
+            out.append({"path": str(path), "refused": err})
+            continue
+        now = facts_now().hardware_fingerprint()
+        out.append({"path": str(path), "fingerprint": top.fingerprint, "matches_host": top.fingerprint == now,
+                    "host_fingerprint": now, **measured.provenance(top)})
+    return out
+
+
+def _say_overlay(o: Dict[str, Any]) -> None:
+    if "refused" in o:
+        _say(f"measured overlay {o['path']}: REFUSED: {o['refused']}")
+        return
+    state = "matches this host" if o["matches_host"] else f"STALE: this host is {o['host_fingerprint']}; not applied"
+    rows = [("measured overlay", o["path"]), ("job", o["job"]), ("candidate", o["candidate"]),
+            ("changes", o["changes"] or "-"), ("ratio", f"x{o['ratio']} the default (95% CI {o['interval']})"),
+            ("rounds", o["rounds"]), ("date", o["date"]), ("fingerprint", f"{o['fingerprint']} ({state})")]
+    for line in _table(rows):
+        _say(line)
 
 
 def _val(v: Any) -> str:

@@ -51,6 +51,7 @@ class Launch:
     launcher: Any = None  # kind "launcher": launchers.KnownLauncher
     more_plans: List[Any] = field(default_factory=list)  # plans of other world sizes, handed to the per-rank hook
     hook: bool = False  # torchrun: the ranks apply their plans through the hook, not the shim (argv as given)
+    measured_note: Optional[str] = None  # the one line about the job's measured overlay (applied, or stale)
 
     def to_dict(self) -> Dict[str, Any]:
         """{kind, argv, ranks, env}: each rank is its `RankPlan.to_dict()`; with --no-bind nothing is bound."""
@@ -83,9 +84,12 @@ def prepare(
     facts: Any = None,
     shim_python: Optional[str] = None,
     override: bool = False,
+    measured: bool = True,
 ) -> Launch:
     """Detect once, pick the job's shape, and resolve the plan of every local rank known now. `environ` is the
-    caller's own environment: what they set there wins over the profile unless `override` (plan.settle)."""
+    caller's own environment: what they set there wins over the profile unless `override` (plan.settle). Unless
+    `measured` is False or `profile` is given, the job's measured overlay (profile.measured) is laid over the
+    profile in use when it was measured on this kind of host; `measured_note` says so."""
     from hosttune import profile as profmod
 
     env_in: Dict[str, str] = dict(os.environ if environ is None else environ)
@@ -95,14 +99,20 @@ def prepare(
         from hosttune import detect
 
         facts = detect.collect(root or Path("/"), probe_torch=False, use_nvml=root is None)
-    job = _Inputs(facts, profmod.active(profile, facts), env_in, no_bind, override)
+    prof, note = profmod.active(profile, facts), None
+    if measured and profile is None:
+        from hosttune.profile import measured as overlays
+
+        prof, note = overlays.apply(prof, command, facts.hardware_fingerprint(), env_in)
+    job = _Inputs(facts, prof, env_in, no_bind, override)
     t = parse_torchrun(command, env_in)
     if t is not None:
-        return _torchrun_job(job, command, t, shim_python)
-    known = _identify(command, env_in, facts)
-    if known is not None:
-        return _launcher_job(job, known)
-    return _rank_job(job, command)
+        launch = _torchrun_job(job, command, t, shim_python)
+    else:
+        known = _identify(command, env_in, facts)
+        launch = _launcher_job(job, known) if known is not None else _rank_job(job, command)
+    launch.measured_note = note
+    return launch
 
 
 def _plans(job: _Inputs, n: int, plan_env: Mapping[str, str],

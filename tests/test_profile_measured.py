@@ -1,0 +1,187 @@
+"""Measured overlays (hosttune/profile/measured.py): autotune's winner, keyed by host and job, applied by exec."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, List, Optional
+
+import pytest
+
+from hosttune.profile import measured
+from tests.conftest import run_cli
+
+JOB = [sys.executable, "train.py", "--batch", "64"]
+
+
+def _facts() -> Any:
+    from hosttune import detect
+
+    return detect.collect(Path("/"), probe_torch=False)
+
+
+def _write(command: List[str], fingerprint: Optional[str] = None, path: Optional[Path] = None) -> Path:
+    """An overlay as autotune writes it: the default plan with OMP_WAIT_POLICY=PASSIVE, measured x1.25."""
+    from hosttune import profile
+
+    facts = _facts()
+    default = profile.active(None, facts)
+    winner = dataclasses.replace(default, env={**default.env, "OMP_WAIT_POLICY": "PASSIVE"})
+    top = measured.overlay(default, winner, command=command, fingerprint=fingerprint or facts.hardware_fingerprint(),
+                           candidate="omp-passive", ratio=1.25, lo=1.2, hi=1.3, rounds=4)
+    return profile.write(top, path or measured.save_path(command), force=True)
+
+
+def _dry(command: List[str], *opts: str) -> Any:
+    res = run_cli(["exec", "--dry-run", "--json", *opts, "--", *command])
+    plan = json.loads(res.stdout) if res.returncode == 0 else None
+    return res, plan
+
+
+def _policy(plan: Any) -> Optional[str]:
+    return plan["ranks"][0]["env"].get("OMP_WAIT_POLICY")
+
+
+def test_the_key_normalises_run_names_and_keeps_what_shapes_the_work() -> None:
+    a = ["/usr/bin/torchrun", "--nproc_per_node=2", "--master_port=29500", "--rdzv-id", "7", "train.py", "--bs", "8"]
+    b = ["torchrun", "--nproc-per-node", "2", "--master-port", "29611", "--rdzv_id=9", "train.py", "--bs", "8"]
+    assert measured.job_key(a) == measured.job_key(b)
+    assert measured.job_key(a) != measured.job_key([*b[:-1], "16"])  # another batch size: another job
+    assert measured.job_key(a) != measured.job_key(["torchrun", "--nproc-per-node", "4", "train.py", "--bs", "8"])
+
+
+def test_an_overlay_is_applied_to_the_same_job_and_said_once() -> None:
+    path = _write(JOB)
+    res, plan = _dry(JOB)
+    assert res.returncode == 0, res.stderr
+    assert _policy(plan) == "PASSIVE"
+    lines = [line for line in res.stderr.splitlines() if "measured overlay" in line]
+    assert len(lines) == 1 and "applied" in lines[0] and "omp-passive" in lines[0] and str(path) in lines[0]
+    assert "x1.250" in lines[0] and "env.OMP_WAIT_POLICY" in lines[0]
+
+
+def test_another_jobs_overlay_is_not_applied() -> None:
+    _write([sys.executable, "other.py", "--batch", "64"])
+    res, plan = _dry(JOB)
+    assert res.returncode == 0, res.stderr
+    assert _policy(plan) is None and "measured" not in res.stderr
+
+
+def test_another_hosts_overlay_is_stale_not_applied_and_said() -> None:
+    path = _write(JOB, fingerprint="0123456789abcdef")
+    res, plan = _dry(JOB)
+    assert res.returncode == 0, res.stderr
+    assert _policy(plan) is None
+    lines = [line for line in res.stderr.splitlines() if "measured overlay" in line]
+    assert len(lines) == 1 and "not applied: stale" in lines[0] and str(path) in lines[0]
+
+
+def test_no_measured_ignores_it() -> None:
+    _write(JOB)
+    res, plan = _dry(JOB, "--no-measured")
+    assert res.returncode == 0, res.stderr
+    assert _policy(plan) is None and "measured" not in res.stderr
+
+
+def test_an_explicit_profile_runs_as_written() -> None:
+    """autotune's trials run `exec --profile FILE`: a saved overlay must not leak into them."""
+    _write(JOB)
+    res, plan = _dry(JOB, "--profile", "throughput")
+    assert res.returncode == 0, res.stderr
+    assert _policy(plan) is None and "measured" not in res.stderr
+
+
+def test_profile_show_lists_the_overlay_with_its_provenance() -> None:
+    path = _write(JOB)
+    res = run_cli(["profile", "show"])
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert f"measured overlay  {path}" in out
+    for want in ("omp-passive", "x1.250 the default (95% CI 1.200-1.300)", "env.OMP_WAIT_POLICY", "matches this host",
+                 "train.py --batch 64"):
+        assert want in out, out
+    res = run_cli(["profile", "show", "--json"])
+    [o] = json.loads(res.stdout)["measured"]
+    assert o["candidate"] == "omp-passive" and o["ratio"] == "1.250" and o["rounds"] == "4" and o["date"]
+    assert o["matches_host"] is True
+
+
+def test_profile_show_says_a_stale_overlay_is_stale() -> None:
+    _write(JOB, fingerprint="0123456789abcdef")
+    res = run_cli(["profile", "show"])
+    assert res.returncode == 0, res.stderr
+    assert "STALE" in res.stdout and "not applied" in res.stdout
+
+
+def test_as_root_another_users_overlay_is_refused(other_user: Any, monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    """Root's config directory pointed at another user's (sudo keeping XDG_CONFIG_HOME): their overlay would set
+    the environment of root's job. It is refused like a profile would be: one line, exit 2, nothing runs."""
+    text_file = _write(JOB, path=tmp_path / "o.yaml")
+    key = measured.job_key(JOB)
+    other_user.write(f".config/hosttune/measured/{key}.yaml", text_file.read_text())
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(other_user.home / ".config"))
+    res, plan = _dry(JOB)
+    assert res.returncode == 2 and plan is None
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "measured overlay refused" in lines[0] and "Traceback" not in res.stderr
+    res, plan = _dry(JOB, "--no-measured")
+    assert res.returncode == 0 and _policy(plan) is None, res.stderr
+
+
+def test_as_root_an_overlay_in_a_directory_others_can_write_is_refused(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the root trust rule applies to root")
+    path = _write(JOB)
+    path.parent.chmod(0o777)
+    res, plan = _dry(JOB)
+    assert res.returncode == 2 and plan is None and "measured overlay refused" in res.stderr
+
+
+def test_autotune_save_writes_the_overlay_the_next_exec_applies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """report.save with a real session (no trials): the winner lands where exec finds it, for this job only."""
+    from hosttune.autotune import metric, report, search, session, stats
+
+    spec = metric.compile_metric(r"([0-9.]+) samples/s")
+    s = session.prepare(JOB, spec, 60.0, only=["omp-passive"])
+    try:
+        w = stats.Summary("omp-passive", 4, 1.25, 1.2, 1.3)
+        saved = report.save(s, search.Result(["omp-passive"]), w, None)
+    finally:
+        s.close()
+    assert saved == measured.save_path(JOB)
+    res, plan = _dry(JOB)
+    assert res.returncode == 0 and _policy(plan) == "PASSIVE", res.stderr
+    assert "measured overlay applied: omp-passive" in res.stderr
+    res, plan = _dry([sys.executable, "train.py", "--batch", "128"])
+    assert _policy(plan) is None
+
+
+REAL_JOB = """
+import os, sys
+rate = 200.0 if os.environ.get("OMP_WAIT_POLICY") == "PASSIVE" else 100.0
+for i in range(3):
+    print(f"step {i}: {rate:.1f} samples/s", flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_real_autotune_then_exec_applies_the_winner(tmp_path: Path) -> None:
+    job = tmp_path / "job.py"
+    job.write_text(REAL_JOB)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    cmd = [sys.executable, str(job)]
+    res = subprocess.run([sys.executable, "-m", "hosttune", "autotune", "--budget", "10m", "--candidates",
+                          "omp-passive", "--metric", r"([0-9.]+) samples/s", "--", *cmd], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "winner: omp-passive" in res.stdout and f"saved: {measured.save_path(cmd)}" in res.stdout
+    dry = subprocess.run([sys.executable, "-m", "hosttune", "exec", "--dry-run", "--json", "--", *cmd], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, dry.stderr
+    assert json.loads(dry.stdout)["ranks"][0]["env"]["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert "measured overlay applied: omp-passive" in dry.stderr
