@@ -156,7 +156,8 @@ ROWS: Tuple[Row, ...] = (
         "that runs it is resolved and checked by programs.popen",
         "tests/test_programs.py::test_exec_as_root_never_runs_another_users_program_found_on_path"),
     Row("autotune --output", OPTION, "hosttune/profile/generate.py::write (fsio atomic, private parents)",
-        "written atomically (an earlier measured profile is replaced); parents made private; as root a profile "
+        "written atomically (an earlier measured profile is replaced; without --output the winner goes to the "
+        "job's measured overlay, written the same way); parents made private; as root a profile "
         "left where another user can write is refused by every later load (trust.check_path)",
         "tests/test_profile.py::test_profile_generate_under_umask_000_makes_private_parents"),
     Row("facts --root", OPTION, "hosttune/trust.py::host_tree, then hosttune/detect/hostio.py::HostIO",
@@ -241,6 +242,11 @@ ROWS: Tuple[Row, ...] = (
         "fsio.read_user_text: regular, bounded, UTF-8; yamlio",
         "tests/test_rootsafe_engine.py::test_hostile_config_files_are_one_line_through_hosttune_train"),
     Row("profiles (every file of a base: chain)", FILE, "hosttune/profile/load.py", _PROFILE_RULE, _PROFILE_TEST),
+    Row("measured overlay (measured/KEY.yaml beside the generated profiles: XDG_CONFIG_HOME, HOSTTUNE_ETC_DIR)", FILE,
+        "hosttune/profile/measured.py::read, then profile/load.py (trust.check_path)",
+        _PROFILE_RULE + "; exec refuses it like a profile (one line, exit 2; --no-measured runs without it); "
+        "`profile show` lists it as REFUSED",
+        "tests/test_profile_measured.py::test_as_root_another_users_overlay_is_refused"),
     Row("monitor.yaml", FILE, "hosttune/monitor/config.py::load", "fsio.read_user_text; yamlio; one line",
         "tests/test_monitor_config.py::test_monitor_yaml_that_is_a_fifo_is_one_line_not_a_hang"),
     Row("the handoff file", FILE, "hosttune/launch/handoff.py::check",
