@@ -12,7 +12,7 @@ from typing import AbstractSet, Callable, Dict, Optional
 
 import pytest
 
-from hosttune.autotune import metric, search, stats
+from hosttune.autotune import contention, metric, search, stats
 from hosttune.autotune.candidates import DEFAULT
 from hosttune.errors import UserError
 from tests.conftest import run_cli
@@ -255,3 +255,124 @@ def test_real_autotune_finds_and_saves_the_winner(tmp_path: Path) -> None:
                            capture_output=True, text=True, timeout=300)
     assert check.returncode == 0 and check.stdout.strip() == "PASSIVE", check.stderr
     assert list(scratch.iterdir()) == []
+
+
+# -- busy hosts: contention measured outside the job (a synthetic pressure source and clock, no wall time) ---------
+
+class SyntheticHost:
+    """A fake clock and a synthetic /proc/pressure/cpu `some total`: each trial advances the clock by its seconds and
+    the stall counter by the share of them other work held the CPUs."""
+
+    def __init__(self) -> None:
+        self.now, self.stall = 0.0, 0.0
+
+    def meter(self, psi: bool = True) -> "contention.Meter":
+        return contention.Meter(psi=(lambda: self.stall) if psi else (lambda: None), load=lambda: None,
+                                clock=lambda: self.now, cpus=2)
+
+    def spend(self, seconds: float, share: float) -> None:
+        self.now += seconds
+        self.stall += share * seconds
+
+
+class ScriptedRunner:
+    """Scores from `score(name, trial index)`, contention from `share(trial index)`, read through a Meter on a
+    SyntheticHost exactly as ExecRunner reads the real one."""
+
+    def __init__(self, score: Callable[[str, int], Optional[float]], share: Callable[[int], float]):
+        self.score, self.share, self.count = score, share, 0
+        self.host = SyntheticHost()
+        self.meter = self.host.meter()
+
+    def run(self, name: str) -> search.Trial:
+        token = self.meter.start()
+        i, self.count = self.count, self.count + 1
+        self.host.spend(10.0, self.share(i))
+        return search.Trial(name, self.score(name, i), 10.0, busy=self.meter.stop(token))
+
+
+def test_pressure_is_read_from_psi_else_from_the_load_above_the_job() -> None:
+    text = "some avg10=1.72 avg60=2.50 avg300=14.44 total=10243688668\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    assert contention.psi_some_total(text) == pytest.approx(10243.688668)
+    assert contention.psi_some_total("full avg10=0 total=5\n") is None
+    assert contention.psi_some_total("some total=x\n") is None
+    host = SyntheticHost()
+    m = host.meter()
+    token = m.start()
+    host.spend(20.0, 0.25)
+    assert m.stop(token) == pytest.approx(0.25)  # 5 s of stall in 20 s
+    fallback = contention.Meter(psi=lambda: None, load=lambda: 3.0, clock=lambda: 0.0, cpus=2, job_threads=2)
+    assert fallback.stop(fallback.start()) == pytest.approx(0.5)  # one runnable thread beyond the job's two, 2 CPUs
+    blind = contention.Meter(psi=lambda: None, load=lambda: None, clock=lambda: 0.0, cpus=2)
+    assert blind.stop(blind.start()) is None
+
+
+def test_exec_runner_measures_each_trial_with_its_meter() -> None:
+    from hosttune.autotune import runner
+
+    host = SyntheticHost()
+    r = runner.ExecRunner(["true"], {}, metric.compile_metric("x"), 5.0, {}, meter=host.meter())
+
+    def fake_run(name: str) -> search.Trial:
+        host.spend(8.0, 0.5)
+        return search.Trial(name, 42.0, 8.0)
+
+    r._run = fake_run  # type: ignore[method-assign]
+    t = r.run(DEFAULT)
+    assert t.score == 42.0 and t.busy == pytest.approx(0.5)
+
+
+def _swinging_default(gain: float) -> Callable[[str, int], Optional[float]]:
+    """The default alternates 100 / 80 from one trial to the next (a host whose tenants come and go); the candidate
+    scores exactly `gain` x its two neighbours' geometric mean, so every round's ratio is `gain`."""
+    def score(name: str, i: int) -> Optional[float]:
+        d = [100.0, 80.0]
+        return gain * math.sqrt(d[0] * d[1]) if name != DEFAULT else d[(i // 2) % 2]
+    return score
+
+
+def test_a_quiet_host_says_nothing_and_keeps_the_bootstrap_interval() -> None:
+    res = search.search(["c"], ScriptedRunner(_swinging_default(1.06), lambda i: 0.01), BIG, 10.0)
+    assert res.busy_share() == pytest.approx(0.01) and not res.busy() and res.contention_line() == ""
+    w = res.winner(0.01)
+    assert w is not None and (w.lo, w.hi) == pytest.approx((1.06, 1.06))
+
+
+def test_a_busy_host_says_so_and_widens_by_the_defaults_own_swing() -> None:
+    res = search.search(["c"], ScriptedRunner(_swinging_default(1.06), lambda i: 0.4), BIG, 10.0)
+    assert res.busy() and res.widening() == pytest.approx(1.25)  # 100 vs 80: the default swings by x1.25
+    line = res.contention_line()
+    assert line.startswith("busy host: ") and "40%" in line and "x1.250" in line and "\n" not in line
+    (c,) = res.confirmed()
+    assert (c.lo, c.hi) == pytest.approx((1.06 / 1.25, 1.06 * 1.25))
+    assert res.winner(0.01) is None  # a 6% gain is inside what the host does to the same plan twice
+    assert res.contention_dict()["busy"] is True
+    big = search.search(["c"], ScriptedRunner(_swinging_default(1.4), lambda i: 0.4), BIG, 10.0)
+    w = big.winner(0.01)
+    assert w is not None and w.name == "c" and w.lo == pytest.approx(1.4 / 1.25)  # a real gain still wins
+
+
+def _rung_then_quiet(busy_c0: float) -> Callable[[str, int], Optional[float]]:
+    """Three candidates; the first 7 trials (the halving rung) run under contention, the rest on a quiet host. c0 is
+    the fastest when quiet (x1.3) and scores `busy_c0` of the default under contention; c1 is x1.15 throughout."""
+    def score(name: str, i: int) -> Optional[float]:
+        if name == "c0":
+            return 100.0 * (busy_c0 if i < 7 else 1.3)
+        return {DEFAULT: 100.0, "c1": 115.0, "c2": 40.0}[name]
+    return score
+
+
+def test_a_plan_that_collapses_under_contention_is_not_the_winner() -> None:
+    def busy(i: int) -> float:
+        return 0.5 if i < 7 else 0.0
+
+    fragile = search.search(["c0", "c1", "c2"], ScriptedRunner(_rung_then_quiet(0.53), busy), BIG, 10.0)
+    assert fragile.finalists == ["c1", "c0"] and not fragile.busy()  # most default trials were quiet: no widening
+    assert fragile.fragile() == {"c0": pytest.approx(0.53)}
+    w = fragile.winner(0.01)
+    assert w is not None and w.name == "c1"  # c0's x1.3 when quiet does not buy its x0.53 under contention
+    assert "c0 not kept: x0.53 in a contended round (the default's worst: x1.00)" in fragile.contention_line()
+    graceful = search.search(["c0", "c1", "c2"], ScriptedRunner(_rung_then_quiet(0.95), busy), BIG, 10.0)
+    assert graceful.fragile() == {} and graceful.contention_line() == ""
+    w = graceful.winner(0.01)
+    assert w is not None and w.name == "c0"

@@ -5,9 +5,11 @@ The child runs in its own session so a window that ends, an error or Ctrl-C stop
 process group, SIGKILL after a grace); its output (stdout and stderr together) is read line by line with the time
 each line came. A job that ends by itself within the window is scored if it exited 0; one the window ended is
 scored from what it printed so far (that is the point of a window). A non-zero exit, no metric, or only warm-up
-metric lines drop the trial, with the reason and the job's last line. Nothing the job writes is touched.
+metric lines drop the trial, with the reason and the job's last line. Nothing the job writes is touched. How busy
+the host was during the trial (contention.Meter, read before and after it) goes with its score.
 """
 
+import dataclasses
 import json
 import os
 import signal
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hosttune import programs
-from hosttune.autotune import metric
+from hosttune.autotune import contention, metric
 from hosttune.autotune.search import Trial
 from hosttune.errors import UserError
 from hosttune.term import printable
@@ -60,11 +62,18 @@ class ExecRunner:
     """`run(name)`: one trial of the profile file `profiles[name]`."""
 
     def __init__(self, command: Sequence[str], profiles: Mapping[str, Path], spec: metric.MetricSpec,
-                 window_s: float, environ: Optional[Mapping[str, str]] = None):
+                 window_s: float, environ: Optional[Mapping[str, str]] = None,
+                 meter: Optional[contention.Meter] = None):
         self.command, self.profiles, self.spec, self.window_s = list(command), dict(profiles), spec, window_s
         self.environ = dict(os.environ if environ is None else environ)
+        self.meter = meter if meter is not None else contention.Meter()
 
     def run(self, name: str) -> Trial:
+        token = self.meter.start()
+        trial = self._run(name)
+        return dataclasses.replace(trial, busy=self.meter.stop(token))
+
+    def _run(self, name: str) -> Trial:
         argv = [*hosttune_argv(), "exec", "--profile", str(self.profiles[name]), "--", *self.command]
         start = time.monotonic()
         proc = programs.popen(argv, "autotune trial", env=self.environ, stdin=subprocess.DEVNULL,

@@ -12,6 +12,11 @@ length seen so far, still fits beside what the confirmation rounds need (one rou
 candidate whose trial fails is out, with the reason; a default trial that fails only costs its neighbours one side
 of their ratio, but a first default trial that fails ends the search (`DefaultFailed`): nothing can be compared to
 it.
+
+Each trial may carry how busy the host was during it (`Trial.busy`, contention.py). When the default trials ran on
+a busy host (median contention >= `contention.BUSY`), `Result` says so in one line (`contention_line`), widens
+every interval by the default's own swing between adjacent trials (`stats.widen`), and never declares a candidate
+whose worst round under contention fell well below the default's (`stats.fragile`) the winner.
 """
 
 import math
@@ -19,7 +24,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
-from hosttune.autotune import stats
+from hosttune.autotune import contention, stats
 from hosttune.autotune.candidates import DEFAULT
 
 CONFIRM = 8  # with two finalists the sign test needs 8 of 8 rounds above 1 + min_gain (p = 1/256 each)
@@ -31,6 +36,7 @@ class Trial:
     score: Optional[float]  # greater is faster; None: dropped
     seconds: float  # how long it took (budget accounting)
     why: str = ""  # why it was dropped
+    busy: Optional[float] = None  # contention during it (contention.Meter: 0 = quiet), None: not measured
 
 
 class Runner(Protocol):
@@ -79,20 +85,73 @@ class Result:
     spent: float = 0.0
     stopped: str = ""  # why the search ended before its schedule did ("" when it ran it all)
     finalists: List[str] = field(default_factory=list)
+    busy_ratios: Dict[str, List[float]] = field(default_factory=dict)  # rounds whose candidate trial was busy
 
     def summaries(self) -> List[stats.Summary]:
-        return stats.ranked([stats.summarize(n, self.ratios.get(n, [])) for n in self.candidates])
+        w = self.widening()
+        return stats.ranked([stats.widen(stats.summarize(n, self.ratios.get(n, [])), w) for n in self.candidates])
 
     def confirmed(self) -> List[stats.Summary]:
         """The finalists' confirmation rounds, each interval at 1 - 5%/finalists (Bonferroni: two finalists tested
         at once must not double the chance that noise wins)."""
         level = 1 - (1 - stats.LEVEL) / max(1, len(self.finalists))
-        return stats.ranked([stats.summarize(n, self.confirm.get(n, []), level) for n in self.finalists])
+        w = self.widening()
+        return stats.ranked([stats.widen(stats.summarize(n, self.confirm.get(n, []), level), w)
+                             for n in self.finalists])
 
     def winner(self, min_gain: float) -> Optional[stats.Summary]:
         alpha = stats.SIGN_ALPHA / max(1, len(self.finalists))
-        best = [s for s in self.confirmed() if stats.wins(s, min_gain, alpha)]
+        out = self.fragile()
+        best = [s for s in self.confirmed() if stats.wins(s, min_gain, alpha) and s.name not in out]
         return best[0] if best else None
+
+    def default_pairs(self, busy_only: bool = False) -> List[float]:
+        """D_next / D_prev over consecutive default trials that both gave a score (busy_only: either was busy)."""
+        ds = [t for t in self.trials if t.name == DEFAULT]
+        return [b.score / a.score for a, b in zip(ds, ds[1:])
+                if a.score and b.score and (not busy_only or _busy(a) or _busy(b))]
+
+    def busy_share(self) -> Optional[float]:
+        """The median contention over the default trials (None: not measured)."""
+        xs = [t.busy for t in self.trials if t.name == DEFAULT and t.busy is not None]
+        return stats.median(xs) if xs else None
+
+    def busy(self) -> bool:
+        share = self.busy_share()
+        return share is not None and share >= contention.BUSY
+
+    def widening(self) -> float:
+        """The factor every interval is stretched by: the default's swing on a busy host, 1.0 on a quiet one."""
+        return stats.swing(self.default_pairs()) if self.busy() else 1.0
+
+    def fragile(self) -> Dict[str, float]:
+        """Finalist -> its worst ratio under contention, for those that fell well below the default's worst (a slow
+        candidate the rungs dropped is not news)."""
+        pairs = self.default_pairs(busy_only=True)
+        return {n: min(r) for n, r in self.busy_ratios.items() if n in self.finalists and stats.fragile(r, pairs)}
+
+    def contention_line(self) -> str:
+        """One line when the host was busy during the trials ("" when quiet or not measured)."""
+        share = self.busy_share()
+        out = self.fragile()
+        if not self.busy() and not out:
+            return ""
+        text = (f"busy host: other work wanted the CPUs {share or 0:.0%} of the default trials' time; every interval"
+                f" widened by x{self.widening():.3f} (the default's own swing between adjacent trials)")
+        floor = stats.floor_of(self.default_pairs(busy_only=True))
+        for name, worst in sorted(out.items()):
+            text += f"; {name} not kept: x{worst:.2f} in a contended round (the default's worst: x{floor:.2f})"
+        return text
+
+    def contention_dict(self) -> Dict[str, object]:
+        share = self.busy_share()
+        return {"busy": self.busy(), "busy_share": None if share is None else round(share, 4),
+                "widened_by": round(self.widening(), 4),
+                "fragile": {n: round(r, 4) for n, r in sorted(self.fragile().items())}}
+
+
+def _busy(t: Trial) -> bool:
+    return t.busy is not None and t.busy >= contention.BUSY
 
 
 class _Search:
@@ -133,14 +192,16 @@ class _Search:
             if t.score is None:
                 self.res.dropped[name] = t.why or "no metric"
             else:
-                self._keep(name, stats.adjacent_ratio(t.score, before, after), into)
+                self._keep(name, stats.adjacent_ratio(t.score, before, after), into, _busy(t))
             before = after
         self.last = before
 
-    def _keep(self, name: str, ratio: Optional[float], into: Dict[str, List[float]]) -> None:
+    def _keep(self, name: str, ratio: Optional[float], into: Dict[str, List[float]], busy: bool) -> None:
         if ratio is None:
             return
         into.setdefault(name, []).append(ratio)
+        if busy:
+            self.res.busy_ratios.setdefault(name, []).append(ratio)
         if into is not self.res.ratios:
             self.res.ratios.setdefault(name, []).append(ratio)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from hosttune.autotune import candidates as cands
-from hosttune.autotune import metric, runner, search
+from hosttune.autotune import contention, metric, runner, search
 from hosttune.errors import UserError
 
 MIN_WINDOW_S = 3.0  # a trial shorter than this measures start-up, not the job
@@ -36,6 +36,7 @@ class Session:
     window_s: float = 0.0
     scratch: Optional[Path] = None
     profiles: Dict[str, Path] = field(default_factory=dict)
+    job_threads: int = 0  # runnable threads of the job under the default plan (the load-average fallback's share)
 
     @property
     def names(self) -> List[str]:
@@ -68,7 +69,8 @@ class Session:
             environ: Optional[Mapping[str, str]] = None) -> search.Result:
         if self.scratch is None:
             self.start()
-        r = runner.ExecRunner(self.command, self.profiles, self.spec, self.window_s, environ)
+        r = runner.ExecRunner(self.command, self.profiles, self.spec, self.window_s, environ,
+                              contention.Meter(job_threads=self.job_threads))
         return search.search(self.names, r, self.budget_s, self.window_s, confirm=self.confirm, progress=progress)
 
     def close(self) -> None:
@@ -104,6 +106,7 @@ def prepare(command: Sequence[str], spec: metric.MetricSpec, budget_s: float, *,
         s.start()  # the default as a file: the dry plans below read exactly what the trials will run
         plan = runner.dry_plan(command, s.profiles[cands.DEFAULT], env)
         s.candidates, s.notes = cands.generate(default, _host(facts, plan, engine), env)
+        s.job_threads = _job_threads(plan)
         if only is not None:
             s.candidates = _only(s.candidates, s.notes, only)
         s.start()
@@ -155,3 +158,9 @@ def _host(facts: Any, plan: Mapping[str, Any], engine: bool) -> cands.Host:
     return cands.Host(jemalloc=bool(a.jemalloc), tcmalloc=bool(a.tcmalloc or a.tcmalloc_minimal),
                       threads=threads if isinstance(threads, int) else None,
                       logical_per_rank=len(cpus) or None, engine=engine)
+
+
+def _job_threads(plan: Mapping[str, Any]) -> int:
+    """The job's threads under a plan: each rank's OMP threads (1 when the plan leaves them unset)."""
+    ranks = [r for r in plan.get("ranks") or [] if isinstance(r, dict)]
+    return sum(r["threads"] if isinstance(r.get("threads"), int) and r["threads"] > 0 else 1 for r in ranks)

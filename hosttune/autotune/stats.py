@@ -8,8 +8,16 @@ only with at least `MIN_ROUNDS` confirmation rounds, an interval whose lower end
 test: so many of its rounds clear 1 + `min_gain` that a coin (no gain, noise alone) would do it with a chance of
 at most `SIGN_ALPHA` over the finalists (the bootstrap of a median over six rounds is too coarse to hold its level
 alone: with it only, noise won 1-5% of simulated no-gain searches).
+
+On a busy host (contention.py) the bootstrap, which takes rounds as independent, is too narrow: other tenants come
+and go in bursts that span trials. There `widen` stretches each interval by the default's own `swing`, the median
+of |log(D_next / D_prev)| over the pairs of default trials around each candidate trial (the same plan twice in a
+row: whatever separates them is the host, not a plan). And a plan must degrade gracefully: one whose worst round
+under contention fell more than `DEGRADE` below the default's worst swing against itself in busy rounds is
+`fragile` and never the winner (hard pinning lost up to x0.53 in one contended round on a 2-core VM).
 """
 
+import dataclasses
 import math
 import random
 from dataclasses import dataclass
@@ -19,6 +27,7 @@ BOOTSTRAP = 4000
 LEVEL = 0.95
 SIGN_ALPHA = 0.01  # the chance a no-gain candidate may win, over all finalists together
 MIN_ROUNDS = 5
+DEGRADE = 0.10  # a candidate's worst busy round may fall at most 10% below the default's worst swing
 SEED = 24  # the issue's number: a fixed seed, so an interval is a function of its ratios
 
 
@@ -95,3 +104,28 @@ def wins(s: Summary, min_gain: float, alpha: float = SIGN_ALPHA) -> bool:
 def ranked(summaries: Sequence[Summary]) -> List[Summary]:
     """Best first by median ratio (a candidate without rounds last)."""
     return sorted(summaries, key=lambda s: (s.rounds == 0, -(s.median if s.rounds else 0.0), s.name))
+
+
+def swing(pairs: Sequence[float]) -> float:
+    """exp(median |log p|) over the default-vs-default pairs p = D_next / D_prev: the factor by which the same plan
+    typically differs from itself one trial later (1.0 without pairs)."""
+    logs = [abs(math.log(p)) for p in pairs if p > 0]
+    return math.exp(median(logs)) if logs else 1.0
+
+
+def widen(s: Summary, factor: float) -> Summary:
+    """The interval stretched by `factor` on both sides (the median stays)."""
+    if factor <= 1.0 or not s.rounds:
+        return s
+    return dataclasses.replace(s, lo=s.lo / factor, hi=s.hi * factor)
+
+
+def floor_of(pairs: Sequence[float]) -> float:
+    """The default's worst round against itself: exp(-max |log p|) over its adjacent pairs (1.0 without pairs)."""
+    logs = [abs(math.log(p)) for p in pairs if p > 0]
+    return math.exp(-max(logs)) if logs else 1.0
+
+
+def fragile(busy_ratios: Sequence[float], busy_pairs: Sequence[float], degrade: float = DEGRADE) -> bool:
+    """Whether a candidate's worst round under contention fell more than `degrade` below the default's worst."""
+    return bool(busy_ratios) and min(busy_ratios) < floor_of(busy_pairs) * (1.0 - degrade)
