@@ -2,7 +2,8 @@
 under torchrun: they learn, compute the same training as DDP, resume bitwise from a torch.distributed.checkpoint
 (DCP) checkpoint, and an fsdp run resumes on one rank; the export of an fsdp run gathers the full model. In-process:
 DCP's pickled metadata from a checkpoint directory is never run, an incomplete sharded checkpoint is skipped, a
-checkpoint written unsharded is refused by a sharded run in one line.
+checkpoint written unsharded is refused by a sharded run in one line; as root, a dcp/.metadata planted in another
+user's run directory runs nothing (a real 1-rank fsdp run through the engine).
 
 gloo and FSDP2 on CPU: FSDP2 reduce-scatters gradients with dist.reduce_scatter_tensor, which ProcessGroupGloo
 implements in torch 2.13 (these runs are the proof), and all-gathers parameters with all_gather_into_tensor.
@@ -20,6 +21,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from _enginehelp import TINY, assert_one_line_error, engine  # noqa: E402
 from test_engine_integration import env, metrics, run, summary, torchrun_argv  # noqa: E402
 
 from hosttune.engine import checkpoint as ckpt  # noqa: E402
@@ -351,3 +353,67 @@ def test_a_link_planted_as_a_dcp_data_file_or_metadata_is_not_followed(tmp_path:
     meta.symlink_to(tmp_path / "real.metadata")
     with pytest.raises(RuntimeError, match=r"dcp/\.metadata: .*symbolic links"):
         shard.load_model(GPT(64, 16, 1, 2, 32), tmp_path / "dcp")
+
+
+# ---- issue 22 item 1: a planted sharded checkpoint (DCP .metadata) never runs code as root ----
+
+def _dotted_payload(marker: Path) -> bytes:
+    """Protocol 4: STACK_GLOBAL("torch.distributed.checkpoint.filesystem", "os.system")("touch MARKER"). The
+    dotted name walks from an allowed module to os.system (what a module-prefix allow-list let through)."""
+    def text(s: str) -> bytes:
+        b = s.encode()
+        return b"\x8c" + bytes([len(b)]) + b  # SHORT_BINUNICODE
+
+    return (b"\x80\x04" + text("torch.distributed.checkpoint.filesystem") + text("os.system") + b"\x93"
+            + text(f"touch {marker}") + b"\x85R.")
+
+
+class _SystemPayload:
+    """A plain os.system global (posix.system)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> Any:
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.fixture(scope="module")
+def sharded_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished 1-rank shard=fsdp run (checkpoints step-1 and step-2, each with dcp/.metadata)."""
+    cwd = tmp_path_factory.mktemp("sharded")
+    r = engine(*TINY, "--set", "shard=fsdp", "--run-dir", "run", cwd=cwd)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (cwd / "run" / "checkpoints" / "step-0000002" / "dcp" / ".metadata").is_file()
+    return cwd / "run"
+
+
+@pytest.mark.parametrize("payload", ["dotted-name", "os.system"])
+@pytest.mark.parametrize("command", ["--resume", "--export"])
+@pytest.mark.slow
+def test_a_planted_dcp_metadata_in_another_users_run_dir_runs_nothing_as_root(
+        other_user: Any, sharded_run: Path, payload: str, command: str) -> None:
+    """The run directory is the other user's (an admin resuming or exporting a user's model is the normal case);
+    they replace step-2's dcp/.metadata with a pickle that would create a marker. As root: no marker, and one
+    line naming the refused global, exit 2 (DCP's metadata is read when the model is loaded, after the
+    checkpoint was chosen: the engine stops rather than training on from a checkpoint it cannot read)."""
+    run = other_user.home / "run"
+    shutil.copytree(sharded_run, run)
+    subprocess.run(["chown", "-R", f"{other_user.uid}:{other_user.gid}", str(run)], check=True)
+    marker = other_user.home / "owned"
+    blob = _dotted_payload(marker) if payload == "dotted-name" else pickle.dumps(_SystemPayload(marker), protocol=4)
+    staged = other_user.home / "payload.pkl"
+    staged.write_bytes(blob)
+    staged.chmod(0o644)
+    meta = run / "checkpoints" / "step-0000002" / "dcp" / ".metadata"
+    done = other_user.run(["cp", str(staged), str(meta)])  # written by them, into their own run directory
+    assert done.returncode == 0, done.stderr
+    if command == "--resume":
+        r = engine(*TINY, "--set", "shard=fsdp", "--set", "steps=3", "--run-dir", str(run), "--resume",
+                   cwd=other_user.home)
+    else:
+        r = engine("--export", str(other_user.home / "out"), "--run-dir", str(run), cwd=other_user.home)
+    assert not marker.exists(), "the planted pickle ran as root"
+    refused = ("torch.distributed.checkpoint.filesystem.os.system" if payload == "dotted-name"
+               else "posix.system")
+    assert_one_line_error(r, "step-0000002", f"{refused} is not allowed in a checkpoint's metadata")

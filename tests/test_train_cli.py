@@ -1,12 +1,13 @@
 """`hosttune train` finds a torch (issue 16): --python, $HOSTTUNE_PYTHON, python3 on PATH, hosttune's own; one line
 naming what to install when none has it; the rank script in an interpreter without hosttune; a progress line per
-log interval when stderr is not a terminal.
+log interval when stderr is not a terminal; `--dry-run` prints a command a shell reads back exactly (issue 11).
 
 Interpreters are real venvs of this machine's Python (made once per module, `--without-pip`: about a second each);
 the "torch" of the version cases is a torch/version.py in such a venv, which is all the facts probe reads.
 """
 
 import os
+import shlex
 import subprocess
 import sys
 import venv
@@ -16,7 +17,7 @@ from typing import Dict, List
 import pytest
 
 from hosttune.commands import train
-from tests.conftest import OtherUser, run_cli
+from tests.conftest import OtherUser, cli_runner, run_cli
 
 ARGS = ["--dry-run", "--preset", "gpt-tiny", "--set", "steps=3"]
 
@@ -189,3 +190,18 @@ def test_yaml_fallback_dir_owned_by_another_user_is_not_handed_to_root_ranks(
     os.chown(planted, 0, 0)
     os.chown(home, 0, 0)
     assert train._yaml_dir() == str(planted)  # the same directory, root's alone: handed on
+
+
+def test_train_dry_run_prints_a_command_a_shell_reads_back_exactly(tmp_path: Path) -> None:
+    from hosttune.cli import cli
+    from hosttune.commands.train import build_argv
+
+    odd = tmp_path / "my runs $HOME"
+    odd.mkdir()
+    config = odd / "c.yaml"
+    config.write_text("preset: gpt-tiny\nsteps: 3\n")
+    args = ["--config", str(config), "--run-dir", str(odd / "run; rm -rf x")]
+    r = cli_runner().invoke(cli, ["train", "--nproc", "2", "--dry-run", "--python", sys.executable, *args])
+    assert r.exit_code == 0, r.output
+    assert shlex.split(r.stdout) == build_argv(2, args, python=sys.executable)
+    assert shlex.quote(str(config)) in r.stdout

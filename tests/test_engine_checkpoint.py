@@ -1,52 +1,28 @@
-"""Issue 11, the engine's part: checkpoints that are never lost, never trusted (a planted pickle runs nothing),
-fall back when damaged; config files that cannot hang, blow up or flood a message; and the small resume and
-`hosttune train` defects (quoting, the RNG warning, a changed micro-batch, a full disk)."""
+"""hosttune/engine/checkpoint.py (and the resume in state.py), issue 11's part: checkpoints that are never lost,
+never trusted (a planted pickle runs nothing), fall back when damaged; the resume's small defects (the RNG warning,
+a changed micro-batch, a full disk)."""
 
 import contextlib
 import errno
 import json
 import os
-import pickle
-import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, List
 
 import pytest
-from conftest import cli_runner
 
-from hosttune.engine.config import Config, ConfigError
+from hosttune.engine.config import Config
 
 torch = pytest.importorskip("torch")
 
+from _enginehelp import CPU, REPO, TINY, _Recorded, assert_one_line_error, engine, toy_fit  # noqa: E402
+
 from hosttune.engine import checkpoint as ckpt  # noqa: E402
-from hosttune.engine.api import fit  # noqa: E402
 from hosttune.engine.data import ResumableSampler  # noqa: E402
 from hosttune.engine.errors import EngineError  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-CPU = torch.device("cpu")
-# gpt-tiny shrunk to seconds: 2 steps, a checkpoint after each.
-TINY = ["--preset", "gpt-tiny", "--set", "n_layer=1", "--set", "n_embd=32", "--set", "n_head=2", "--set",
-        "block_size=16", "--set", "micro_batch_size=4", "--set", "steps=2", "--set", "ckpt_interval=1", "--set",
-        "eval_batches=1", "--set", "log_interval=1", "--set", "warmup_steps=0", "--set", "amp=off", "--set",
-        "device=cpu", "--set", "num_workers=0"]
-
-
-def engine(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hosttune.engine", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
-
-
-def assert_one_line_error(r: subprocess.CompletedProcess, *needles: str) -> None:
-    assert r.returncode == 2, r.stderr[-2000:]
-    assert "Traceback" not in r.stderr, r.stderr[-2000:]
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("hosttune.engine: error: "), r.stderr[-2000:]
-    for needle in needles:
-        assert needle in lines[0], lines[0]
 
 
 def shared_state(step: int, value: float = 0.0) -> Dict[str, Any]:
@@ -60,38 +36,6 @@ def save(d: Path, step: int, value: float = 0.0, keep: int = 3) -> Path:
     return ckpt.save(d, step, 0, lambda: shared_state(step, value), {"rng": ckpt.rng_state(False)}, keep,
                      lambda ok=True: ok)
 
-
-class _Toy(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc = torch.nn.Linear(8, 3)
-
-    def forward(self, x: Any) -> Any:
-        return self.fc(x)
-
-
-class _Recorded(torch.utils.data.Dataset):
-    """Remembers every index the loader asked for (num_workers=0: in this process)."""
-
-    def __init__(self, n: int = 64) -> None:
-        g = torch.Generator().manual_seed(0)
-        self.x = torch.randn(n, 8, generator=g)
-        self.y = (self.x[:, 0] > 0).long()
-        self.seen: List[int] = []
-
-    def __len__(self) -> int:
-        return len(self.x)
-
-    def __getitem__(self, i: int) -> Any:
-        self.seen.append(int(i))
-        return self.x[i], self.y[i]
-
-
-def toy_fit(run_dir: Path, **settings: Any) -> Dict[str, Any]:
-    data = settings.pop("data", None) or _Recorded()
-    base = dict(steps=2, micro_batch_size=8, device="cpu", amp="off", num_workers=0, warmup_steps=0,
-                log_interval=1, run_dir=str(run_dir))
-    return fit(_Toy(), data, torch.nn.functional.cross_entropy, **{**base, **settings})
 
 
 # ---- item 5: never lose the last good checkpoint ----
@@ -143,7 +87,7 @@ def test_a_save_killed_half_way_leaves_the_previous_checkpoint(tmp_path: Path) -
     script = f"""
 import os, sys, torch
 sys.path.insert(0, {str(REPO)!r}); sys.path.insert(0, {str(Path(__file__).parent)!r})
-from test_rootsafe_engine import save
+from test_engine_checkpoint import save
 from hosttune.engine import checkpoint as ckpt
 real = torch.save
 def killed(obj, f, *a, **kw):
@@ -278,77 +222,6 @@ def test_checkpoint_files_hold_no_pickled_objects(tmp_path: Path) -> None:
     assert np.random.rand(3).tolist() == want.tolist()
 
 
-# ---- item 9 / 8: config files ----
-
-def _laughs() -> str:
-    lines = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
-    for prev, name in zip("abcdefgh", "bcdefghi"):
-        lines.append(f"{name}: &{name} [{', '.join(['*' + prev] * 9)}]")
-    lines.append("steps: [" + ", ".join(["*i"] * 9) + "]")
-    return "\n".join(lines) + "\n"
-
-
-def _config_cases(tmp: Path) -> Iterator[Any]:
-    yield "non-utf8.yaml", b"steps: 10\nlr: \xff\xfe\n", "not UTF-8"
-    yield "non-utf8.json", b'{"steps": "\xff"}', "not UTF-8"
-    yield "laughs.yaml", _laughs().encode(), "alias"
-    yield "big.yaml", b"# padding\n" * 200_000, "larger than"
-    yield "deep.json", b"[" * 200_000 + b"]" * 200_000, "not valid JSON"
-    yield "dup.json", b'{"steps": 1, "steps": 2}', "duplicate key 'steps'"
-    yield "dup.yaml", b"steps: 1\nsteps: 2\n", "duplicate key 'steps'"
-    yield "long.yaml", b"steps: " + b"x" * 500_000 + b"\n", "steps must be an integer, got 'xxx"
-    yield "list.json", b"[1, 2]", "must be a JSON object"
-
-
-@pytest.fixture
-def bad_configs(tmp_path: Path) -> List[Any]:
-    out = []
-    for name, blob, needle in _config_cases(tmp_path):
-        p = tmp_path / name
-        p.write_bytes(blob)
-        out.append((str(p), needle))
-    fifo = tmp_path / "fifo.yaml"
-    os.mkfifo(fifo)
-    out.append((str(fifo), "not a regular file"))
-    out.append(("/dev/zero", "not a regular file"))
-    return out
-
-
-def test_hostile_config_files_are_one_line_through_the_engine(bad_configs: List[Any], tmp_path: Path) -> None:
-    for path, needle in bad_configs:
-        r = engine("--config", path, cwd=tmp_path)
-        assert_one_line_error(r, needle)
-        assert len(r.stderr) < 400, r.stderr[:400]  # bounded, whatever the file holds
-
-
-def test_hostile_config_files_are_one_line_through_hosttune_train(bad_configs: List[Any]) -> None:
-    from hosttune.cli import cli
-
-    runner = cli_runner()
-    for path, needle in bad_configs:
-        r = runner.invoke(cli, ["train", "--dry-run", "--config", path])
-        assert r.exit_code == 2 and r.exception is not None and isinstance(r.exception, SystemExit), (path, r)
-        err = r.stderr.strip().splitlines()
-        assert len(err) == 1 and needle in err[0] and len(err[0]) < 400, (path, err)
-
-
-# ---- low items ----
-
-def test_train_dry_run_prints_a_command_a_shell_reads_back_exactly(tmp_path: Path) -> None:
-    from hosttune.cli import cli
-    from hosttune.commands.train import build_argv
-
-    odd = tmp_path / "my runs $HOME"
-    odd.mkdir()
-    config = odd / "c.yaml"
-    config.write_text("preset: gpt-tiny\nsteps: 3\n")
-    args = ["--config", str(config), "--run-dir", str(odd / "run; rm -rf x")]
-    r = cli_runner().invoke(cli, ["train", "--nproc", "2", "--dry-run", "--python", sys.executable, *args])
-    assert r.exit_code == 0, r.output
-    assert shlex.split(r.stdout) == build_argv(2, args, python=sys.executable)
-    assert shlex.quote(str(config)) in r.stdout
-
-
 def test_a_missing_rng_file_says_so_and_the_resume_continues(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     toy_fit(tmp_path / "run", steps=2)
     rng_file = tmp_path / "run" / "checkpoints" / "step-0000002" / "rng-rank0.pt"
@@ -425,72 +298,3 @@ def test_a_really_full_tmpfs_during_a_save_is_one_line(tmp_path: Path) -> None:
         assert ckpt.load(d / "step-0000002", 0, CPU)["step"] == 2
     finally:
         subprocess.run(["umount", str(d)], check=True)
-
-
-def test_fit_with_a_config_object_and_a_misspelt_setting_is_a_config_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="unknown key 'setps'"):
-        fit(_Toy(), _Recorded(), torch.nn.functional.cross_entropy, config=Config(run_dir=str(tmp_path)), setps=3)
-
-
-# ---- issue 22 item 1: a planted sharded checkpoint (DCP .metadata) never runs code as root ----
-
-def _dotted_payload(marker: Path) -> bytes:
-    """Protocol 4: STACK_GLOBAL("torch.distributed.checkpoint.filesystem", "os.system")("touch MARKER"). The
-    dotted name walks from an allowed module to os.system (what a module-prefix allow-list let through)."""
-    def text(s: str) -> bytes:
-        b = s.encode()
-        return b"\x8c" + bytes([len(b)]) + b  # SHORT_BINUNICODE
-
-    return (b"\x80\x04" + text("torch.distributed.checkpoint.filesystem") + text("os.system") + b"\x93"
-            + text(f"touch {marker}") + b"\x85R.")
-
-
-class _SystemPayload:
-    """A plain os.system global (posix.system)."""
-
-    def __init__(self, marker: Path) -> None:
-        self.marker = marker
-
-    def __reduce__(self) -> Any:
-        return (os.system, (f"touch {self.marker}",))
-
-
-@pytest.fixture(scope="module")
-def sharded_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished 1-rank shard=fsdp run (checkpoints step-1 and step-2, each with dcp/.metadata)."""
-    cwd = tmp_path_factory.mktemp("sharded")
-    r = engine(*TINY, "--set", "shard=fsdp", "--run-dir", "run", cwd=cwd)
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert (cwd / "run" / "checkpoints" / "step-0000002" / "dcp" / ".metadata").is_file()
-    return cwd / "run"
-
-
-@pytest.mark.parametrize("payload", ["dotted-name", "os.system"])
-@pytest.mark.parametrize("command", ["--resume", "--export"])
-@pytest.mark.slow
-def test_a_planted_dcp_metadata_in_another_users_run_dir_runs_nothing_as_root(
-        other_user: Any, sharded_run: Path, payload: str, command: str) -> None:
-    """The run directory is the other user's (an admin resuming or exporting a user's model is the normal case);
-    they replace step-2's dcp/.metadata with a pickle that would create a marker. As root: no marker, and one
-    line naming the refused global, exit 2 (DCP's metadata is read when the model is loaded, after the
-    checkpoint was chosen: the engine stops rather than training on from a checkpoint it cannot read)."""
-    run = other_user.home / "run"
-    shutil.copytree(sharded_run, run)
-    subprocess.run(["chown", "-R", f"{other_user.uid}:{other_user.gid}", str(run)], check=True)
-    marker = other_user.home / "owned"
-    blob = _dotted_payload(marker) if payload == "dotted-name" else pickle.dumps(_SystemPayload(marker), protocol=4)
-    staged = other_user.home / "payload.pkl"
-    staged.write_bytes(blob)
-    staged.chmod(0o644)
-    meta = run / "checkpoints" / "step-0000002" / "dcp" / ".metadata"
-    done = other_user.run(["cp", str(staged), str(meta)])  # written by them, into their own run directory
-    assert done.returncode == 0, done.stderr
-    if command == "--resume":
-        r = engine(*TINY, "--set", "shard=fsdp", "--set", "steps=3", "--run-dir", str(run), "--resume",
-                   cwd=other_user.home)
-    else:
-        r = engine("--export", str(other_user.home / "out"), "--run-dir", str(run), cwd=other_user.home)
-    assert not marker.exists(), "the planted pickle ran as root"
-    refused = ("torch.distributed.checkpoint.filesystem.os.system" if payload == "dotted-name"
-               else "posix.system")
-    assert_one_line_error(r, "step-0000002", f"{refused} is not allowed in a checkpoint's metadata")

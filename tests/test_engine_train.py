@@ -1,5 +1,6 @@
-"""Behaviour pinned before the issue-17 rebuild, in real processes: the engine under real torchrun (gloo, CPU) and
-gradient accumulation against a run without it; left here for the engine's test files (the signal pins are in
+"""hosttune/engine/train.py's step, in real processes: under real torchrun (gloo, CPU) every DDP rank ends with the
+same parameters (and, the control, not without gradient sync); gradient accumulation is invisible in the logged loss
+and in the gradient norm clipping sees. Pinned before the issue-17 rebuild (the signal pins are in
 tests/test_launch_supervise.py).
 
 Each test is named after the behaviour it pins and fails when that behaviour breaks. They go through entry points
