@@ -376,3 +376,53 @@ def test_a_plan_that_collapses_under_contention_is_not_the_winner() -> None:
     assert graceful.fragile() == {} and graceful.contention_line() == ""
     w = graceful.winner(0.01)
     assert w is not None and w.name == "c0"
+
+
+SLEEPER = """
+import os, sys, time
+open(sys.argv[1] + ".tmp", "w").write(str(os.getpid()))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+while True:
+    time.sleep(1)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_sigterm_to_autotune_stops_the_running_trial(tmp_path: Path) -> None:
+    job, marker = tmp_path / "job.py", tmp_path / "pid"
+    job.write_text(SLEEPER)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]), TMPDIR=str(tmp_path))
+    argv = [sys.executable, "-m", "hosttune", "autotune", "--budget", "1h", "--trial", "600", "--candidates",
+            "omp-passive", "--metric", "x", "--", sys.executable, str(job), str(marker)]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = 600
+        while not marker.exists() and proc.poll() is None and deadline > 0:  # the first trial's job has started
+            deadline -= 1
+            subprocess.run(["sleep", "0.5"])
+        assert marker.exists(), "the trial never started"
+        pid = int(marker.read_text())
+        proc.terminate()
+        assert proc.wait(timeout=120) != 0
+        for _ in range(240):  # its job goes with it (SIGTERM to the trial's group, SIGKILL after the grace)
+            if not Path(f"/proc/{pid}").exists() or "zombie" in _state(pid):
+                break
+            subprocess.run(["sleep", "0.5"])
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in _state(pid), "the trial's job outlived autotune"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if marker.exists():  # on failure, leave no job behind
+            try:
+                os.kill(int(marker.read_text()), 9)
+            except (ProcessLookupError, ValueError):
+                pass
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:", 1)[1].split("\n", 1)[0]
+    except (OSError, IndexError):
+        return "zombie"

@@ -9,6 +9,7 @@ metric lines drop the trial, with the reason and the job's last line. Nothing th
 the host was during the trial (contention.Meter, read before and after it) goes with its score.
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -19,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import IO, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from hosttune import programs
 from hosttune.autotune import contention, metric
@@ -70,7 +71,8 @@ class ExecRunner:
 
     def run(self, name: str) -> Trial:
         token = self.meter.start()
-        trial = self._run(name)
+        with _term_stops_the_trial():
+            trial = self._run(name)
         return dataclasses.replace(trial, busy=self.meter.stop(token))
 
     def _run(self, name: str) -> Trial:
@@ -96,6 +98,24 @@ class ExecRunner:
                 proc.stdout.close()
         seconds = time.monotonic() - start
         return _judge(name, self.spec, out, rc, stopped, seconds, self.window_s)
+
+
+@contextlib.contextmanager
+def _term_stops_the_trial() -> Iterator[None]:
+    """SIGTERM to autotune while a trial runs exits through the trial's cleanup (its job runs in a session of its
+    own: without this, a plain termination would leave the job running on)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _judge(name: str, spec: metric.MetricSpec, out: _Output, rc: int, stopped: bool, seconds: float,
