@@ -8,8 +8,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import pytest
 from conftest import a100
 
 from hosttune import doctor
@@ -92,6 +93,24 @@ def run_one(check_id: str, facts: Facts, **ctx: Any) -> Finding:
     result = run_checks(Context(facts=facts, **ctx), checks=[doctor.BY_ID[check_id]])
     (r,) = result.results
     return Finding(status=r.status, actual=r.actual, expected=r.expected, fix=r.fix)
+
+
+def table_test(cases: List[Tuple[Any, ...]]) -> Callable[..., None]:
+    """A check group's table test: each row (check id, host, change, context, status, text) runs that one check on
+    the changed host; the status must match, the text must appear in actual/fix/expected, and a warn or fail must
+    carry a fix."""
+
+    @pytest.mark.parametrize("check_id,host,change,ctx,status,text", cases,
+                             ids=[f"{c[0]}-{c[4]}-{i}" for i, c in enumerate(cases)])
+    def test_check(check_id: str, host: Callable[..., Facts], change: Callable[[Facts], Facts], ctx: Dict[str, Any],
+                   status: str, text: str) -> None:
+        f = run_one(check_id, change(host()), **ctx)
+        assert f.status == status, f
+        assert text in f.actual + "\n" + f.fix + "\n" + f.expected, f
+        if status in ("warn", "fail"):
+            assert f.fix or check_id == "os.distro", f"{check_id} {status} without a fix"
+
+    return test_check
 
 
 def kern(**kw: Any) -> Callable[[Facts], Facts]:

@@ -6,10 +6,10 @@ count passes."""
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Optional, Tuple
 
 import pytest
-from _doctorhelp import R, cpu_host, doctor_json, hosttune, in_use, profile_env, run_one, same
+from _doctorhelp import R, cpu_host, doctor_json, hosttune, in_use, profile_env, run_one, same, table_test
 
 from hosttune import doctor
 from hosttune.doctor import Context, Finding, run_checks
@@ -77,15 +77,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("check_id,host,change,ctx,status,text", CASES,
-                         ids=[f"{c[0]}-{c[4]}-{i}" for i, c in enumerate(CASES)])
-def test_check(check_id: str, host: Callable[..., Facts], change: Callable[[Facts], Facts], ctx: Dict[str, Any],
-               status: str, text: str) -> None:
-    f = run_one(check_id, change(host()), **ctx)
-    assert f.status == status, f
-    assert text in f.actual + "\n" + f.fix + "\n" + f.expected, f
-    if status in ("warn", "fail"):
-        assert f.fix or check_id == "os.distro", f"{check_id} {status} without a fix"
+test_check = table_test(CASES)  # one case per row: status, and the text in actual/fix/expected
 
 
 def test_omp_threads_compared_with_the_plan(tmp_path: Path) -> None:

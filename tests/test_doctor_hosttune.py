@@ -2,12 +2,8 @@
 this hardware, on real profile files, and it is the one `$HOSTTUNE_PROFILE` names."""
 
 from pathlib import Path
-from typing import Any, Callable, Dict
 
-import pytest
-from _doctorhelp import R, cpu_host, doctor_json, in_use, profile_env, run_one, same
-
-from hosttune.facts import Facts
+from _doctorhelp import R, cpu_host, doctor_json, in_use, profile_env, run_one, same, table_test
 
 # (check id, host builder, change, context kwargs, expected status, text that must be in actual or fix)
 CASES = [
@@ -17,15 +13,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("check_id,host,change,ctx,status,text", CASES,
-                         ids=[f"{c[0]}-{c[4]}-{i}" for i, c in enumerate(CASES)])
-def test_check(check_id: str, host: Callable[..., Facts], change: Callable[[Facts], Facts], ctx: Dict[str, Any],
-               status: str, text: str) -> None:
-    f = run_one(check_id, change(host()), **ctx)
-    assert f.status == status, f
-    assert text in f.actual + "\n" + f.fix + "\n" + f.expected, f
-    if status in ("warn", "fail"):
-        assert f.fix or check_id == "os.distro", f"{check_id} {status} without a fix"
+test_check = table_test(CASES)  # one case per row: status, and the text in actual/fix/expected
 
 
 def test_profile_present_valid_and_fresh(tmp_path: Path) -> None:

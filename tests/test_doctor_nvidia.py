@@ -21,6 +21,7 @@ from _doctorhelp import (
     run_one,
     same,
     synthetic_root,
+    table_test,
     tor,
 )
 from conftest import a100, run_cli
@@ -107,15 +108,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("check_id,host,change,ctx,status,text", CASES,
-                         ids=[f"{c[0]}-{c[4]}-{i}" for i, c in enumerate(CASES)])
-def test_check(check_id: str, host: Callable[..., Facts], change: Callable[[Facts], Facts], ctx: Dict[str, Any],
-               status: str, text: str) -> None:
-    f = run_one(check_id, change(host()), **ctx)
-    assert f.status == status, f
-    assert text in f.actual + "\n" + f.fix + "\n" + f.expected, f
-    if status in ("warn", "fail"):
-        assert f.fix or check_id == "os.distro", f"{check_id} {status} without a fix"
+test_check = table_test(CASES)  # one case per row: status, and the text in actual/fix/expected
 
 
 # ---- live-only checks: the fake NVML, lspci --------------------------------------------------------------------------
@@ -280,7 +273,7 @@ def doctor_findings(facts: Any) -> Dict[str, Dict[str, str]]:
 
 
 def gpu_facts(driver: str, cuda: str) -> Any:
-    from hosttune.facts import Distro, Facts, Gpu, Nvidia
+    from hosttune.facts import Distro, Gpu, Nvidia
 
     gpu = Gpu(index=0, name="NVIDIA H100 80GB HBM3", pci_bus_id="0000:1b:00.0", pci_class="0x030200",
               source="nvml")

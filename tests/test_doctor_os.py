@@ -1,12 +1,10 @@
 """doctor's os checks (hosttune/doctor/checks/os.py): distro, NUMA balancing, THP, swappiness, tuned, governor and SMT
 pass on a good host and warn on a bad one, each warning with a fix."""
 
-from typing import Any, Callable, Dict
 
-import pytest
-from _doctorhelp import R, cpu_host, kern, run_one, same, tuned
+from _doctorhelp import R, cpu_host, kern, same, table_test, tuned
 
-from hosttune.facts import Cpu, Distro, Facts, Memory, Numa, NumaNode
+from hosttune.facts import Cpu, Distro, Memory, Numa, NumaNode
 
 # (check id, host builder, change, context kwargs, expected status, text that must be in actual or fix)
 CASES = [
@@ -45,12 +43,4 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("check_id,host,change,ctx,status,text", CASES,
-                         ids=[f"{c[0]}-{c[4]}-{i}" for i, c in enumerate(CASES)])
-def test_check(check_id: str, host: Callable[..., Facts], change: Callable[[Facts], Facts], ctx: Dict[str, Any],
-               status: str, text: str) -> None:
-    f = run_one(check_id, change(host()), **ctx)
-    assert f.status == status, f
-    assert text in f.actual + "\n" + f.fix + "\n" + f.expected, f
-    if status in ("warn", "fail"):
-        assert f.fix or check_id == "os.distro", f"{check_id} {status} without a fix"
+test_check = table_test(CASES)  # one case per row: status, and the text in actual/fix/expected

@@ -3,13 +3,11 @@ dataset's storage and free space for checkpoints (measured on real disks)."""
 
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict
 
 import pytest
-from _doctorhelp import R, cpu_host, run_one, same
+from _doctorhelp import R, cpu_host, run_one, same, table_test
 
 from hosttune import doctor
-from hosttune.facts import Facts
 
 # (check id, host builder, change, context kwargs, expected status, text that must be in actual or fix)
 CASES = [
@@ -23,15 +21,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("check_id,host,change,ctx,status,text", CASES,
-                         ids=[f"{c[0]}-{c[4]}-{i}" for i, c in enumerate(CASES)])
-def test_check(check_id: str, host: Callable[..., Facts], change: Callable[[Facts], Facts], ctx: Dict[str, Any],
-               status: str, text: str) -> None:
-    f = run_one(check_id, change(host()), **ctx)
-    assert f.status == status, f
-    assert text in f.actual + "\n" + f.fix + "\n" + f.expected, f
-    if status in ("warn", "fail"):
-        assert f.fix or check_id == "os.distro", f"{check_id} {status} without a fix"
+test_check = table_test(CASES)  # one case per row: status, and the text in actual/fix/expected
 
 
 @pytest.mark.parametrize("total,free,status", [(1000 * 1024, 600 * 1024, "pass"), (1000 * 1024, 60 * 1024, "warn"),

@@ -4,9 +4,7 @@ CUDA_VISIBLE_DEVICES (read as CUDA and the planner read it) and the venv."""
 from typing import Any, Callable, Dict
 
 import pytest
-from _doctorhelp import R, cpu_host, doctor_json, gpu_host, healthy_scenario, run_one, same, tor
-
-from hosttune.facts import Facts
+from _doctorhelp import R, cpu_host, doctor_json, gpu_host, healthy_scenario, same, table_test, tor
 
 # (check id, host builder, change, context kwargs, expected status, text that must be in actual or fix)
 CASES = [
@@ -42,15 +40,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("check_id,host,change,ctx,status,text", CASES,
-                         ids=[f"{c[0]}-{c[4]}-{i}" for i, c in enumerate(CASES)])
-def test_check(check_id: str, host: Callable[..., Facts], change: Callable[[Facts], Facts], ctx: Dict[str, Any],
-               status: str, text: str) -> None:
-    f = run_one(check_id, change(host()), **ctx)
-    assert f.status == status, f
-    assert text in f.actual + "\n" + f.fix + "\n" + f.expected, f
-    if status in ("warn", "fail"):
-        assert f.fix or check_id == "os.distro", f"{check_id} {status} without a fix"
+test_check = table_test(CASES)  # one case per row: status, and the text in actual/fix/expected
 
 
 @pytest.mark.parametrize("value,status,text", [
