@@ -243,6 +243,15 @@ def a100(index: int, bus: str, numa: int = 0, **over: Any) -> Dict[str, Any]:
     return dev
 
 
+def checkout_env(**extra: str) -> Dict[str, str]:
+    """This environment with this checkout first on PYTHONPATH (a child `python -m hosttune` or a rank importing
+    hosttune gets this checkout's code from any directory), plus `extra`."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in [env.get("PYTHONPATH")] if p])
+    env.update(extra)
+    return env
+
+
 @pytest.fixture
 def probe_env(tmp_path: Path) -> Dict[str, str]:
     """The environment for a job of tests/probes/: each rank writes its report into $PROBE_OUT. `python -m hosttune`
@@ -250,11 +259,7 @@ def probe_env(tmp_path: Path) -> Dict[str, str]:
     `pip install -e` on this machine last pointed at (two clones tested at once)."""
     out = tmp_path / "out"
     out.mkdir()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in [env.get("PYTHONPATH")] if p])
-    env["PROBE_OUT"] = str(out)
-    env["PROBE_PYTHON"] = sys.executable
-    return env
+    return checkout_env(PROBE_OUT=str(out), PROBE_PYTHON=sys.executable)
 
 
 # ---- the other user on the box -------------------------------------------------------------------------------

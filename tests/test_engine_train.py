@@ -7,13 +7,13 @@ Each test is named after the behaviour it pins and fails when that behaviour bre
 that outlive the refactor: `hosttune.engine.api.fit` and `python -m hosttune.engine`."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
+from conftest import checkout_env
 
 torch = pytest.importorskip("torch")
 
@@ -21,19 +21,13 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.integration
 
 
-REPO = Path(__file__).resolve().parents[1]
-
 PY = sys.executable
 
 TORCHRUN = [PY, "-m", "torch.distributed.run"]
 
 
 def env(**extra: str) -> Dict[str, str]:
-    e = dict(os.environ)
-    e["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([e["PYTHONPATH"]] if e.get("PYTHONPATH") else []))
-    e["OMP_NUM_THREADS"] = "1"  # 2 ranks on 2 shared cores
-    e.update(extra)
-    return e
+    return checkout_env(**{"OMP_NUM_THREADS": "1", **extra})  # 2 ranks on 2 shared cores
 
 
 # ---- DDP: every rank ends with the same parameters -------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-from conftest import job_processes
+from conftest import checkout_env, job_processes
 
 torch = pytest.importorskip("torch")
 
@@ -19,19 +19,13 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.integration
 
 
-REPO = Path(__file__).resolve().parents[1]
-
 PY = sys.executable
 
 TORCHRUN = [PY, "-m", "torch.distributed.run"]
 
 
 def env(**extra: str) -> Dict[str, str]:
-    e = dict(os.environ)
-    e["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([e["PYTHONPATH"]] if e.get("PYTHONPATH") else []))
-    e["OMP_NUM_THREADS"] = "1"  # 2 ranks on 2 shared cores
-    e.update(extra)
-    return e
+    return checkout_env(**{"OMP_NUM_THREADS": "1", **extra})  # 2 ranks on 2 shared cores
 
 
 # ---- signals reach every process of the job --------------------------------------------------------------------------
