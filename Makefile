@@ -21,7 +21,7 @@ TEST_APT := $(RUNTIME_APT) hwloc libgoogle-perftools4 systemd procps util-linux 
 # installed: installing it would start a Prometheus server.
 PROMTOOL := build/promtool/usr/bin/promtool
 
-.PHONY: setup setup-demo demo test check lint typecheck pytest pytest-py39 bench soak
+.PHONY: setup setup-demo demo test check lint typecheck pytest pytest-py39 bench soak readme
 
 # apt-install what is missing (root on Debian/Ubuntu only; elsewhere install the same packages yourself).
 define apt_install
@@ -47,13 +47,14 @@ setup:
 	$(PIP) install -q --disable-pip-version-check -e '.[train,dev]' "$(TORCH_PIN)"
 
 # The main job on the embedded defaults: check the host, generate its profile, train gpt-tiny on 2 ranks.
+# It runs the hosttune it just installed into $(PYTHON), whatever `hosttune` comes first on PATH.
 demo: setup-demo
-	hosttune doctor || [ $$? -eq 1 ]
-	hosttune profile generate --force
-	hosttune train --nproc 2 --preset gpt-tiny
+	$(PYTHON) -m hosttune doctor || [ $$? -eq 1 ]
+	$(PYTHON) -m hosttune profile generate --force
+	$(PYTHON) -m hosttune train --nproc 2 --preset gpt-tiny
 
 lint:
-	$(PYTHON) -m ruff check hosttune tests bench examples
+	$(PYTHON) -m ruff check hosttune tests bench examples scripts
 
 typecheck:
 	$(PYTHON) -m mypy
@@ -68,7 +69,7 @@ say_seed = @echo "$(1): tests in random order, seed $(SEED) (replay: make $(or $
 
 pytest:
 	$(call say_seed,pytest)
-	$(PYTHON) -m pytest -q $(RANDOM_ORDER)
+	$(PYTHON) -m pytest -q $(RANDOM_ORDER) || { echo "pytest: failed; replay this order: make pytest SEED=$(SEED)"; exit 1; }
 
 # The inner loop (run `make setup` once first): ruff, mypy and every test marked neither `integration` (real
 # launchers, packages, services) nor `slow` (more than ~20 s), on this interpreter only, one pytest-xdist worker per
@@ -91,7 +92,8 @@ pytest-py39:
 	build/py39/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .; \
 	echo "pytest-py39: tests in random order, seed $(SEED) (replay: make $(or $(MAKECMDGOALS),pytest-py39) SEED=$(SEED))"; \
 	PYTHONPATH=$(CURDIR) build/py39/bin/python -m pytest -q -p no:cacheprovider $(RANDOM_ORDER) \
-	  -m "not integration and not slow" --ignore=tests/test_engine.py --ignore=tests/test_engine_integration.py
+	  -m "not integration and not slow" --ignore=tests/test_engine.py --ignore=tests/test_engine_integration.py || \
+	  { echo "pytest-py39: failed; replay this order: make pytest-py39 SEED=$(SEED)"; exit 1; }
 
 test: setup lint typecheck pytest-py39 pytest
 
@@ -115,3 +117,8 @@ packages:
 
 package-test: packages
 	$(PYTHON) -m pytest -q -m integration tests/test_packages.py
+
+# The README's samples (between <!-- sample: NAME --> markers), regenerated from real runs on this machine with
+# hosttune's directories in a temporary folder; `$(PYTHON) scripts/readme_samples.py NAME...` redoes some of them.
+readme:
+	$(PYTHON) scripts/readme_samples.py
