@@ -108,16 +108,19 @@ def boot_in_nspawn(tmp_path: Path, out: Path, units: Path, binds: List[str], aft
         "StandardOutput=file:/mnt/out/test.log\nStandardError=inherit\n")
     root = tmp_path / "root"
     (root / "usr").mkdir(parents=True)
-    subprocess.run(["mount", "--bind", "/usr", str(root / "usr")], check=True)
-    try:
-        res = subprocess.run(
-            ["timeout", str(timeout), nspawn, "--quiet", f"--directory={root}", "--volatile=yes", "--register=no",
-             "--keep-unit", "--link-journal=no", f"--uuid={os.urandom(16).hex()}", "--private-network",
-             "--bind-ro=/etc", *binds, units_bind, f"--bind={out}:/mnt/out",
-             "--boot", "systemd.unit=ht-test.service"],
-            capture_output=True, text=True, timeout=timeout + 30)
-    finally:
-        subprocess.run(["umount", "-l", str(root / "usr")], capture_output=True)
+    # The host's /usr under the container's root, bound read-only inside a mount namespace of its own: it is gone
+    # when that namespace ends, however the test ends (a bind left in the host's namespace, after a killed run, put
+    # the real /usr under pytest's temporary directory, which pytest deletes a few runs later).
+    bind_usr = 'mount --bind /usr "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"'
+    res = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", bind_usr, "sh", str(root / "usr"),
+         "timeout", str(timeout), nspawn, "--quiet", f"--directory={root}", "--volatile=yes", "--register=no",
+         "--keep-unit", "--link-journal=no", f"--uuid={os.urandom(16).hex()}", "--private-network",
+         "--bind-ro=/etc", *binds, units_bind, f"--bind={out}:/mnt/out",
+         "--boot", "systemd.unit=ht-test.service"],
+        capture_output=True, text=True, timeout=timeout + 30)
+    assert not any(line.split()[1] == str(root / "usr") for line in Path("/proc/self/mounts").read_text().splitlines()
+                   if len(line.split()) > 1), "the container's /usr bind leaked into this mount namespace"
     if not (out / "result").exists():
         pytest.skip(f"systemd-nspawn --boot did not run here (rc {res.returncode}): {res.stderr[-800:]}")
     result = dict(line.split("=", 1) for line in (out / "result").read_text().splitlines() if "=" in line)
