@@ -2,6 +2,7 @@
 are known (deterministic: seeded noise, fake trial seconds, no wall time), the CLI's one-line errors, and one real
 end-to-end run on a tiny job whose speed depends on a variable a candidate sets."""
 
+import json
 import math
 import os
 import random
@@ -350,6 +351,19 @@ def test_a_busy_host_says_so_and_widens_by_the_defaults_own_swing() -> None:
     big = search.search(["c"], ScriptedRunner(_swinging_default(1.4), lambda i: 0.4), BIG, 10.0)
     w = big.winner(0.01)
     assert w is not None and w.name == "c" and w.lo == pytest.approx(1.4 / 1.25)  # a real gain still wins
+
+
+def test_the_report_says_a_busy_host_in_the_table_the_json_and_each_trial_line() -> None:
+    from hosttune.autotune import report
+
+    res = search.search(["c"], ScriptedRunner(_swinging_default(1.06), lambda i: 0.4), BIG, 10.0)
+    table = report.table(res, 0.01).splitlines()
+    assert res.contention_line() in table and table.index(res.contention_line()) == len(table) - 1 - bool(res.stopped)
+    assert json.loads(report.to_json(res, 0.01, None))["contention"] == res.contention_dict()
+    assert report.trial_line(res.trials[0], res, 10).endswith("; host busy 40%)")
+    quiet = search.search(["c"], ScriptedRunner(_swinging_default(1.06), lambda i: 0.0), BIG, 10.0)
+    assert not any(line.startswith("busy host") for line in report.table(quiet, 0.01).splitlines())
+    assert "host busy" not in report.trial_line(quiet.trials[0], quiet, 10)
 
 
 def _rung_then_quiet(busy_c0: float) -> Callable[[str, int], Optional[float]]:

@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from hosttune.autotune import search, stats
+from hosttune.autotune import contention, search, stats
 from hosttune.term import printable
 
 
@@ -42,7 +42,8 @@ def plan_text(session: Any) -> str:
 
 def trial_line(t: search.Trial, res: search.Result, planned: int) -> str:
     what = f"{t.score:.4g}" if t.score is not None else f"dropped: {printable(t.why)}"
-    return f"[{len(res.trials)}/{planned}] {t.name}: {what} ({t.seconds:.1f} s; {res.spent:.0f} s spent)"
+    busy = f"; host busy {t.busy:.0%}" if t.busy is not None and t.busy >= contention.BUSY else ""
+    return f"[{len(res.trials)}/{planned}] {t.name}: {what} ({t.seconds:.1f} s; {res.spent:.0f} s spent{busy})"
 
 
 def _ci(s: Optional[stats.Summary]) -> str:
@@ -64,6 +65,9 @@ def table(res: search.Result, min_gain: float) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.append(verdict(res, min_gain))
+    busy = res.contention_line()
+    if busy:
+        lines.append(busy)
     if res.stopped:
         lines.append(f"note: {res.stopped} ({res.spent:.0f} s spent)")
     return "\n".join(lines)
@@ -90,7 +94,7 @@ def to_json(res: search.Result, min_gain: float, saved: Optional[Path]) -> str:
     return json.dumps({"candidates": rows, "winner": w.name if w else None,
                        "winner_confirmation": conf[w.name].to_dict() if w else None,
                        "spent_s": round(res.spent, 1), "trials": len(res.trials), "stopped": res.stopped or None,
-                       "saved": str(saved) if saved else None}, indent=2)
+                       "contention": res.contention_dict(), "saved": str(saved) if saved else None}, indent=2)
 
 
 def save(session: Any, res: search.Result, w: stats.Summary, output: Optional[str]) -> Path:
