@@ -252,3 +252,29 @@ def test_teardown_destroys_the_engines_group_with_ddp_used(monkeypatch: pytest.M
     assert gloo_threads() == threads_before
     assert held == [1] and len(rt._recent) == 0  # referenced while destroyed, released after
     assert late.f() is None
+
+
+@pytest.mark.skipif(not dist.is_available(), reason="torch without distributed")
+def test_teardown_destroys_the_group_when_the_final_barrier_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A peer that died after finishing makes the final barrier raise: the group is still destroyed (else gloo
+    aborts the process at interpreter exit), the tensors kept until it is gone, and the error still propagates
+    (train._run's finally lets it out, as before)."""
+    assert not dist.is_initialized(), "an earlier test in this process left a process group"
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    # world=2 so that teardown meets the peers in a barrier; the in-process group itself has one rank.
+    rt = runtime.Runtime(2, 0, 0, CPU, None, False, owns_group=True)
+    rt.all_reduce(torch.ones(2))
+    group = weakref.ref(dist.group.WORLD)
+
+    def dead_peer() -> None:
+        raise RuntimeError("Connection closed by peer")
+
+    monkeypatch.setattr(rt, "barrier", dead_peer)
+    held: List[int] = []
+    real_destroy = dist.destroy_process_group
+    monkeypatch.setattr(dist, "destroy_process_group", lambda *a: (held.append(len(rt._recent)), real_destroy(*a)))
+    with pytest.raises(RuntimeError, match="Connection closed by peer"):
+        runtime.teardown(rt, finished=True)
+    assert not dist.is_initialized(), "the group outlived a teardown whose barrier raised"
+    assert group() is None
+    assert held == [1] and len(rt._recent) == 0 and not rt.owns_group

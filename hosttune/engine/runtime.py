@@ -246,15 +246,17 @@ def teardown(rt: Runtime, finished: bool = False) -> None:
     collective), and the tensors of the engine's last collectives (`Runtime._recent`) stay referenced until the
     group is gone, so a worker's drop is never the last one.
     """
-    if finished and rt.world > 1 and dist.is_initialized():
-        rt.barrier()
-    if rt.flag_group is not None and rt.flag_group is not dist.group.WORLD and dist.is_initialized():
-        dist.destroy_process_group(rt.flag_group)
-    rt.flag_group = None
-    if rt.owns_group and dist.is_initialized():
-        group = weakref.ref(dist.group.WORLD)
-        dist.destroy_process_group()
-        rt.owns_group = False
-        if group() is not None:
-            unpin_group(group())  # the last reference goes with it: destroyed now
-    rt._recent.clear()
+    try:
+        if finished and rt.world > 1 and dist.is_initialized():
+            rt.barrier()  # a peer that died after finishing raises here: the group still goes (finally)
+    finally:
+        if rt.flag_group is not None and rt.flag_group is not dist.group.WORLD and dist.is_initialized():
+            dist.destroy_process_group(rt.flag_group)
+        rt.flag_group = None
+        if rt.owns_group and dist.is_initialized():
+            group = weakref.ref(dist.group.WORLD)
+            dist.destroy_process_group()
+            rt.owns_group = False
+            if group() is not None:
+                unpin_group(group())  # the last reference goes with it: destroyed now
+        rt._recent.clear()
