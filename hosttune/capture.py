@@ -250,8 +250,12 @@ def _new_dir(dest: Path) -> None:
         pass
     except OSError as exc:
         raise UserError(f"--capture {dest}: cannot create: {exc.strerror or exc}") from None
-    st = os.lstat(dest)
-    if not stat.S_ISDIR(st.st_mode) or os.listdir(dest):
+    try:
+        st = os.lstat(dest)
+        full = not stat.S_ISDIR(st.st_mode) or bool(os.listdir(dest))
+    except OSError as exc:  # unreadable, or gone since: one line, not a traceback
+        raise UserError(f"--capture {dest}: cannot read: {exc.strerror or exc}") from None
+    if full:
         raise UserError(f"--capture {dest}: exists and is not an empty directory")
     if not trust.written_by_me_alone(st):  # then made private: nobody else can plant links in it
         raise UserError(f"--capture {dest}: not a directory of yours that only you can write")
