@@ -185,3 +185,23 @@ def test_real_autotune_then_exec_applies_the_winner(tmp_path: Path) -> None:
     assert dry.returncode == 0, dry.stderr
     assert json.loads(dry.stdout)["ranks"][0]["env"]["OMP_WAIT_POLICY"] == "PASSIVE"
     assert "measured overlay applied: omp-passive" in dry.stderr
+
+
+@pytest.mark.parametrize("bad", ["env", "reasons", "provenance", "tcmalloc", "fingerprint", "chain",
+                                 "dataloader.bogus", "env.", "bogus.X"])
+def test_an_overlay_naming_an_unknown_change_is_refused_in_one_line(bad: str) -> None:
+    """Was: `env`/`reasons`/`provenance`/`tcmalloc` (no dot) a TypeError from dataclasses.replace (multiple values),
+    any other dotless field (`fingerprint`, `chain`) a TypeError, `dataloader.bogus` an AttributeError: exec printed
+    a traceback. Now the overlay is refused: one line naming the file and the key, exit 2."""
+    from hosttune import profile
+    from hosttune.profile.load import load
+
+    path = _write(JOB)
+    top = load(str(path))
+    reasons = {**top.reasons, "measured.changes": f"env.OMP_WAIT_POLICY,{bad}"}
+    profile.write(dataclasses.replace(top, reasons=reasons), path, force=True)
+    res, _plan = _dry(JOB)
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0] and repr(bad) in lines[0], res.stderr

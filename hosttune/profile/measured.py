@@ -130,7 +130,23 @@ def read(path: Path) -> Profile:
                         f"{exc}") from None
     if not prof.reasons.get("measured.changes") and not prof.reasons.get("measured.candidate"):
         raise UserError(f"{path}: not a measured overlay (no measured.* provenance under reasons:)")
+    _check_changes(path, prof)
     return prof
+
+
+def _check_changes(path: Path, prof: Profile) -> None:
+    """Every key `measured.changes` names is one `changes` writes: a setting (`allocator`, `dataloader.pin_memory`)
+    or one entry of a map (`env.NAME`, `tcmalloc.key`); else the overlay is refused, one line naming the key."""
+    settings = shown()
+    plain = {s.name for s in settings if s.kind != "envmap"}
+    maps = {s.name for s in settings if s.kind == "envmap"}
+    for key in str(prof.reasons.get("measured.changes", "")).split(","):
+        head, dot, tail = key.partition(".")
+        if key and key not in plain and not (dot and head in maps and tail):
+            forms = ", ".join(f"{m}.NAME" for m in sorted(maps))
+            raise UserError(f"measured overlay {path}: measured.changes names {key!r}, not a profile setting (as "
+                            f"`hosttune profile show` lists them) nor {forms}; run hosttune autotune again, or "
+                            f"--no-measured")
 
 
 def _lay(base: Profile, top: Profile, keys: Sequence[str], where: str) -> Profile:
