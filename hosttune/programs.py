@@ -23,6 +23,7 @@ on as written, as a shell would). The detector's
 
 import os
 import shutil
+import sys
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple
 
 from hosttune import trust
@@ -98,6 +99,38 @@ def resolve(program: str, what: str, *, path: Optional[str] = None, check: bool 
         trust.check_links(found, what, trust.trusted_owners(), "the program")  # the one rule for links as root
         trust.check_path(found, what)
     return found
+
+
+# How hosttune starts its own code in a new interpreter (a trial, the planner, a rank's shim, `train`'s exec):
+# `python -c BOOT`, never `python -m hosttune...`, because `-m` (and `-c`) put the working directory first on
+# sys.path, so a `hosttune/` package, `json.py` or `yaml.py` another user left in a shared working directory would
+# run inside the child (as root, too). BOOT drops that entry before any import, loads the hosttune package from the
+# directory given (its own files, by path: nothing is put ahead of the standard library) and runs the module as
+# __main__ (runpy; the arguments after BOOT are its sys.argv[1:]). As root the interpreter also runs isolated (-I:
+# no PYTHONPATH/PYTHONSTARTUP/user site that `su`/`sudo -E` may have carried over); an ordinary user keeps them (a
+# `pip install --user` hosttune finds its PyYAML there).
+_BOOT = (
+    "import sys; sys.path[:1] == [''] and sys.path.pop(0); import importlib.util as u; "
+    "s = u.spec_from_file_location('hosttune', {init!r}, submodule_search_locations=[{pkg!r}]); "
+    "m = u.module_from_spec(s); sys.modules['hosttune'] = m; s.loader.exec_module(m); "
+    "import runpy; runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
+)
+
+
+def own_package() -> str:
+    """The directory of this hosttune package (this file is hosttune/programs.py)."""
+    return os.path.dirname(os.path.abspath(__file__))
+
+
+def own_argv(module: str, *, python: Optional[str] = None, pkg: Optional[str] = None,
+             isolated: Optional[bool] = None) -> List[str]:
+    """argv that runs hosttune's `module` (e.g. "hosttune", "hosttune.shim") as __main__ on `python` (default this
+    interpreter), loading the package from `pkg` (default this one); -I when `isolated` (default: as root). Append
+    the module's own arguments. See _BOOT above."""
+    pkg = own_package() if pkg is None else pkg
+    isolated = trust.is_root() if isolated is None else isolated
+    boot = _BOOT.format(init=os.path.join(pkg, "__init__.py"), pkg=pkg, module=module)
+    return [python or sys.executable, *(["-I"] if isolated else []), "-c", boot]
 
 
 def run(argv: Sequence[str], what: str, *, env: Optional[Mapping[str, str]] = None, check_trust: bool = True,

@@ -9,7 +9,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
-from typing import AbstractSet, Callable, Dict, Optional
+from typing import AbstractSet, Any, Callable, Dict, Optional
 
 import pytest
 
@@ -440,3 +440,20 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/status").read_text().split("State:", 1)[1].split("\n", 1)[0]
     except (OSError, IndexError):
         return "zombie"
+
+
+# ---- the root boundary: a trial and --dry-run start hosttune, never a `hosttune/` in the working directory ----------
+def test_as_root_autotune_dry_run_in_another_users_directory_never_imports_their_hosttune(
+        other_user: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: `[sys.executable, "-m", "hosttune", "exec", ...]`, so `sudo hosttune autotune` run from a directory
+    another user can write imported their `hosttune/` package as root (the working directory is first on sys.path
+    under -m; PYTHONPATH, kept by `sudo -E`, too)."""
+    marker = tmp_path / "planted-ran"
+    home = other_user.home
+    for rel in ("hosttune/__init__.py", "hosttune/__main__.py", "json.py", "yaml.py"):
+        other_user.write(rel, f"open({str(marker)!r}, 'a').write({rel!r})\n")
+    monkeypatch.chdir(home)
+    monkeypatch.setenv("PYTHONPATH", str(home))
+    r = run_cli(["autotune", "--dry-run", "--metric", "rate ([0-9.]+)", "--", "true"])
+    assert not marker.exists(), f"planted code ran as root: {marker.read_text()}"
+    assert r.returncode == 0, r.stderr

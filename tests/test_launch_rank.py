@@ -81,8 +81,22 @@ def _unplannable(content: Dict[str, Any], write: Callable[..., str], tmp_path: P
     return write(data)
 
 
+def _malformed_touched(content: Dict[str, Any], write: Callable[..., str], tmp_path: Path) -> str:
+    data = json.loads(json.dumps(content))
+    data["plans"] = {}  # planned again, from the caller's environment: what the launcher touched must be a table
+    data["touched"] = ["OMP_NUM_THREADS"]
+    return write(data)
+
+
+def _malformed_planner(content: Dict[str, Any], write: Callable[..., str], tmp_path: Path) -> str:
+    data = json.loads(json.dumps(content))
+    data["plans"] = {}
+    data["planner"] = {"python": ["not", "a", "path"], "root": 7}
+    return write(data)
+
+
 REFUSED = {"tampered": _tampered, "other-ranks-plan": _other_rank, "untrusted-dir": _untrusted,
-           "missing": _missing}
+           "missing": _missing, "malformed-touched": _malformed_touched, "malformed-planner": _malformed_planner}
 WARNED = {"not-fitting-cpus": (_not_fitting, "4093"), "re-plan-fails": (_unplannable, "plan not applied")}
 
 
@@ -130,6 +144,53 @@ def test_as_root_a_plan_variable_naming_another_users_file_refuses_the_hooks_ran
     assert r.returncode == 2 and r.stdout == "", r.stderr
     (line,) = r.stderr.splitlines()
     assert str(lib) in line and line.endswith("rank not started"), line
+
+
+@pytest.mark.parametrize("entry", ["shim", "hook"])
+def test_as_root_a_planner_python_of_another_user_refuses_the_rank(
+        entry: str, other_user: Any, content: Dict[str, Any], written: Callable[..., str], tmp_path: Path) -> None:
+    marker = other_user.home / "ran-as-root"
+    evil = other_user.write("bin/python3", f"#!/bin/sh\ntouch {marker}\nexec {PY} \"$@\"\n", mode=0o755)
+    data = json.loads(json.dumps(content))
+    data["plans"] = {}  # nothing foreseen: the planner named in the handoff would be run
+    data["planner"] = {"python": str(evil), "root": rank.own_root()}
+    r = _run(entry, written(data), tmp_path)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    (line,) = r.stderr.splitlines()
+    assert str(evil) in line and line.endswith("rank not started"), line
+    assert not marker.exists()
+
+
+def test_as_root_a_planner_package_of_another_user_is_untrusted(other_user: Any, content: Dict[str, Any]) -> None:
+    other_user.write("hosttune/__init__.py", "")
+    data = dict(content, plans={}, planner={"python": PY, "root": str(other_user.home)})
+    with pytest.raises(trust.Untrusted, match="planner"):
+        rank.setup(data, 0, 2, dict(os.environ))
+
+
+def test_a_planner_that_hangs_is_one_warning_not_a_hung_rank(
+        content: Dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hangs = tmp_path / "python3"
+    hangs.write_text("#!/bin/sh\nexec sleep 600\n")  # never answers
+    hangs.chmod(0o755)
+    monkeypatch.setattr(rank, "REPLAN_TIMEOUT_S", 1.0)
+    data = dict(content, plans={}, planner={"python": str(hangs), "root": rank.own_root()})
+    if os.geteuid() == 0:
+        os.chmod(tmp_path, 0o755)
+    got = rank.setup(data, 0, 2, dict(os.environ))
+    assert got.plan is None and got.warning is not None and "timed out" in got.warning, got
+
+
+def test_a_planner_answer_with_a_malformed_plan_is_one_warning(
+        content: Dict[str, Any], tmp_path: Path) -> None:
+    answers = tmp_path / "python3"
+    answers.write_text("#!/bin/sh\ncat >/dev/null; echo '{\"plan\": [1, 2]}'\n")
+    answers.chmod(0o755)
+    data = dict(content, plans={}, planner={"python": str(answers), "root": rank.own_root()})
+    if os.geteuid() == 0:
+        os.chmod(tmp_path, 0o755)
+    got = rank.setup(data, 0, 2, dict(os.environ))
+    assert got.plan is None and got.warning is not None and "malformed" in got.warning, got
 
 
 def test_a_handed_plan_comes_back_as_the_wire_type(content: Dict[str, Any]) -> None:

@@ -179,3 +179,56 @@ def test_another_users_python_named_by_option_is_refused_before_it_runs(command:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "--python" in lines[0] and "owned by nobody" in lines[0], done.stderr
     assert not marker.exists(), marker.read_text()
+
+
+# ---- own_argv: how hosttune starts its own code (a trial, the planner, a rank's shim, train's exec) -----------------
+def _plant(other_user: Any, marker: Path) -> None:
+    for rel in ("hosttune/__init__.py", "hosttune/__main__.py", "json.py", "yaml.py"):
+        other_user.write(rel, f"open({str(marker)!r}, 'a').write({rel!r})\n")
+
+
+def test_as_root_own_argv_in_another_users_directory_runs_this_hosttune_only(other_user: Any, marker: Path) -> None:
+    """Was `python -m hosttune` (autotune's trials, train's exec): the working directory, first on sys.path, and a
+    PYTHONPATH kept by `sudo -E` could supply `hosttune/` (or json.py, yaml.py) to root."""
+    import subprocess
+
+    _plant(other_user, marker)
+    env = dict(os.environ, PYTHONPATH=str(other_user.home))
+    argv = programs.own_argv("hosttune")
+    assert "-I" in argv  # as root
+    r = subprocess.run([*argv, "facts", "--json"], cwd=other_user.home, env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert not marker.exists(), f"planted code ran as root: {marker.read_text()}"
+    assert r.returncode == 0 and r.stdout.lstrip().startswith("{"), r.stderr
+
+
+def test_train_starts_exec_through_own_argv_in_another_users_directory(other_user: Any, marker: Path) -> None:
+    """`hosttune train` execs `hosttune exec -- PYTHON -m torch.distributed.run ...`: that hosttune is this one,
+    whatever the directory it is run from holds (its --dry-run prints the same argv)."""
+    import subprocess
+
+    from hosttune.commands.train import build_argv
+
+    _plant(other_user, marker)
+    argv = build_argv(1, ["--preset", "gpt-tiny"], python=sys.executable)
+    cut = argv.index("--")  # PYTHON ... exec --
+    r = subprocess.run([*argv[:cut], "--dry-run", "--", "true"], cwd=other_user.home, capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(other_user.home)))
+    assert not marker.exists(), f"planted code ran as root: {marker.read_text()}"
+    assert r.returncode == 0, r.stderr
+    assert argv[:cut - 1] == programs.own_argv("hosttune")
+
+
+def test_own_argv_keeps_an_ordinary_users_site_and_drops_the_working_directory(tmp_path: Path) -> None:
+    """-I only as root: an ordinary user's `pip install --user` PyYAML must stay importable; the working directory
+    is dropped either way, and the arguments after the bootstrap are the module's own."""
+    import subprocess
+
+    assert "-I" not in programs.own_argv("hosttune", isolated=False)
+    (tmp_path / "hosttune").mkdir()
+    (tmp_path / "hosttune" / "__init__.py").write_text("raise SystemExit('planted')\n")
+    (tmp_path / "hosttune" / "__main__.py").write_text("raise SystemExit('planted')\n")
+    r = subprocess.run([*programs.own_argv("hosttune", isolated=False), "--version"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "planted" not in r.stderr, r.stderr
+    assert r.stdout.strip(), r.stdout

@@ -15,7 +15,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,8 +34,9 @@ TAIL = 20  # last lines kept per trial, for the reason a trial was dropped
 
 
 def hosttune_argv() -> List[str]:
-    """How to start this hosttune again: this interpreter with `-m hosttune` (the same code, any install)."""
-    return [sys.executable, "-m", "hosttune"]
+    """How to start this hosttune again: this interpreter and this package, through the gateway's bootstrap (not
+    `-m hosttune`, which would import a `hosttune/` left in the working directory; -I as root)."""
+    return programs.own_argv("hosttune")
 
 
 @dataclass

@@ -24,16 +24,14 @@ The failure rule (`setup`, used by both entries, said with `refused_line` / `war
 import json
 import os
 import sys
-from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from hosttune import trust
 from hosttune.errors import UserError
 from hosttune.rankplan import RankPlan
 
-# The planner's process: the launcher's own hosttune (its directory first on sys.path), isolated from the rank's
-# PYTHONPATH and working directory (-I).
-_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from hosttune.launch.replan import main; sys.exit(main())"
 REPLAN_LIMIT = 4 << 20  # one rank's plan as JSON; a longer answer is not the planner's
+REPLAN_TIMEOUT_S = 120.0  # a planner that hangs must not hang every rank at interpreter start
 
 
 class Setup(NamedTuple):
@@ -45,7 +43,7 @@ class Setup(NamedTuple):
 
 
 def own_root() -> str:
-    """The directory that holds this hosttune package (what the planner's process puts first on sys.path)."""
+    """The directory that holds this hosttune package (the planner's process loads `ROOT/hosttune`)."""
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -59,7 +57,11 @@ def users_env(touched: Optional[Mapping[str, Optional[str]]], environ: Mapping[s
     the caller's value, None when it was unset) undone. A rank re-planned from it does not take torchrun's
     OMP_NUM_THREADS for the user's choice, nor prepend the launcher's LD_PRELOAD twice."""
     user_env = dict(environ)
+    if touched is not None and not isinstance(touched, dict):
+        raise trust.Untrusted("the launcher's handoff is malformed (what it touched is not a table); tampered?")
     for key, orig in (touched or {}).items():
+        if not isinstance(key, str) or not (orig is None or isinstance(orig, str)):
+            raise trust.Untrusted("the launcher's handoff is malformed (what it touched is not text); tampered?")
         if orig is None:
             user_env.pop(key, None)
         else:
@@ -87,33 +89,66 @@ def handed(data: Mapping[str, Any], local_rank: int, world: int) -> Optional[Ran
     return plan
 
 
+def _planner_argv(data: Mapping[str, Any]) -> List[str]:
+    """The planner's process: the launcher's interpreter and hosttune (named in the handoff) through the program
+    gateway's bootstrap (nothing from the rank's working directory; -I as root). As root both must be root's alone:
+    another user's interpreter or package is Untrusted; a malformed `planner` is tampering."""
+    found = data.get("planner")
+    if found is not None and not isinstance(found, dict):
+        raise trust.Untrusted("the launcher's handoff is malformed (its planner is not a table); tampered?")
+    where: Mapping[str, Any] = found or {}
+    python, root = where.get("python") or sys.executable, where.get("root") or own_root()
+    if not isinstance(python, str) or not isinstance(root, str):
+        raise trust.Untrusted("the launcher's handoff is malformed (its planner's paths are not text); tampered?")
+    from hosttune import programs  # the gateway; imported only on this rare path
+
+    pkg = os.path.join(root, "hosttune")
+    if trust.is_root():
+        trust.check_path(pkg, "the launcher's planner (its hosttune)", kind="dir")
+        trust.check_path(os.path.join(pkg, "__init__.py"), "the launcher's planner (its hosttune)")
+    return programs.own_argv("hosttune.launch.replan", python=python, pkg=pkg)
+
+
+def _ask_planner(argv: List[str], request: Mapping[str, Any], environ: Mapping[str, str], where: str) -> Any:
+    """The planner's answer (parsed JSON) to `request`; UserError when it times out or answers no JSON."""
+    import subprocess
+
+    from hosttune import programs  # the gateway; imported only on this rare path
+
+    try:
+        done = programs.run(argv, "the launcher's planner (its Python)", env=dict(environ),
+                            input=json.dumps(request).encode(), capture_output=True, timeout=REPLAN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"re-planning rank {where}: the planner timed out") from None
+    try:
+        return json.loads(done.stdout[:REPLAN_LIMIT].decode("utf-8"))
+    except ValueError:
+        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+        raise UserError(f"re-planning rank {where} failed: {tail[0]}") from None
+
+
 def replan(data: Optional[Mapping[str, Any]], local_rank: int, world: int, environ: Mapping[str, str]
            ) -> Tuple[RankPlan, Optional[str], Optional[str]]:
     """(plan, libnuma, numactl) from the launcher's planner run as a child process (launch/replan.py): from the
-    handed facts and profile, or (no handoff) from the host detected there. Untrusted when the planner says so or
-    its interpreter is not root's (as root); UserError for any other failure."""
+    handed facts and profile, or (no handoff) from the host detected there. Untrusted when the planner says so, its
+    interpreter or package is not root's (as root), or the handoff is malformed; UserError for any other failure
+    (a timeout, an error answer)."""
     data = data or {}
-    found = data.get("planner")
-    where: Mapping[str, Any] = found if isinstance(found, dict) else {}
-    python, root = where.get("python") or sys.executable, where.get("root") or own_root()
+    argv = _planner_argv(data)
     request = {"facts": data.get("facts"), "profile": data.get("profile"), "local_rank": local_rank, "world": world,
                "environ": users_env(data.get("touched"), environ), "override": bool(data.get("override")),
                "bound_by": data.get("bound_by")}
-    from hosttune import programs  # the gateway; imported only on this rare path
-
-    done = programs.run([python, "-I", "-c", _BOOT, str(root)], "the launcher's planner (its Python)",
-                        env=dict(environ), input=json.dumps(request).encode(), capture_output=True)
-    try:
-        answer = json.loads(done.stdout[:REPLAN_LIMIT].decode("utf-8"))
-    except ValueError:
-        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
-        raise UserError(f"re-planning rank {local_rank}/{world} failed: {tail[0]}") from None
+    answer = _ask_planner(argv, request, environ, f"{local_rank}/{world}")
     if not isinstance(answer, dict) or "plan" not in answer:
         error = str(answer.get("error")) if isinstance(answer, dict) else "no plan"
         if isinstance(answer, dict) and answer.get("untrusted"):
             raise trust.Untrusted(error)
         raise UserError(f"re-planning rank {local_rank}/{world}: {error}")
-    return RankPlan.from_dict(answer["plan"]), answer.get("libnuma"), answer.get("numactl")
+    try:
+        plan = RankPlan.from_dict(answer["plan"])
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        raise UserError(f"re-planning rank {local_rank}/{world}: the planner's plan is malformed ({exc})") from None
+    return plan, answer.get("libnuma"), answer.get("numactl")
 
 
 def plan_for(data: Optional[Mapping[str, Any]], local_rank: int, world: int, environ: Mapping[str, str]

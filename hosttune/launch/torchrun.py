@@ -290,27 +290,14 @@ def rank_command(t: TorchrunArgv, python: str) -> List[str]:
     return [python, "-u", t.script, *t.script_args]
 
 
-# How a rank's shim starts: `python -c` with this bootstrap instead of `python -m hosttune.shim`, because `-m`
-# (and `-c`) put the caller's directory first on sys.path, so a `hosttune.py` or `json.py` another user left in a
-# shared working directory would run inside every rank (as root, too). The bootstrap drops that entry before any
-# import and loads the package from the directory this launcher was itself loaded from (the same code on both ends
-# of the handoff, without putting anything else ahead of the standard library). As root the interpreter also runs
-# isolated (-I: no PYTHONPATH/PYTHONSTARTUP/user site that `su`/`sudo -E` may have carried over); the rank itself
-# still gets the environment unchanged and runs in the caller's directory.
-_SHIM_BOOT = (
-    "import sys; sys.path[:1] == [''] and sys.path.pop(0); import importlib.util as u; "
-    "s = u.spec_from_file_location('hosttune', {init!r}, submodule_search_locations=[{pkg!r}]); "
-    "m = u.module_from_spec(s); sys.modules['hosttune'] = m; s.loader.exec_module(m); "
-    "from hosttune.shim import main; sys.exit(main())"
-)
-
-
 def shim_argv(shim_python: str, *, root: Optional[bool] = None) -> List[str]:
-    # the hosttune package: this file is hosttune/launch/torchrun.py
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    isolated = os.geteuid() == 0 if root is None else root
-    boot = _SHIM_BOOT.format(init=os.path.join(pkg, "__init__.py"), pkg=pkg)
-    return [shim_python, *(["-I"] if isolated else []), "-c", boot]
+    """How a rank's shim starts: the program gateway's bootstrap (`programs.own_argv`) instead of `python -m
+    hosttune.shim`, so nothing in the caller's working directory is imported; the package is the one this launcher
+    was itself loaded from (the same code on both ends of the handoff); -I as root (`root`, default: euid 0). The
+    rank itself still gets the environment unchanged and runs in the caller's directory."""
+    from hosttune import programs
+
+    return programs.own_argv("hosttune.shim", python=shim_python, isolated=root)
 
 
 def rewrite_torchrun(t: TorchrunArgv, environ: Mapping[str, str], shim_python: str) -> List[str]:
