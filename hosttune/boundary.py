@@ -150,11 +150,14 @@ ROWS: Tuple[Row, ...] = (
         "the caller's own choice, run as named when given as a path (sudo's semantics); a bare name is looked up "
         "only in PATH directories root alone can write (a PATH kept by sudo -E never picks another user's program)",
         "tests/test_programs.py::test_exec_as_root_never_runs_another_users_program_found_on_path"),
-    Row("autotune COMMAND", OPTION, "hosttune/programs.py::popen (autotune/runner.py runs each trial as "
-        "`python -m hosttune exec --profile FILE -- COMMAND`), then exec's own programs.resolve",
-        "each trial is a child `hosttune exec` of the caller's own command: exec COMMAND's rule; the interpreter "
-        "that runs it is resolved and checked by programs.popen",
-        "tests/test_programs.py::test_exec_as_root_never_runs_another_users_program_found_on_path"),
+    Row("autotune COMMAND", OPTION, "hosttune/programs.py::popen of programs.own_argv (autotune/runner.py runs "
+        "each trial and --dry-run's plan as `hosttune exec --profile FILE -- COMMAND`), then exec's own "
+        "programs.resolve",
+        "each trial is a child `hosttune exec` of the caller's own command: exec COMMAND's rule; that hosttune is "
+        "this package loaded by path (never the working directory's or PYTHONPATH's; -I as root), on an "
+        "interpreter resolved and checked by programs.popen",
+        "tests/test_autotune.py::test_as_root_autotune_dry_run_in_another_users_directory_never_imports_their_"
+        "hosttune"),
     Row("autotune --output", OPTION, "hosttune/profile/generate.py::write (fsio atomic, private parents)",
         "written atomically (an earlier measured profile is replaced; without --output the winner goes to the "
         "job's measured overlay, written the same way); parents made private; as root a profile "

@@ -109,7 +109,7 @@ def _shared_base(base: str) -> bool:
         st = os.stat(base)
     except OSError:
         return True
-    return bool(st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)) or st.st_uid != os.geteuid()
+    return not trust.written_by_me_alone(st)
 
 
 def _runtime_base(environ: Mapping[str, str]) -> Optional[str]:
@@ -333,7 +333,7 @@ def check(path: str) -> None:
         raise trust.Untrusted(f"the launcher's handoff {path}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
         raise trust.Untrusted(f"refusing the launcher's handoff {path}: not a regular file (a link?)")
-    if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if not trust.written_by_me_alone(st):
         raise trust.Untrusted(f"refusing the launcher's handoff {path}: owned by uid {st.st_uid} with mode "
                               f"{stat.S_IMODE(st.st_mode):o}; expected uid {os.geteuid()}, not group/other-writable")
 
