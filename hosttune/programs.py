@@ -105,15 +105,16 @@ def resolve(program: str, what: str, *, path: Optional[str] = None, check: bool 
 # `python -c BOOT`, never `python -m hosttune...`, because `-m` (and `-c`) put the working directory first on
 # sys.path, so a `hosttune/` package, `json.py` or `yaml.py` another user left in a shared working directory would
 # run inside the child (as root, too). BOOT drops that entry before any import, loads the hosttune package from the
-# directory given (its own files, by path: nothing is put ahead of the standard library) and runs the module as
-# __main__ (runpy; the arguments after BOOT are its sys.argv[1:]). As root the interpreter also runs isolated (-I:
-# no PYTHONPATH/PYTHONSTARTUP/user site that `su`/`sudo -E` may have carried over); an ordinary user keeps them (a
-# `pip install --user` hosttune finds its PyYAML there).
+# directory given (its own files, by path: nothing is put ahead of the standard library), imports the module and
+# exits with its main() (the arguments after BOOT are its sys.argv[1:]; imported by its own name, not run as
+# __main__ by runpy, so it is loaded once and a rank's start pays for nothing more). As root the interpreter also
+# runs isolated (-I: no PYTHONPATH/PYTHONSTARTUP/user site that `su`/`sudo -E` may have carried over); an ordinary
+# user keeps them (a `pip install --user` hosttune finds its PyYAML there).
 _BOOT = (
     "import sys; sys.path[:1] == [''] and sys.path.pop(0); import importlib.util as u; "
     "s = u.spec_from_file_location('hosttune', {init!r}, submodule_search_locations=[{pkg!r}]); "
     "m = u.module_from_spec(s); sys.modules['hosttune'] = m; s.loader.exec_module(m); "
-    "import runpy; runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
+    "sys.exit(__import__({module!r}, fromlist=['main']).main())"
 )
 
 
@@ -124,9 +125,9 @@ def own_package() -> str:
 
 def own_argv(module: str, *, python: Optional[str] = None, pkg: Optional[str] = None,
              isolated: Optional[bool] = None) -> List[str]:
-    """argv that runs hosttune's `module` (e.g. "hosttune", "hosttune.shim") as __main__ on `python` (default this
-    interpreter), loading the package from `pkg` (default this one); -I when `isolated` (default: as root). Append
-    the module's own arguments. See _BOOT above."""
+    """argv that runs `main()` of hosttune's `module` ("hosttune.cli", "hosttune.shim", "hosttune.launch.replan")
+    on `python` (default this interpreter), loading the package from `pkg` (default this one); -I when `isolated`
+    (default: as root). Append the module's own arguments. See _BOOT above."""
     pkg = own_package() if pkg is None else pkg
     isolated = trust.is_root() if isolated is None else isolated
     boot = _BOOT.format(init=os.path.join(pkg, "__init__.py"), pkg=pkg, module=module)

@@ -194,7 +194,7 @@ def test_as_root_own_argv_in_another_users_directory_runs_this_hosttune_only(oth
 
     _plant(other_user, marker)
     env = dict(os.environ, PYTHONPATH=str(other_user.home))
-    argv = programs.own_argv("hosttune")
+    argv = programs.own_argv("hosttune.cli")
     assert "-I" in argv  # as root
     r = subprocess.run([*argv, "facts", "--json"], cwd=other_user.home, env=env, capture_output=True, text=True,
                        timeout=120)
@@ -216,7 +216,7 @@ def test_train_starts_exec_through_own_argv_in_another_users_directory(other_use
                        text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(other_user.home)))
     assert not marker.exists(), f"planted code ran as root: {marker.read_text()}"
     assert r.returncode == 0, r.stderr
-    assert argv[:cut - 1] == programs.own_argv("hosttune")
+    assert argv[:cut - 1] == programs.own_argv("hosttune.cli")
 
 
 def test_own_argv_keeps_an_ordinary_users_site_and_drops_the_working_directory(tmp_path: Path) -> None:
@@ -224,11 +224,11 @@ def test_own_argv_keeps_an_ordinary_users_site_and_drops_the_working_directory(t
     is dropped either way, and the arguments after the bootstrap are the module's own."""
     import subprocess
 
-    assert "-I" not in programs.own_argv("hosttune", isolated=False)
+    assert "-I" not in programs.own_argv("hosttune.cli", isolated=False)
     (tmp_path / "hosttune").mkdir()
     (tmp_path / "hosttune" / "__init__.py").write_text("raise SystemExit('planted')\n")
     (tmp_path / "hosttune" / "__main__.py").write_text("raise SystemExit('planted')\n")
-    r = subprocess.run([*programs.own_argv("hosttune", isolated=False), "--version"], cwd=tmp_path,
+    r = subprocess.run([*programs.own_argv("hosttune.cli", isolated=False), "--version"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "planted" not in r.stderr, r.stderr
     assert r.stdout.strip(), r.stdout

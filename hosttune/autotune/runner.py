@@ -36,7 +36,7 @@ TAIL = 20  # last lines kept per trial, for the reason a trial was dropped
 def hosttune_argv() -> List[str]:
     """How to start this hosttune again: this interpreter and this package, through the gateway's bootstrap (not
     `-m hosttune`, which would import a `hosttune/` left in the working directory; -I as root)."""
-    return programs.own_argv("hosttune")
+    return programs.own_argv("hosttune.cli")
 
 
 @dataclass

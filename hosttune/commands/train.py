@@ -165,7 +165,7 @@ def build_argv(nproc: int, engine_args: Sequence[str], profile: Optional[str] = 
     yaml_dir = _yaml_dir()
     if yaml_dir:
         rank += ["--yaml-from", yaml_dir]
-    return [*programs.own_argv("hosttune"), "exec", *exec_opts, "--",
+    return [*programs.own_argv("hosttune.cli"), "exec", *exec_opts, "--",
             python, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
             *rank, *engine_args]
 
