@@ -1,4 +1,5 @@
-"""The per-rank shim: `python -m hosttune.shim COMMAND...` binds this rank to its plan, then execs COMMAND.
+"""The per-rank shim: `python -m hosttune.shim COMMAND...` binds this rank to its plan, then execs COMMAND (started
+by the launcher through the program gateway's bootstrap, `programs.own_argv`, which runs this module's main()).
 
 `hosttune exec -- torchrun ...` rewrites torchrun's argv so that torchrun starts every rank (and every restart of a
 rank) through this module; it is the route for ranks that are not Python (`torchrun --no-python`). Python ranks of

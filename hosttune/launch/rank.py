@@ -1,5 +1,5 @@
 """The rank side's one module: where a rank's plan comes from, the check of its variables, and THE failure rule.
-Both entries are thin over it: the shim (hosttune/shim.py, a rank started through `python -m hosttune.shim`) and
+Both entries are thin over it: the shim (hosttune/shim.py, a rank started through `programs.own_argv`) and
 the per-rank hook (hook.py, inside every Python rank).
 
 Where the plan comes from (`plan_for`): the launcher's handoff (handoff.py) carries the plans of the world sizes
