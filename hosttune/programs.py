@@ -21,6 +21,7 @@ on as written, as a shell would). The detector's
 `HostIO.run` (started in "/", with `child_env`) goes through `resolve` too.
 """
 
+import json
 import os
 import shutil
 import sys
@@ -110,12 +111,18 @@ def resolve(program: str, what: str, *, path: Optional[str] = None, check: bool 
 # __main__ by runpy, so it is loaded once and a rank's start pays for nothing more). As root the interpreter also
 # runs isolated (-I: no PYTHONPATH/PYTHONSTARTUP/user site that `su`/`sudo -E` may have carried over); an ordinary
 # user keeps them (a `pip install --user` hosttune finds its PyYAML there).
+# Double quotes only (literals written by _literal), so a shell-quoted command line (`train --dry-run`) stays readable.
 _BOOT = (
-    "import sys; sys.path[:1] == [''] and sys.path.pop(0); import importlib.util as u; "
-    "s = u.spec_from_file_location('hosttune', {init!r}, submodule_search_locations=[{pkg!r}]); "
-    "m = u.module_from_spec(s); sys.modules['hosttune'] = m; s.loader.exec_module(m); "
-    "sys.exit(__import__({module!r}, fromlist=['main']).main())"
+    'import sys; sys.path[:1] == [""] and sys.path.pop(0); import importlib.util as u; '
+    's = u.spec_from_file_location("hosttune", {init}, submodule_search_locations=[{pkg}]); '
+    'm = u.module_from_spec(s); sys.modules["hosttune"] = m; s.loader.exec_module(m); '
+    'sys.exit(__import__({module}, fromlist=["main"]).main())'
 )
+
+
+def _literal(text: str) -> str:
+    """`text` as a double-quoted Python string literal (JSON's escapes are Python's)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def own_package() -> str:
@@ -130,7 +137,7 @@ def own_argv(module: str, *, python: Optional[str] = None, pkg: Optional[str] = 
     (default: as root). Append the module's own arguments. See _BOOT above."""
     pkg = own_package() if pkg is None else pkg
     isolated = trust.is_root() if isolated is None else isolated
-    boot = _BOOT.format(init=os.path.join(pkg, "__init__.py"), pkg=pkg, module=module)
+    boot = _BOOT.format(init=_literal(os.path.join(pkg, "__init__.py")), pkg=_literal(pkg), module=_literal(module))
     return [python or sys.executable, *(["-I"] if isolated else []), "-c", boot]
 
 

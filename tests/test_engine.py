@@ -4,6 +4,7 @@ AMP selection, the OOM report, the API (bf16 autocast on CPU) and `hosttune trai
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -246,6 +247,7 @@ def test_api_rejects_unknown_setting(tmp_path: Path) -> None:
 # ---- `hosttune train` ----
 
 def test_hosttune_train_argv_and_fast_failure() -> None:
+    from hosttune import programs
     from hosttune.cli import cli
     from hosttune.commands.train import RANK_SCRIPT, build_argv
 
@@ -254,10 +256,12 @@ def test_hosttune_train_argv_and_fast_failure() -> None:
                             "--set", "steps=5"])
     assert r.exit_code == 0, r.output
     argv = build_argv(2, ["--preset", "gpt-tiny", "--set", "steps=5"], python=sys.executable)
-    assert r.output.split() == argv
-    assert argv[:5] == [sys.executable, "-m", "hosttune", "exec", "--"]
-    assert argv[5:11] == [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                          str(RANK_SCRIPT)]
+    assert shlex.split(r.output) == argv  # printed shell-quoted: a shell reads back exactly this argv
+    exec_argv = programs.own_argv("hosttune.cli")  # hosttune itself, never `-m` from the working directory
+    n = len(exec_argv) + 2
+    assert argv[:n] == [*exec_argv, "exec", "--"]
+    assert argv[n:n + 6] == [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                             str(RANK_SCRIPT)]
     r = runner.invoke(cli, ["train", "--nproc", "2", "--preset", "gpt-tiny", "--set", "lrr=1"])
     assert r.exit_code == 2 and "unknown key 'lrr' (did you mean 'lr'?)" in r.output
 
