@@ -301,6 +301,14 @@ class OtherUser:
 
 
 @pytest.fixture
+def marker(tmp_path: Path) -> Path:
+    """Where a planted program would leave its mark if it ran (a private directory: only the test writes there)."""
+    d = tmp_path / "markers"
+    d.mkdir(mode=0o700)
+    return d / "ran"
+
+
+@pytest.fixture
 def other_user() -> Iterator[OtherUser]:
     """The second, unprivileged user. Needs root (to become them) and setpriv; skipped otherwise."""
     import shutil

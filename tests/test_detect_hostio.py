@@ -16,13 +16,6 @@ from hosttune.detect import HostIO
 from hosttune.detect.hostio import READ_LIMIT, child_env
 
 
-@pytest.fixture
-def marker(tmp_path: Path) -> Path:
-    d = tmp_path / "markers"
-    d.mkdir(mode=0o700)
-    return d / "ran"
-
-
 def test_planted_programs_in_a_user_owned_path_dir_are_not_run_as_root(other_user: Any, marker: Path) -> None:
     shell = f"#!/bin/sh\necho \"$0\" >> {marker}\n"
     for prog in ("python3", "nvidia-smi", "lspci", "ldconfig", "numactl", "nvcc", "torchrun"):

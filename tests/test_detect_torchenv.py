@@ -18,13 +18,6 @@ from hosttune.detect import HostIO, torchenv
 from hosttune.detect.hostio import child_env, trusted_path_dirs
 
 
-@pytest.fixture
-def marker(tmp_path: Path) -> Path:
-    d = tmp_path / "markers"
-    d.mkdir(mode=0o700)
-    return d / "ran"
-
-
 def test_facts_as_root_in_another_users_directory_runs_none_of_their_modules(
         other_user: Any, tmp_path: Path, marker: Path) -> None:
     for name in ("json.py", "re.py", "os.py", "importlib/__init__.py", "importlib/util.py", "sitecustomize.py",

@@ -160,13 +160,6 @@ def test_exec_as_root_never_runs_another_users_program_found_on_path(other_user:
     assert r.returncode == 0 and "root-s own job" in r.stdout, r.stderr
 
 
-@pytest.fixture
-def marker(tmp_path: Path) -> Path:
-    d = tmp_path / "markers"
-    d.mkdir(mode=0o700)
-    return d / "ran"
-
-
 # ---- issue 22 item 2: --python of facts and doctor goes through the program gateway ----------------------------------
 @pytest.mark.parametrize("command", ["facts", "doctor"])
 def test_another_users_python_named_by_option_is_refused_before_it_runs(command: str, other_user: Any,
