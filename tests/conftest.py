@@ -291,6 +291,22 @@ class OtherUser:
         kw.setdefault("timeout", 60)
         return subprocess.run(cmd, check=False, **kw)
 
+    def hosttune(self, *args: str, cwd: Optional[Path] = None) -> "Any":
+        """`python3 -m hosttune ARGS` as the other user, on the distro's /usr/bin/python3 (they cannot enter a pyenv or
+        venv under /root) with a copy of this checkout's package in their home (the checkout itself may sit in a
+        directory only root can enter, as a `mktemp -d` clone does). Skips without /usr/bin/python3."""
+        import shutil
+
+        py = "/usr/bin/python3"
+        if not os.path.exists(py):
+            pytest.skip(f"running hosttune as another user needs {py}")
+        src = self.home / ".hosttune-src"
+        if not src.exists():
+            shutil.copytree(REPO / "hosttune", src / "hosttune", ignore=shutil.ignore_patterns("__pycache__"))
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "PYTHONPATH": str(src),
+               "PYTHONDONTWRITEBYTECODE": "1", "LC_ALL": "C.UTF-8"}
+        return self.run([py, "-m", "hosttune", *args], env=env, cwd=str(cwd or self.home))
+
     def write(self, rel: str, content: Any, mode: int = 0o644) -> Path:
         """A file the other user owns (created by them, so every directory they made on the way is theirs)."""
         path = self.home / rel

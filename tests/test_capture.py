@@ -234,13 +234,10 @@ def test_capture_never_replaces_an_archive_that_appeared_while_it_ran(tmp_path: 
 def test_capture_into_a_directory_it_cannot_read_is_one_line(other_user: Any) -> None:
     """Was: os.lstat/os.listdir outside the try, so an existing directory the user cannot read (EACCES, as the user
     running hosttune; root reads any) gave a PermissionError traceback. Now one line naming it, exit 2."""
-    from conftest import checkout_env
-
     locked = other_user.home / "locked"
     done = other_user.run(["mkdir", "-m", "000", str(locked)])
     assert done.returncode == 0, done.stderr
-    done = other_user.run([sys.executable, "-m", "hosttune", "facts", "--capture", str(locked)],
-                          env=checkout_env(HOME=str(other_user.home)), cwd=str(other_user.home))
+    done = other_user.hosttune("facts", "--capture", str(locked))
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert done.stderr.strip() == f"hosttune: error: --capture {locked}: cannot read: Permission denied", done.stderr
