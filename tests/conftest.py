@@ -255,6 +255,14 @@ def checkout_env(**extra: str) -> Dict[str, str]:
     return env
 
 
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
+
+
+def torchrun_env(**extra: str) -> Dict[str, str]:
+    """checkout_env for a 2-rank job on this 2-core machine: one OpenMP thread per rank, plus `extra`."""
+    return checkout_env(**{"OMP_NUM_THREADS": "1", **extra})
+
+
 @pytest.fixture
 def probe_env(tmp_path: Path) -> Dict[str, str]:
     """The environment for a job of tests/probes/: each rank writes its report into $PROBE_OUT. `python -m hosttune`

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from conftest import checkout_env
+from conftest import TORCHRUN
+from conftest import torchrun_env as env
 
 torch = pytest.importorskip("torch")
 
@@ -22,12 +23,6 @@ pytestmark = pytest.mark.integration
 
 
 PY = sys.executable
-
-TORCHRUN = [PY, "-m", "torch.distributed.run"]
-
-
-def env(**extra: str) -> Dict[str, str]:
-    return checkout_env(**{"OMP_NUM_THREADS": "1", **extra})  # 2 ranks on 2 shared cores
 
 
 # ---- DDP: every rank ends with the same parameters -------------------------------------------------------------

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-from conftest import checkout_env, job_processes
+from conftest import TORCHRUN, job_processes
+from conftest import torchrun_env as env
 
 torch = pytest.importorskip("torch")
 
@@ -20,12 +21,6 @@ pytestmark = pytest.mark.integration
 
 
 PY = sys.executable
-
-TORCHRUN = [PY, "-m", "torch.distributed.run"]
-
-
-def env(**extra: str) -> Dict[str, str]:
-    return checkout_env(**{"OMP_NUM_THREADS": "1", **extra})  # 2 ranks on 2 shared cores
 
 
 # ---- signals reach every process of the job --------------------------------------------------------------------------
