@@ -2,6 +2,7 @@
 are known (deterministic: seeded noise, fake trial seconds, no wall time), the CLI's one-line errors, and one real
 end-to-end run on a tiny job whose speed depends on a variable a candidate sets."""
 
+import dataclasses
 import json
 import math
 import os
@@ -77,6 +78,55 @@ def test_metric_named_group_whole_match_and_garbage() -> None:
     assert metric.read(whole, [(1.0, "throughput=1.5e3")])[0] == 1500.0
     grouped = metric.compile_metric(r"rate (\S+)", warmup_matches=0)
     assert metric.read(grouped, [(1.0, "rate nan"), (1.1, "rate -3"), (1.2, "rate x")])[0] is None
+
+
+# -- the candidates: allocator settings, DataLoader workers and pinning ------------------------------------------
+
+def _profile() -> Any:
+    from hosttune.profile.settings import Profile
+
+    return Profile("default", "the default", "built-in")
+
+
+def test_tcmalloc_settings_are_candidates_beside_jemalloc_decay() -> None:
+    """gperftools reads TCMALLOC_RELEASE_RATE and TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES at start; each is a candidate
+    (tcmalloc preloaded, the setting in the profile's `tcmalloc:` map), unless the caller set that variable."""
+    from hosttune.autotune import candidates as cands
+
+    default = _profile()
+    found, notes = cands.generate(default, cands.Host(jemalloc=True, tcmalloc=True), {})
+    by = cands.by_name(found)
+    assert {"tcmalloc-norelease", "tcmalloc-bigcache", "jemalloc-decay", "jemalloc-nobg"} <= set(by)
+    norel = by["tcmalloc-norelease"].apply(default)
+    assert norel.allocator == "tcmalloc" and dict(norel.tcmalloc) == {"TCMALLOC_RELEASE_RATE": "0"}
+    big = by["tcmalloc-bigcache"].apply(default)
+    assert dict(big.tcmalloc) == {"TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES": str(256 << 20)}
+    mine, notes = cands.generate(default, cands.Host(tcmalloc=True), {"TCMALLOC_RELEASE_RATE": "5"})
+    assert "tcmalloc-norelease" not in cands.by_name(mine) and "tcmalloc-bigcache" in cands.by_name(mine)
+    assert any(n.startswith("tcmalloc-norelease: left out, you set TCMALLOC_RELEASE_RATE") for n in notes)
+    assert not any(c.name.startswith("tcmalloc") for c in cands.generate(default, cands.Host(jemalloc=True), {})[0])
+
+
+def test_engine_jobs_get_workers_and_pinning_candidates_where_the_engine_reads_them() -> None:
+    from hosttune.autotune import candidates as cands
+
+    default = _profile()
+    gpu = cands.Host(threads=4, engine=True, gpus=True)
+    by = cands.by_name(cands.generate(default, gpu, {})[0])
+    assert by["workers-0"].apply(default).dataloader.num_workers == 0
+    assert by["workers-4"].apply(default).dataloader.num_workers == 4  # twice policy's 2 for a 4-thread rank
+    assert by["pin-memory-off"].apply(default).dataloader.pin_memory is False  # auto pins with a GPU
+    unpinned = dataclasses.replace(default, dataloader=dataclasses.replace(default.dataloader, pin_memory=False))
+    assert "pin-memory-on" in cands.by_name(cands.generate(unpinned, gpu, {})[0])
+    cpu_only, notes = cands.generate(default, cands.Host(threads=2, engine=True), {})
+    names = [c.name for c in cpu_only]
+    assert "workers-2" in names and "workers-0" not in names  # policy runs none on 2 cores: the default is 0
+    assert not any(n.startswith("pin-memory") for n in names) and any("no GPU" in n for n in notes)
+    sets, notes = cands.generate(default, cands.Host(threads=4, engine=True, gpus=True,
+                                                     engine_sets=("num_workers", "pin_memory")), {})
+    assert not any(c.name.startswith(("workers-", "pin-memory")) for c in sets) and len(notes) == 2
+    assert not any(c.name.startswith(("workers-", "pin-memory"))
+                   for c in cands.generate(default, cands.Host(threads=4, gpus=True), {})[0])  # not the engine
 
 
 @pytest.mark.parametrize("text, msg", [("(", "not a regular expression"), ("", "empty"),
@@ -364,6 +414,28 @@ def test_the_report_says_a_busy_host_in_the_table_the_json_and_each_trial_line()
     quiet = search.search(["c"], ScriptedRunner(_swinging_default(1.06), lambda i: 0.0), BIG, 10.0)
     assert not any(line.startswith("busy host") for line in report.table(quiet, 0.01).splitlines())
     assert "host busy" not in report.trial_line(quiet.trials[0], quiet, 10)
+
+
+def test_a_busy_host_gets_extra_confirmation_rounds_within_the_budget_and_says_so() -> None:
+    """Was: a busy host got the same 8 confirmation rounds as a quiet one. Now the finalists get up to `confirm`
+    more before the decision, as many as the budget holds, and the contention line says how many."""
+    busy = search.search(["c"], ScriptedRunner(_swinging_default(1.4), lambda i: 0.4), BIG, 10.0)
+    assert (busy.extra_planned, busy.extra_rounds) == (search.CONFIRM, search.CONFIRM)
+    assert len(busy.confirm["c"]) == 2 * search.CONFIRM and len(busy.trials) == 1 + 2 * 2 * search.CONFIRM
+    assert f"; {search.CONFIRM} extra confirmation round(s) run before deciding (of {search.CONFIRM})" in \
+        busy.contention_line()
+    assert busy.contention_dict()["extra_rounds"] == search.CONFIRM
+    w = busy.winner(0.01)
+    assert w is not None and w.rounds == 2 * search.CONFIRM  # crowned on every confirmation round
+    # the budget bounds them: 8 rounds of one candidate are 17 trials of 10 s; 60 s more hold 3 rounds of 2 trials
+    tight = search.search(["c"], ScriptedRunner(_swinging_default(1.4), lambda i: 0.4), 170 + 60, 10.0)
+    assert tight.extra_rounds == 3 and tight.spent <= 230
+    assert "3 extra confirmation round(s) run before deciding (of 8; the budget held no more)" in \
+        tight.contention_line()
+    quiet = search.search(["c"], ScriptedRunner(_swinging_default(1.4), lambda i: 0.0), BIG, 10.0)
+    assert (quiet.extra_planned, quiet.extra_rounds) == (0, 0) and len(quiet.confirm["c"]) == search.CONFIRM
+    none = search.search(["c"], ScriptedRunner(_swinging_default(1.4), lambda i: 0.4), BIG, 10.0, extra=0)
+    assert none.extra_rounds == 0 and "extra" not in none.contention_line()
 
 
 def _rung_then_quiet(busy_c0: float) -> Callable[[str, int], Optional[float]]:

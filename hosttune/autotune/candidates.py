@@ -1,7 +1,11 @@
 """The candidates: the default profile with one decision of the plan changed at a time.
 
-What a plan decides (plan/): the allocator and its settings, the binding (none, cores, cores + memory), threads per
-rank, the OpenMP wait policy (the profile's literal env), and DataLoader workers for the bundled engine. Each
+What a plan decides (plan/): the allocator and its settings (jemalloc's decay and background thread; tcmalloc's
+release rate and thread-cache size, the two performance settings gperftools reads from the environment:
+TCMALLOC_LARGE_ALLOC_REPORT_THRESHOLD only reports large allocations), the binding (none, cores, cores + memory),
+threads per rank, the OpenMP wait policy (the profile's literal env), and for the bundled engine its DataLoader
+workers and pinning (the profile's `dataloader:` section, exported as HOSTTUNE_NUM_WORKERS / HOSTTUNE_PIN_MEMORY,
+which the engine reads unless its own config sets num_workers / pin_memory; pinning only matters with CUDA). Each
 candidate is the default profile (`profile.active`, what `hosttune exec` runs with no `--profile`) with the changes
 below applied by `dataclasses.replace`, so it is validated and written like any profile. A candidate that changes
 nothing, or only a variable the caller has set (the caller's own value wins in `exec`), is left out and said why.
@@ -11,10 +15,16 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from hosttune.policy import cpu as cpu_policy
+
 DEFAULT = "default"
 # jemalloc with purging on (its library defaults plus a background thread) and without the background thread
 JEMALLOC_DECAY_CONF = "background_thread:true"
 JEMALLOC_NO_BG_CONF = "oversize_threshold:1,background_thread:false,dirty_decay_ms:-1,muzzy_decay_ms:-1"
+# gperftools (tcmalloc and tcmalloc_minimal) read these at start: the release rate (default 1.0; 0 = freed pages are
+# never returned to the OS, so no page faults to take them back) and the bound on all thread caches together
+TCMALLOC_NO_RELEASE = {"TCMALLOC_RELEASE_RATE": "0"}
+TCMALLOC_BIG_CACHE = {"TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES": str(256 << 20)}
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,8 @@ class Host:
     threads: Optional[int] = None  # OMP_NUM_THREADS of rank 0 under the default plan (exec --dry-run)
     logical_per_rank: Optional[int] = None  # CPUs rank 0 is bound to under the default plan
     engine: bool = False
+    gpus: bool = False  # GPUs on the host (the engine pins DataLoader memory only with CUDA)
+    engine_sets: Tuple[str, ...] = ()  # engine settings the command sets itself (--set num_workers=...)
 
 
 def _allocators(default: Any, host: Host) -> List[Candidate]:
@@ -55,6 +67,14 @@ def _allocators(default: Any, host: Host) -> List[Candidate]:
     if host.tcmalloc and default.allocator != "tcmalloc":
         out.append(Candidate("tcmalloc", "tcmalloc preloaded", {"allocator": "tcmalloc"},
                              touches=("LD_PRELOAD", "MALLOC_CONF")))
+    if host.tcmalloc:
+        for name, why, conf in (
+                ("tcmalloc-norelease", "tcmalloc never returning freed memory to the OS (TCMALLOC_RELEASE_RATE=0)",
+                 TCMALLOC_NO_RELEASE),
+                ("tcmalloc-bigcache", "tcmalloc with 256 MiB of thread caches in all "
+                 "(TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES)", TCMALLOC_BIG_CACHE)):
+            out.append(Candidate(name, why, {"allocator": "tcmalloc", "tcmalloc": {**dict(default.tcmalloc), **conf}},
+                                 touches=("LD_PRELOAD", *conf)))
     if host.jemalloc:
         if not uses_jemalloc:
             out.append(Candidate("jemalloc", "jemalloc with the throughput settings",
@@ -101,22 +121,46 @@ def _openmp() -> List[Candidate]:
     ]
 
 
-def _dataloader(default: Any, host: Host) -> List[Candidate]:
+def _dataloader(default: Any, host: Host) -> Tuple[List[Candidate], List[str]]:
+    """Workers (none; twice the default's, or 2 where it runs none) and pinning flipped, for the bundled engine."""
     if not host.engine:
-        return []
-    dl = default.dataloader
-    return [Candidate("workers-0", "no DataLoader worker processes",
-                      {"dataloader": dataclasses.replace(dl, num_workers=0, persistent_workers="auto")},
-                      touches=("HOSTTUNE_NUM_WORKERS",))]
+        return [], []
+    dl, out, notes = default.dataloader, [], []
+    if "num_workers" in host.engine_sets:
+        notes.append("workers: left out, your command sets num_workers (the engine's config wins over the profile)")
+    else:
+        auto = cpu_policy.dataloader_workers(host.threads or 1)[0]
+        now = auto if dl.num_workers == "auto" else int(dl.num_workers)
+        more = 2 * now if now else 2
+        if now:
+            out.append(_workers(dl, 0, "no DataLoader worker processes"))
+        out.append(_workers(dl, more, f"{more} DataLoader workers per rank (the default: {now})"))
+    if "pin_memory" in host.engine_sets:
+        notes.append("pin-memory: left out, your command sets pin_memory (the engine's config wins over the profile)")
+    elif not host.gpus:
+        notes.append("pin-memory: left out, no GPU (the engine pins DataLoader memory only with CUDA)")
+    else:
+        pinned = dl.pin_memory == "auto" or bool(dl.pin_memory)
+        out.append(Candidate("pin-memory-" + ("off" if pinned else "on"),
+                             "DataLoader batches " + ("not " if pinned else "") + "in pinned (page-locked) memory",
+                             {"dataloader": dataclasses.replace(dl, pin_memory=not pinned)},
+                             touches=("HOSTTUNE_PIN_MEMORY",)))
+    return out, notes
+
+
+def _workers(dl: Any, n: int, why: str) -> Candidate:
+    return Candidate(f"workers-{n}", why,
+                     {"dataloader": dataclasses.replace(dl, num_workers=n, persistent_workers="auto",
+                                                        prefetch_factor=dl.prefetch_factor if n else "auto")},
+                     touches=("HOSTTUNE_NUM_WORKERS",))
 
 
 def generate(default: Any, host: Host, environ: Mapping[str, str]) -> Tuple[List[Candidate], List[str]]:
     """(the candidates in a fixed order, one line per candidate left out and why)."""
     out: List[Candidate] = []
-    notes: List[str] = []
+    loader, notes = _dataloader(default, host)
     base = default.to_dict()
-    for cand in [*_allocators(default, host), *_bindings(default), *_threads(host), *_openmp(),
-                 *_dataloader(default, host)]:
+    for cand in [*_allocators(default, host), *_bindings(default), *_threads(host), *_openmp(), *loader]:
         mine = [k for k in cand.touches if k in environ]
         if mine:
             notes.append(f"{cand.name}: left out, you set {', '.join(mine)} (your value wins under exec)")

@@ -26,11 +26,16 @@ def plan_text(session: Any) -> str:
     for c in session.candidates:
         lines.append(f"  {c.name:<16} {c.why}")
     lines.extend(f"  ({printable(n)})" for n in session.notes)
+    if getattr(session, "engine_runs", False):
+        lines.append("run directories: each trial of the engine gets --run-dir in a fresh scratch directory under "
+                     "TMPDIR (no trial resumes another's checkpoints), removed after it unless the trial is dropped")
     lines.append("order: each round runs D c1 D c2 ... cn D (D = the default, candidates reshuffled every round); "
                  "each candidate's ratio is to the default trials next to it")
     for st in session.stages():
         what = "finalists, fresh rounds that decide" if st.label == "confirm" else "keep the better half"
         lines.append(f"  {st.label:<8} {st.names} candidates x {st.rounds} round(s) = {st.trials} trials ({what})")
+    lines.append(f"  busy host: up to {session.confirm} extra confirmation rounds, as the budget allows, when the "
+                 f"default's trials run contended")
     total = session.trials()
     lines.append(f"budget: {session.budget_s:g} s = {total} trials of at most {session.window_s:.1f} s "
                  f"(a job that ends sooner leaves the rest to later rounds)")

@@ -5,8 +5,10 @@ The child runs in its own session so a window that ends, an error or Ctrl-C stop
 process group, SIGKILL after a grace); its output (stdout and stderr together) is read line by line with the time
 each line came. A job that ends by itself within the window is scored if it exited 0; one the window ended is
 scored from what it printed so far (that is the point of a window). A non-zero exit, no metric, or only warm-up
-metric lines drop the trial, with the reason and the job's last line. Nothing the job writes is touched. How busy
-the host was during the trial (contention.Meter, read before and after it) goes with its score.
+metric lines drop the trial, with the reason and the job's last line. Nothing the job writes is touched, except
+that a trial of the bundled engine runs in a scratch run directory of its own (rundirs.py: removed after the trial
+unless it was dropped; its nested `hosttune exec` gets the candidate too, through HOSTTUNE_PROFILE). How busy the host
+was during the trial (contention.Meter, read before and after it) goes with its score.
 """
 
 import contextlib
@@ -22,9 +24,10 @@ from pathlib import Path
 from typing import IO, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from hosttune import programs
-from hosttune.autotune import contention, metric
+from hosttune.autotune import contention, metric, rundirs
 from hosttune.autotune.search import Trial
 from hosttune.errors import UserError
+from hosttune.policy import names
 from hosttune.term import printable
 
 GRACE_S = 5.0
@@ -64,21 +67,39 @@ class ExecRunner:
 
     def __init__(self, command: Sequence[str], profiles: Mapping[str, Path], spec: metric.MetricSpec,
                  window_s: float, environ: Optional[Mapping[str, str]] = None,
-                 meter: Optional[contention.Meter] = None):
+                 meter: Optional[contention.Meter] = None, runs: Optional[rundirs.RunDirs] = None):
         self.command, self.profiles, self.spec, self.window_s = list(command), dict(profiles), spec, window_s
         self.environ = dict(os.environ if environ is None else environ)
         self.meter = meter if meter is not None else contention.Meter()
+        self.runs = runs  # the engine's scratch run directories (None: the command is not the bundled engine's)
 
     def run(self, name: str) -> Trial:
         token = self.meter.start()
         with _term_stops_the_trial():
-            trial = self._run(name)
+            trial = self._run(name) if self.runs is None else self._in_run_dir(name, self.runs)
         return dataclasses.replace(trial, busy=self.meter.stop(token))
 
-    def _run(self, name: str) -> Trial:
-        argv = [*hosttune_argv(), "exec", "--profile", str(self.profiles[name]), "--", *self.command]
+    def _in_run_dir(self, name: str, runs: rundirs.RunDirs) -> Trial:
+        """The trial with a fresh scratch run directory: removed after it, kept (and named) when it was dropped."""
+        path = runs.new(name)
+        keep = False
+        try:
+            env = {**self.environ, names.PROFILE: str(self.profiles[name])}  # `hosttune train`'s own exec
+            trial = self._run(name, rundirs.with_run_dir(self.command, path), env)
+            if trial.score is None:
+                keep = True
+                trial = dataclasses.replace(trial, why=f"{trial.why}; its run directory is kept: {path}")
+            return trial
+        finally:
+            runs.done(path, keep)
+
+    def _run(self, name: str, command: Optional[Sequence[str]] = None,
+             environ: Optional[Mapping[str, str]] = None) -> Trial:
+        argv = [*hosttune_argv(), "exec", "--profile", str(self.profiles[name]), "--",
+                *(self.command if command is None else command)]
         start = time.monotonic()
-        proc = programs.popen(argv, "autotune trial", env=self.environ, stdin=subprocess.DEVNULL,
+        proc = programs.popen(argv, "autotune trial", env=dict(self.environ if environ is None else environ),
+                              stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         out = _Output(self.spec, start)
         reader = threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True)

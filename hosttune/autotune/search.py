@@ -15,8 +15,11 @@ it.
 
 Each trial may carry how busy the host was during it (`Trial.busy`, contention.py). When the default trials ran on
 a busy host (median contention >= `contention.BUSY`), `Result` says so in one line (`contention_line`), widens
-every interval by the default's own swing between adjacent trials (`stats.widen`), and never declares a candidate
-whose worst round under contention fell well below the default's (`stats.fragile`) the winner.
+every interval by the default's own swing between adjacent trials (`stats.widen`), never declares a candidate
+whose worst round under contention fell well below the default's (`stats.fragile`) the winner, and before deciding
+gives the finalists up to `extra` (default: `confirm`) more confirmation rounds, as many as the budget still holds
+(`Result.extra_rounds`; the line says how many): the bursts of other tenants span trials, so more rounds are what
+averages them out.
 """
 
 import math
@@ -86,6 +89,8 @@ class Result:
     stopped: str = ""  # why the search ended before its schedule did ("" when it ran it all)
     finalists: List[str] = field(default_factory=list)
     busy_ratios: Dict[str, List[float]] = field(default_factory=dict)  # rounds whose candidate trial was busy
+    extra_rounds: int = 0  # confirmation rounds added because the host was busy
+    extra_planned: int = 0  # how many a busy host asks for (0: the host was quiet)
 
     def summaries(self) -> List[stats.Summary]:
         w = self.widening()
@@ -139,6 +144,9 @@ class Result:
         text = (f"busy host: other work wanted the CPUs {share or 0:.0%} of the default trials' time; every interval"
                 f" widened by x{self.widening():.3f} (the default's own swing between adjacent trials)")
         floor = stats.floor_of(self.default_pairs(busy_only=True))
+        if self.extra_planned:
+            text += (f"; {self.extra_rounds} extra confirmation round(s) run before deciding (of {self.extra_planned}"
+                     f"{'' if self.extra_rounds >= self.extra_planned else '; the budget held no more'})")
         for name, worst in sorted(out.items()):
             text += f"; {name} not kept: x{worst:.2f} in a contended round (the default's worst: x{floor:.2f})"
         return text
@@ -146,7 +154,7 @@ class Result:
     def contention_dict(self) -> Dict[str, object]:
         share = self.busy_share()
         return {"busy": self.busy(), "busy_share": None if share is None else round(share, 4),
-                "widened_by": round(self.widening(), 4),
+                "widened_by": round(self.widening(), 4), "extra_rounds": self.extra_rounds,
                 "fragile": {n: round(r, 4) for n, r in sorted(self.fragile().items())}}
 
 
@@ -216,8 +224,10 @@ class _Search:
 
 
 def search(names: Sequence[str], runner: Runner, budget_s: float, trial_s: float, *, confirm: int = CONFIRM,
-           progress: Optional[Callable[[Trial, Result], None]] = None, seed: int = stats.SEED) -> Result:
-    """Run the schedule for `names` (the default is not one of them) within `budget_s` seconds of trials."""
+           progress: Optional[Callable[[Trial, Result], None]] = None, seed: int = stats.SEED,
+           extra: Optional[int] = None) -> Result:
+    """Run the schedule for `names` (the default is not one of them) within `budget_s` seconds of trials; on a busy
+    host up to `extra` (default: `confirm`) more confirmation rounds as the budget allows."""
     s = _Search(names, runner, budget_s, trial_s, progress, seed)
     res = s.res
     alive = list(names)
@@ -244,7 +254,22 @@ def search(names: Sequence[str], runner: Runner, budget_s: float, trial_s: float
             res.stopped = res.stopped or "the budget ran out during the confirmation rounds"
             break
         s.round(finalists, res.confirm)
+    _more_if_busy(s, confirm if extra is None else extra)
     return res
+
+
+def _more_if_busy(s: _Search, extra: int) -> None:
+    """On a busy host, more confirmation rounds for the finalists, while the budget holds them."""
+    res = s.res
+    if res.stopped or extra <= 0 or not res.busy() or not s.alive(res.finalists):
+        return
+    res.extra_planned = extra
+    for _ in range(extra):
+        finalists = s.alive(res.finalists)
+        if not finalists or not s.fits(len(finalists)):
+            return
+        s.round(finalists, res.confirm)
+        res.extra_rounds += 1
 
 
 def _top(s: _Search, names: List[str], k: int) -> List[str]:

@@ -4,7 +4,8 @@ a private scratch directory, the schedule and the trial window that fit the budg
 `prepare` detects the host once, loads the default profile (`profile.active`: what `hosttune exec` uses without
 `--profile`), asks `hosttune exec --dry-run --json` for rank 0's threads and CPUs under it, and builds the
 candidates. `start` writes every candidate (and the default) as a profile file (`profile.write` -> `fsio`) into a
-fresh 0700 directory that `close` removes: only hosttune's own files, never anything of the job's.
+fresh 0700 directory that `close` removes: only hosttune's own files, never anything of the job's. A command that
+starts the bundled engine gets a scratch run directory per trial (rundirs.py), made in `run` and removed as it goes.
 """
 
 import json
@@ -14,10 +15,10 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hosttune.autotune import candidates as cands
-from hosttune.autotune import contention, metric, runner, search
+from hosttune.autotune import contention, metric, rundirs, runner, search
 from hosttune.errors import UserError
 
 MIN_WINDOW_S = 3.0  # a trial shorter than this measures start-up, not the job
@@ -37,6 +38,8 @@ class Session:
     scratch: Optional[Path] = None
     profiles: Dict[str, Path] = field(default_factory=dict)
     job_threads: int = 0  # runnable threads of the job under the default plan (the load-average fallback's share)
+    engine_runs: bool = False  # the command starts the bundled engine: each trial in a scratch run directory
+    runs: Optional[rundirs.RunDirs] = None
 
     @property
     def names(self) -> List[str]:
@@ -69,11 +72,16 @@ class Session:
             environ: Optional[Mapping[str, str]] = None) -> search.Result:
         if self.scratch is None:
             self.start()
+        if self.engine_runs and self.runs is None:
+            self.runs = rundirs.RunDirs()
         r = runner.ExecRunner(self.command, self.profiles, self.spec, self.window_s, environ,
-                              contention.Meter(job_threads=self.job_threads))
+                              contention.Meter(job_threads=self.job_threads), self.runs)
         return search.search(self.names, r, self.budget_s, self.window_s, confirm=self.confirm, progress=progress)
 
     def close(self) -> None:
+        if self.runs is not None:
+            self.runs.close()
+            self.runs = None
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = None
@@ -102,11 +110,15 @@ def prepare(command: Sequence[str], spec: metric.MetricSpec, budget_s: float, *,
     facts = detect.collect(Path("/"), probe_torch=False)
     default = profmod.active(None, facts, env)
     s = Session(list(command), spec, budget_s, facts, default, [], [], confirm)
+    s.engine_runs = rundirs.engine_command(command)
     try:
         s.start()  # the default as a file: the dry plans below read exactly what the trials will run
         plan = runner.dry_plan(command, s.profiles[cands.DEFAULT], env)
-        s.candidates, s.notes = cands.generate(default, _host(facts, plan, engine), env)
+        s.candidates, s.notes = cands.generate(default, _host(facts, plan, engine, command), env)
         s.job_threads = _job_threads(plan)
+        if engine and not s.engine_runs:
+            s.notes.append("run directories: the command is not `hosttune train` nor `python -m hosttune.engine`, so "
+                           "no scratch --run-dir is added: the trials write where the job writes")
         if only is not None:
             s.candidates = _only(s.candidates, s.notes, only)
         s.start()
@@ -149,7 +161,7 @@ def _distinct(s: Session, default_plan: Mapping[str, Any], env: Mapping[str, str
     s.candidates = kept
 
 
-def _host(facts: Any, plan: Mapping[str, Any], engine: bool) -> cands.Host:
+def _host(facts: Any, plan: Mapping[str, Any], engine: bool, command: Sequence[str] = ()) -> cands.Host:
     ranks = plan.get("ranks") or [{}]
     r0 = ranks[0] if isinstance(ranks[0], dict) else {}
     threads = r0.get("threads")
@@ -157,7 +169,14 @@ def _host(facts: Any, plan: Mapping[str, Any], engine: bool) -> cands.Host:
     a = facts.allocators
     return cands.Host(jemalloc=bool(a.jemalloc), tcmalloc=bool(a.tcmalloc or a.tcmalloc_minimal),
                       threads=threads if isinstance(threads, int) else None,
-                      logical_per_rank=len(cpus) or None, engine=engine)
+                      logical_per_rank=len(cpus) or None, engine=engine or rundirs.engine_command(command),
+                      gpus=bool(facts.gpus), engine_sets=_engine_sets(command))
+
+
+def _engine_sets(command: Sequence[str]) -> Tuple[str, ...]:
+    """The DataLoader settings the engine's own config takes from the command (`--set num_workers=2`)."""
+    return tuple(k for k in ("num_workers", "pin_memory") if any(w.split("=", 1)[0] == k or w.startswith(f"--set={k}=")
+                                                                  for w in command))
 
 
 def _job_threads(plan: Mapping[str, Any]) -> int:
