@@ -52,6 +52,35 @@ def test_the_key_normalises_run_names_and_keeps_what_shapes_the_work() -> None:
     assert measured.job_key(a) != measured.job_key(["torchrun", "--nproc-per-node", "4", "train.py", "--bs", "8"])
 
 
+def test_the_engines_run_directory_names_a_run_not_a_job() -> None:
+    """`--run-dir` is where a run writes (autotune's engine trials each get a scratch one), not the work it does."""
+    job = ["hosttune", "train", "--preset", "gpt-tiny", "--set", "steps=100"]
+    assert measured.job_key([*job, "--run-dir", "runs/a"]) == measured.job_key([*job, "--run-dir=runs/b"])
+    assert measured.job_key([*job, "--run-dir", "runs/a"]) == measured.job_key(job)
+    assert measured.job_key(job) != measured.job_key(["hosttune", "train", "--preset", "resnet-tiny"])
+
+
+def test_a_tcmalloc_settings_overlay_reaches_the_ranks() -> None:
+    """A winning tcmalloc candidate (allocator + one TCMALLOC_* setting) is laid over the default and exported."""
+    from hosttune import profile
+    from hosttune.autotune import candidates as cands
+
+    facts = _facts()
+    if not (facts.allocators.tcmalloc or facts.allocators.tcmalloc_minimal):
+        pytest.skip("no tcmalloc on this host")
+    default = profile.active(None, facts)
+    winner = cands.Candidate("tcmalloc-norelease", "test", {"allocator": "tcmalloc",
+                                                            "tcmalloc": cands.TCMALLOC_NO_RELEASE}).apply(default)
+    top = measured.overlay(default, winner, command=JOB, fingerprint=facts.hardware_fingerprint(),
+                           candidate="tcmalloc-norelease", ratio=1.2, lo=1.1, hi=1.3, rounds=8)
+    assert top.reasons["measured.changes"].split(",") == ["allocator", "tcmalloc.TCMALLOC_RELEASE_RATE"]
+    profile.write(top, measured.save_path(JOB), force=True)
+    res, plan = _dry(JOB)
+    assert res.returncode == 0, res.stderr
+    env = plan["ranks"][0]["env"]
+    assert env.get("TCMALLOC_RELEASE_RATE") == "0" and "tcmalloc" in env.get("LD_PRELOAD", ""), env
+
+
 def test_an_overlay_is_applied_to_the_same_job_and_said_once() -> None:
     path = _write(JOB)
     res, plan = _dry(JOB)

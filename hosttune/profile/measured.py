@@ -11,8 +11,8 @@ settings the winner changed from the default plan: only those are laid over the 
 The job's key is a hash of its command line, normalised: the program's base name (`/usr/bin/torchrun` ==
 `torchrun`), long options spelled one way (`--nproc_per_node=2` == `--nproc-per-node 2`), and the options that
 name a run rather than shape its work dropped with their values (`VOLATILE`: ports, rendezvous ids and endpoints,
-master address, node rank). The script and every other argument (rank count, batch size, model) are kept: they
-shape the work, so a different one is a different job.
+master address, node rank, the engine's run directory). The script and every other argument (rank count, batch
+size, model) are kept: they shape the work, so a different one is a different job.
 
 `exec` applies the overlay unless `--no-measured` or `--profile` names the profile explicitly (autotune's own trials
 run that way); a changed fingerprint makes it stale: not applied, one line says so. As root, an overlay the trust
@@ -34,7 +34,7 @@ from hosttune.profile.settings import SECTIONS, Profile, shown, value_of
 SUBDIR = "measured"
 VOLATILE = frozenset({
     "--master-port", "--master-addr", "--rdzv-id", "--rdzv-endpoint", "--node-rank", "--main-process-port",
-    "--main-process-ip", "--machine-rank", "--run-id",
+    "--main-process-ip", "--machine-rank", "--run-id", "--run-dir",
 })
 PROVENANCE = ("candidate", "ratio", "interval", "rounds", "date", "job", "changes")
 
