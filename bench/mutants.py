@@ -1,0 +1,636 @@
+# ruff: noqa: E501  (a table: each row is one mutant, its snippets verbatim)
+"""The mutation catalogue of bench/mutation.py (issue 21): one semantic change per entry, planted alone in a clone.
+
+Each mutant: `id`, `file` (relative to the checkout), `old` (an exact snippet that must occur exactly once in the
+file: a mutant whose snippet is gone or repeated is refused, so a refactor shows up as "refused", never as a silent
+no-op), `new` (its replacement), `tests` (pytest arguments, shell-quoted, run from the clone's root: the tests that
+should catch it; fast unit-level ones wherever the behaviour has them), `breaks` (the behaviour the change breaks).
+`equivalent`: a reason when the change alters no behaviour (listed, not counted). `sanity`: run first; must be caught,
+else the run stops (the tests are not importing the clone's code).
+
+Kinds planted: off-by-one limits, key inputs dropped, conditions inverted, fsync/no-follow flags removed, precedence
+swapped, checks dropped. Keep `tests` narrow (-k): a CPU-heavy run does one pytest per mutant, serially.
+"""
+
+from typing import List, NamedTuple
+
+
+class Mutant(NamedTuple):
+    id: str
+    file: str
+    old: str
+    new: str
+    tests: str
+    breaks: str
+    equivalent: str = ""
+    sanity: bool = False
+
+
+MUTANTS: List[Mutant] = []
+
+
+def M(mid: str, file: str, old: str, new: str, tests: str, breaks: str, *, equivalent: str = "",
+      sanity: bool = False) -> None:
+    MUTANTS.append(Mutant(mid, file, old, new, tests, breaks, equivalent, sanity))
+
+
+# ---- sanity: must be caught, or the tests do not see the clone's code --------------------------------------------
+M("sanity-cpulist-empty", "hosttune/cpulist.py",
+  "    return parse_cpulist_checked(text)[0]", "    return []",
+  "tests/test_cpulist.py", "every cpulist parses as empty", sanity=True)
+
+# ---- execcache: the key of a call ---------------------------------------------------------------------------------
+_SPEED = "tests/test_exec_speed.py -k"
+M("execcache-key-argv", "hosttune/execcache/key.py",
+  "os.getegid(), sorted(os.getgroups()), list(args))", "os.getegid(), sorted(os.getgroups()), [])",
+  f"{_SPEED} 'one_changed_input_is_a_miss and argv'", "argv drops out of the key: another command replays the old one")
+M("execcache-key-env-values", "hosttune/execcache/key.py",
+  '        h.update(v if isinstance(v, bytes) else v.encode("utf-8", "surrogateescape"))\n', "",
+  f"{_SPEED} 'one_changed_input_is_a_miss and environment'", "environment values drop out of the key")
+M("execcache-key-env-all", "hosttune/execcache/key.py",
+  "for k, v in sorted(env.items()):", "for k, v in sorted(env.items())[:0]:",
+  f"{_SPEED} 'one_changed_input_is_a_miss and environment or unrelated_variable'",
+  "the whole environment drops out of the key")
+M("execcache-key-host-files", "hosttune/execcache/key.py",
+  "    for path in pkg._HOST_FILES:\n", "    for path in pkg._HOST_FILES[1:]:\n",
+  f"{_SPEED} 'one_changed_input_is_a_miss and boot'", "the boot id drops out of the key: a replay after a reboot")
+M("execcache-key-boot-missing", "hosttune/execcache/key.py",
+  'h.update(b"\\0missing\\0" if data is None else data)', 'h.update(b"\\0missing\\0" if data is None else b"")',
+  f"{_SPEED} 'one_changed_input_is_a_miss and boot'", "host files hashed by presence only, not by bytes")
+M("execcache-key-affinity", "hosttune/execcache/key.py",
+  "    h.update(repr(sorted(os.sched_getaffinity(0))).encode())\n", "",
+  f"{_SPEED} 'one_changed_input_is_a_miss and cpus'", "the allowed CPUs drop out of the key (status lines still say it)")
+M("execcache-key-status", "hosttune/execcache/key.py",
+  "if line.startswith(pkg._STATUS_KEYS)", "if line.startswith(b'\\0')",
+  f"{_SPEED} 'one_changed_input_is_a_miss and cpus'", "Cpus_allowed_list/Mems_allowed_list drop out of the key")
+M("execcache-cgroup-content-roots", "hosttune/execcache/recorder.py",
+  "        elif path.startswith(pkg._CONTENT_ROOTS):\n            self.contents.add(path)",
+  "        elif False:\n            self.contents.add(path)",
+  f"{_SPEED} 'one_changed_input_is_a_miss and cgroup'", "the cgroup quota file's bytes are not recorded")
+M("execcache-stale-contents", "hosttune/execcache/store.py",
+  "        if _read(path) != data:\n            return path", "        if _read(path) is None and data is not None:\n            return path",
+  f"{_SPEED} 'one_changed_input_is_a_miss and cgroup'", "a changed quota file is not seen as stale")
+M("execcache-stale-stats", "hosttune/execcache/store.py",
+  "        if _stat_key(path, listed) != key:", "        if (_stat_key(path, listed) is None) != (key is None):",
+  f"{_SPEED} 'one_changed_input_is_a_miss and profile'", "an edited profile (same size, new times) replays the old plan")
+M("execcache-statkey-mtime", "hosttune/execcache/key.py",
+  "    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid, st.st_gid)",
+  "    return (st.st_dev, st.st_ino, st.st_size, 0, 0, st.st_mode, st.st_uid, st.st_gid)",
+  f"{_SPEED} 'one_changed_input_is_a_miss and profile'", "file times drop out of the stat key")
+M("execcache-parse-nobind", "hosttune/execcache/key.py",
+  '        if tok == "--no-bind":\n            no_bind = True', '        if tok == "--no-bind":\n            no_bind = False',
+  "tests/test_execcache.py tests/test_exec_speed.py -k 'no_bind or option'", "exec --no-bind on the fast path binds anyway")
+M("execcache-load-nlink", "hosttune/execcache/store.py",
+  "st.st_mode & 0o077 or st.st_nlink != 1", "st.st_mode & 0o077",
+  "tests/test_exec_speed.py -k 'link or entry or trust'", "a hard-linked cache entry (planted) is loaded")
+M("execcache-load-mode", "hosttune/execcache/store.py",
+  "st.st_uid != os.geteuid() or st.st_mode & 0o077 or", "st.st_uid != os.geteuid() or",
+  "tests/test_exec_speed.py -k 'mode or entry or trust or writable'", "a group/other-writable cache entry is loaded")
+M("execcache-private-dir", "hosttune/execcache/store.py",
+  "st[6] == os.geteuid() and not st[5] & 0o077", "st[6] == os.geteuid()",
+  "tests/test_exec_speed.py -k 'dir or trust or writable'", "a cache directory others can write is trusted")
+M("execcache-read-nofollow", "hosttune/execcache/key.py",
+  "fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)",
+  "fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)",
+  "tests/test_exec_speed.py tests/test_execcache.py -k 'link or read'", "the key's bounded read follows a link")
+M("execcache-racy", "hosttune/execcache/recorder.py",
+  "young = [p for p, _, k in stats if k is not None and max(_times(k)) >= recent]",
+  "young = [p for p, _, k in stats if k is not None and max(_times(k)) < recent]",
+  "tests/test_exec_speed.py -k 'racy or recent or young'", "a file changed just now is recorded (racily clean)")
+M("execcache-max-entries", "hosttune/execcache/store.py",
+  "for n in names[: len(names) - pkg.MAX_ENTRIES]:", "for n in names[: len(names) - pkg.MAX_ENTRIES - 1]:",
+  "tests/test_exec_speed.py -k 'prune or entries'", "the cache keeps one entry more than MAX_ENTRIES")
+
+# ---- engine ---------------------------------------------------------------------------------------------------
+_PINS = "tests/test_engine_pins.py -k"
+M("engine-zero-grad", "hosttune/engine/optim.py",
+  "    st.optimizer.zero_grad(set_to_none=True)  # frees", "    pass  # frees",
+  f"{_PINS} zeroed", "gradients accumulate across steps")
+M("engine-clip-before-unscale", "hosttune/engine/optim.py",
+  "    st.scaler.unscale_(st.optimizer)  # clip true gradients, not fp16-scaled ones\n"
+  "    grad_norm = shard.full_norm(torch.nn.utils.clip_grad_norm_(st.model.parameters(), cfg.grad_clip or math.inf))\n",
+  "    grad_norm = shard.full_norm(torch.nn.utils.clip_grad_norm_(st.model.parameters(), cfg.grad_clip or math.inf))\n"
+  "    st.scaler.unscale_(st.optimizer)  # clip true gradients, not fp16-scaled ones\n",
+  f"{_PINS} unscaling", "fp16 gradients clipped while still scaled")
+M("engine-clip-off", "hosttune/engine/optim.py",
+  "clip_grad_norm_(st.model.parameters(), cfg.grad_clip or math.inf)", "clip_grad_norm_(st.model.parameters(), math.inf)",
+  f"{_PINS} unscaling", "grad_clip ignored")
+M("engine-swap-delete-first", "hosttune/engine/checkpoint.py",
+  "        if aside.exists():\n            shutil.rmtree(aside)\n        os.replace(final, aside)",
+  "        if aside.exists():\n            shutil.rmtree(aside)\n        shutil.rmtree(final)",
+  f"{_PINS} resaving", "a re-saved step deletes the old copy before the new one is in place")
+M("engine-swap-no-restore", "hosttune/engine/checkpoint.py",
+  "        if aside.exists() and not final.exists():\n            os.replace(aside, final)\n        raise",
+  "        raise",
+  f"{_PINS} resaving", "a failed rename loses the old copy of the step")
+M("engine-swap-no-fsync", "hosttune/engine/checkpoint.py",
+  "    fsync_dir(final.parent)\n    if aside.exists():", "    if aside.exists():",
+  f"{_PINS} resaving", "the old copy is deleted before the rename is durable")
+M("engine-stage-agree", "hosttune/engine/checkpoint.py",
+  "    if agree(failure is None):  # the staging directory exists for everyone",
+  "    if failure is None:  # the staging directory exists for everyone",
+  f"{_PINS} staging", "ranks write before agreeing that rank 0 made the staging directory")
+M("engine-tidy-replaced", "hosttune/engine/checkpoint.py",
+  "            if final.exists():\n                shutil.rmtree(p, ignore_errors=True)\n            else:\n                os.replace(p, final)",
+  "            shutil.rmtree(p, ignore_errors=True)",
+  "tests/test_engine_pins.py tests/test_engine_checkpoint.py -k 'resaving or replaced or crash'",
+  "an old copy whose replacement never arrived is deleted instead of put back")
+M("engine-loader-gen", "hosttune/engine/state.py",
+  '            self.loader_gen.set_state(rng["loader"])\n', "",
+  f"{_PINS} worker_generator", "the dataloader worker generator is not restored on resume")
+M("engine-prune-keep", "hosttune/engine/checkpoint.py",
+  "for old in older[: max(0, len(older) - (keep - 1))]:", "for old in older[: max(0, len(older) - keep)]:",
+  "tests/test_engine_checkpoint.py -k 'keep or prune'", "one checkpoint more than keep_checkpoints is kept")
+M("engine-teardown-owns", "hosttune/engine/runtime.py",
+  "        if rt.owns_group and dist.is_initialized():\n            group = weakref.ref(dist.group.WORLD)",
+  "        if False:\n            group = weakref.ref(dist.group.WORLD)",
+  f"{_PINS} teardown", "the engine's own process group is never destroyed (the SIGABRT at exit)")
+
+# ---- doctor --deep findings -----------------------------------------------------------------------------------
+_DEEP = "tests/test_doctor_deep.py -k"
+M("deep-allreduce-correct", "hosttune/doctor/deep/findings.py",
+  '    if not r.get("correct", False):', '    if r.get("correct") is False and False:',
+  f"{_DEEP} 'wrong_sums or correctness_answer'", "an all-reduce returning wrong sums passes")
+M("deep-allreduce-default", "hosttune/doctor/deep/findings.py",
+  '    if not r.get("correct", False):', '    if not r.get("correct", True):',
+  f"{_DEEP} 'correctness_answer'", "an all-reduce without a correctness answer passes")
+M("deep-allreduce-slow", "hosttune/doctor/deep/findings.py",
+  "    if expected_busbw and busbw < expected_busbw:", "    if expected_busbw and busbw < expected_busbw / 2:",
+  f"{_DEEP} 'allreduce or nccl'", "an all-reduce at half the expected bus bandwidth passes")
+M("deep-matmul-70", "hosttune/doctor/deep/findings.py",
+  "COMPUTE_WARN_FRACTION = 0.70", "COMPUTE_WARN_FRACTION = 0.69",
+  f"{_DEEP} matmul_line", "the 70 % matmul line moves")
+M("deep-matmul-cmp", "hosttune/doctor/deep/findings.py",
+  "            if frac < COMPUTE_WARN_FRACTION:", "            if frac <= COMPUTE_WARN_FRACTION:",
+  f"{_DEEP} matmul_line", "exactly 70 % of peak warns")
+M("deep-copy-min", "hosttune/doctor/deep/findings.py",
+  "            if min(h2d, d2h) < want * bandwidth.PCIE_WARN_FRACTION:",
+  "            if max(h2d, d2h) < want * bandwidth.PCIE_WARN_FRACTION:",
+  f"{_DEEP} 'one_direction or copy_line'", "a link slow in one direction only passes")
+M("deep-copy-cmp", "hosttune/doctor/deep/findings.py",
+  "            if min(h2d, d2h) < want * bandwidth.PCIE_WARN_FRACTION:",
+  "            if min(h2d, d2h) <= want * bandwidth.PCIE_WARN_FRACTION:",
+  f"{_DEEP} 'copy_line'", "exactly 75 % of the link warns")
+M("deep-p2p-nopeer", "hosttune/doctor/deep/findings.py",
+  "        if no_peer or (rates and min(r[2] for r in rates) < line):",
+  "        if rates and min(r[2] for r in rates) < line:",
+  f"{_DEEP} 'p2p or nvlink or h100 or wired'", "GPUs without peer access pass on NVLink parts")
+M("deep-cpu-matmul", "hosttune/doctor/deep/findings.py",
+  "    if gflops < peak * cpu_peak.MATMUL_WARN_FRACTION:", "    if gflops < peak * cpu_peak.MATMUL_WARN_FRACTION / 10:",
+  "tests/test_doctor_deep.py tests/test_doctor_cpu.py -k 'cpu and (matmul or peak or slow)'",
+  "a CPU matmul far below the line passes")
+M("deep-membw", "hosttune/doctor/deep/findings.py",
+  "    if gbps < floor:", "    if gbps < floor / 10:",
+  "tests/test_doctor_deep.py tests/test_doctor_cpu.py -k 'membw or triad or memory'", "a slow memory triad passes")
+M("deep-bf16-slow", "hosttune/doctor/deep/findings.py",
+  "    if ratio < cpu_peak.BF16_SLOW_RATIO:", "    if ratio > cpu_peak.BF16_SLOW_RATIO:",
+  "tests/test_doctor_deep.py tests/test_doctor_cpu.py -k 'bf16'", "the bf16-slower-than-fp32 trap inverted")
+M("deep-disk-min", "hosttune/doctor/deep/findings.py",
+  "        if nbytes < MIN_DISK_BYTES or secs <= 0:", "        if secs <= 0:",
+  "tests/test_doctor_deep.py tests/test_doctor_storage.py -k 'disk or storage or read'",
+  "a tiny read is taken as a throughput measurement")
+
+# ---- launching --------------------------------------------------------------------------------------------------
+M("launch-rankvars-order", "hosttune/launch/rankvars.py",
+  '    ("LOCAL_RANK", "LOCAL_WORLD_SIZE"),  # torchrun', '    ("LOCAL_RANKX", "LOCAL_WORLD_SIZE"),  # torchrun',
+  "tests/test_rankvars.py", "LOCAL_RANK not read first: MPI variables win under mpirun")
+M("launch-rankvars-mpi-first", "hosttune/launch/rankvars.py",
+  "    for rank_key, size_key in RANK_VARIABLES:", "    for rank_key, size_key in RANK_VARIABLES[::-1]:",
+  "tests/test_rankvars.py", "MPI/PMI local-rank variables win over LOCAL_RANK")
+M("launch-rankvars-world", "hosttune/launch/rankvars.py",
+  "size = world if world is not None and world > rank else None", "size = world if world is not None else None",
+  "tests/test_rankvars.py tests/test_exec_rankhook.py -k 'rank or place'",
+  "a WORLD_SIZE smaller than LOCAL_RANK is taken as the size (then refused)")
+M("launch-rankvars-checked", "hosttune/launch/rankvars.py",
+  "    if size < 1 or not 0 <= rank < size:", "    if size < 1 or not 0 <= rank <= size:",
+  "tests/test_exec_rankhook.py tests/test_rankvars.py -k 'bad_rank or rank'", "a local rank equal to the size passes")
+M("launch-mpirun-hostfile", "hosttune/launch/launchers/mpirun.py",
+  'single = not scan.values.get("hostfile") and hosts', "single = hosts",
+  "tests/test_launch_launchers.py -k hostfile", "mpirun --hostfile taken as one node")
+M("launch-mpirun-slurm-nodes", "hosttune/launch/launchers/mpirun.py",
+  '    if nnodes and nnodes.strip() != "1":\n        single = False', '    if nnodes and nnodes.strip() == "1":\n        single = False',
+  "tests/test_launch_launchers.py tests/test_launchers.py -k 'mpirun or slurm'",
+  "mpirun inside a multi-node allocation counted as one node")
+M("launch-mpirun-cap-np", "hosttune/launch/launchers/mpirun.py",
+  "    elif np_n is not None and local > np_n:\n        local = np_n", "    elif np_n is not None and local > np_n:\n        pass",
+  "tests/test_launch_launchers.py tests/test_launchers.py -k 'mpirun or npernode'",
+  "more local ranks than -np asks for")
+M("launch-last-value", "hosttune/launch/launchers/base.py",
+  "    return got[-1] if got else None", "    return got[0] if got else None",
+  "tests/test_launch_launchers.py -k repeated", "a repeated launcher option takes the first value")
+M("launch-omp-user", "hosttune/launch/job.py",
+  'if "OMP_NUM_THREADS" not in job.env_in and ranks and "OMP_NUM_THREADS" in ranks[0].env:',
+  'if ranks and "OMP_NUM_THREADS" in ranks[0].env:',
+  "tests/test_launch_torchrun.py tests/test_launch_job.py tests/test_exec_userwins.py -k 'omp or OMP or user or threads'",
+  "the user's own OMP_NUM_THREADS replaced by the plan's share")
+M("launch-mems-allowed", "hosttune/launch/binding.py",
+  "nodes = tuple(sorted(set(plan.mems) & set(allowed))) if allowed else tuple(sorted(plan.mems))",
+  "nodes = tuple(sorted(plan.mems))",
+  "tests/test_launch_binding.py -k mems_allowed", "Mems_allowed ignored by memory binding")
+M("launch-mems-preferred", "hosttune/launch/binding.py",
+  '    if plan.mem_policy not in ("bind", "preferred") or not plan.mems:',
+  '    if plan.mem_policy not in ("bind",) or not plan.mems:',
+  "tests/test_launch_binding.py -k 'preferred or narrowed'", "memory_policy: preferred never applied")
+M("launch-mempolicy-mode", "hosttune/launch/binding.py",
+  '    modes = [MPOL_BIND] if policy == "bind" else [MPOL_PREFERRED]',
+  '    modes = [MPOL_PREFERRED] if policy == "bind" else [MPOL_BIND]',
+  "tests/test_launch_binding.py -k 'libnuma'", "bind and preferred swapped in set_mempolicy")
+M("launch-numactl-flag", "hosttune/launch/binding.py",
+  'flag = "--membind" if policy == "bind" else "--preferred"', 'flag = "--preferred" if policy == "bind" else "--membind"',
+  "tests/test_launch_binding.py -k 'numactl'", "the numactl fallback swaps --membind and --preferred")
+M("launch-spawn-share", "hosttune/launch/hook.py",
+  "    if job_threads < 1:\n        job_threads = len(os.sched_getaffinity(0))", "    if job_threads < 1:\n        job_threads = 1",
+  "tests/test_exec_rankhook.py -k 'share or spawn or multiprocessing'",
+  "a multiprocessing child without OMP_NUM_THREADS gets one thread instead of a share of the CPUs")
+
+# ---- safety nets: fsio, yamlio ------------------------------------------------------------------------------------
+M("fsio-read-nofollow", "hosttune/fsio.py",
+  "(_NOFOLLOW if nofollow else 0)", "0",
+  "tests/test_fsio.py -k nofollow", "read_bounded(nofollow=True) follows a link")
+M("fsio-read-limit", "hosttune/fsio.py",
+  "    if len(blob) > limit:\n        raise TooLarge", "    if len(blob) > limit + 1:\n        raise TooLarge",
+  "tests/test_fsio.py tests/test_foundation.py -k 'bounded or large or limit'", "a file one byte over the limit is read")
+M("fsio-read-nonreg", "hosttune/fsio.py",
+  "    if not stat.S_ISREG(st.st_mode):\n        raise OSError(errno.EINVAL, \"not a regular file\", name)\n    chunks",
+  "    chunks",
+  "tests/test_fsio.py tests/test_foundation.py -k 'fifo or regular or bounded'", "a FIFO or device is read (blocks)")
+M("fsio-file-fsync", "hosttune/fsio.py",
+  "            if durable:\n                os.fsync(fh.fileno())", "            if False:\n                os.fsync(fh.fileno())",
+  "tests/test_fsio.py -k sync", "the atomic write's file fsync dropped")
+M("fsio-dir-fsync", "hosttune/fsio.py",
+  "    if durable:\n        fsync_dir(d)", "    if False:\n        fsync_dir(d)",
+  "tests/test_fsio.py -k sync", "the atomic write's directory fsync dropped")
+M("fsio-fchmod", "hosttune/fsio.py",
+  "            os.fchmod(fh.fileno(), mode)\n", "",
+  "tests/test_fsio.py tests/test_foundation.py -k 'mode or atomic'", "an atomic write keeps mkstemp's 0600, not the mode asked")
+M("fsio-exclusive", "hosttune/fsio.py",
+  "        if exclusive:\n            try:\n                os.link(tmp, p)", "        if False:\n            try:\n                os.link(tmp, p)",
+  "tests/test_fsio.py tests/test_foundation.py -k 'exclusive or atomic'", "exclusive=True replaces an existing file")
+M("fsio-makedirs-chmod", "hosttune/fsio.py",
+  "    os.chmod(p, mode)  # mkdir applies the umask; chmod does not", "    pass",
+  "tests/test_fsio.py -k makedirs_private", "makedirs_private under a narrowing/loose umask gets the umask's mode")
+M("fsio-append-nofollow", "hosttune/fsio.py",
+  "os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC", "os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC",
+  "tests/test_fsio.py tests/test_foundation.py tests/test_monitor_daemon.py -k 'append or link or log'",
+  "a log opened for append follows a planted link")
+M("fsio-user-text-decode", "hosttune/fsio.py",
+  "        return blob.decode(\"utf-8\")", "        return blob.decode(\"utf-8\", \"replace\")",
+  "tests/test_fsio.py tests/test_foundation.py tests/test_profile.py -k 'utf or UTF or binary'",
+  "a non-UTF-8 config is read with replacement characters")
+M("yaml-depth-off-by-one", "hosttune/yamlio.py",
+  "        if depth > MAX_DEPTH:", "        if depth > MAX_DEPTH + 1:",
+  "tests/test_yamlio.py -k 'levels or limit or depth'", "the nesting limit off by one")
+M("yaml-depth-root", "hosttune/yamlio.py",
+  "    stack: List[Tuple[yaml.Node, int]] = [(root, 1)]", "    stack: List[Tuple[yaml.Node, int]] = [(root, 0)]",
+  "tests/test_yamlio.py -k 'levels or limit or depth'", "the root counted as level 0: 33 levels load")
+M("yaml-complex-key", "hosttune/yamlio.py",
+  "                else:\n                    stack.append((k, depth + 1))", "                else:\n                    pass",
+  "tests/test_yamlio.py -k 'complex_key or inside_a_key'", "aliases and depth inside a complex key not checked")
+M("yaml-alias", "hosttune/yamlio.py",
+  "        if id(node) in seen:", "        if id(node) in seen and False:",
+  "tests/test_yamlio.py", "aliases of lists/mappings (billion laughs) accepted")
+M("yaml-dup-key", "hosttune/yamlio.py",
+  "                    if first is not None:", "                    if first is not None and False:",
+  "tests/test_yamlio.py tests/test_profile.py -k 'duplicate'", "a duplicate key silently keeps the last value")
+M("yaml-seq-depth", "hosttune/yamlio.py",
+  "            stack.extend((v, depth + 1) for v in node.value)", "            stack.extend((v, depth) for v in node.value)",
+  "tests/test_yamlio.py -k 'levels or limit or depth'", "nesting inside lists not counted")
+
+# ---- safety nets: CUDA_VISIBLE_DEVICES, cgroup limit, tune's marker line ---------------------------------------
+_CV = "tests/test_cuda_visible.py tests/test_plan_env.py -k 'index or visible or cuda'"
+M("cuda-visible-index-eq-count", "hosttune/policy/cuda_visible.py",
+  "            if idx >= len(order):", "            if idx > len(order):",
+  "tests/test_cuda_visible.py", "a CUDA_VISIBLE_DEVICES index equal to the GPU count (IndexError traceback)")
+M("cuda-visible-empty-entry", "hosttune/policy/cuda_visible.py",
+  '        if not item:\n            return Visible(raw, tuple(out), item, "an empty entry", tuple(notes))',
+  '        if not item:\n            continue',
+  "tests/test_cuda_visible.py tests/test_doctor_torch.py tests/test_detect_torchenv.py tests/test_plan_env.py",
+  "a blank entry does not stop CUDA's list")
+M("cuda-visible-twice", "hosttune/policy/cuda_visible.py",
+  "        if gpu in out:\n            return Visible(raw, tuple(out), item, \"names a GPU twice\", tuple(notes))",
+  "        if False:\n            return Visible(raw, tuple(out), item, \"names a GPU twice\", tuple(notes))",
+  "tests/test_cuda_visible.py tests/test_doctor_torch.py tests/test_detect_torchenv.py tests/test_plan_env.py",
+  "a GPU named twice is counted twice")
+M("cuda-visible-ambiguous", "hosttune/policy/cuda_visible.py",
+  "            if len(hits) != 1:", "            if not hits:",
+  "tests/test_cuda_visible.py tests/test_doctor_torch.py tests/test_detect_torchenv.py tests/test_plan_env.py",
+  "an ambiguous UUID prefix picks the first GPU")
+M("cuda-visible-bus-order", "hosttune/policy/cuda_visible.py",
+  "return tuple(sorted(with_bus, key=lambda g: g.pci_bus_id)) if with_bus else tuple(gpus)", "return tuple(gpus)",
+  "tests/test_cuda_visible.py tests/test_doctor_torch.py tests/test_detect_torchenv.py tests/test_plan_env.py tests/test_nvml.py",
+  "indices read in detection order, not PCI bus order")
+M("cuda-visible-hides-all", "hosttune/policy/cuda_visible.py",
+  "        return self.raw is not None and not self.gpus", "        return not self.gpus",
+  "tests/test_cuda_visible.py tests/test_doctor_torch.py tests/test_detect_torchenv.py tests/test_plan_env.py",
+  "unset CUDA_VISIBLE_DEVICES on a GPU-less host said to hide every GPU")
+M("cgroup-one-short", "hosttune/doctor/checks/cpu.py",
+  "    if eff >= cpu.logical:", "    if eff >= cpu.logical - 1:",
+  "tests/test_doctor_cpu.py -k short", "a cgroup limit one CPU short of the host passes doctor")
+M("cgroup-quota-floor", "hosttune/policy/cpu.py",
+  "    return max(1, int(math.floor(q + 1e-9)))", "    return max(1, int(math.ceil(q - 1e-9)))",
+  "tests/test_doctor_cpu.py tests/test_plan.py tests/test_detect_cgroup.py -k 'quota'",
+  "a 2.5-CPU quota gets 3 threads (throttled every period)")
+M("cgroup-quota-zero", "hosttune/policy/cpu.py",
+  "    return q if q is not None and q > 0 else None", "    return q",
+  "tests/test_doctor_cpu.py tests/test_plan.py tests/test_detect_cgroup.py -k 'quota or cgroup'",
+  "a zero/negative quota taken as a limit")
+M("cgroup-cap-by-quota", "hosttune/policy/cpu.py",
+  "    return min(threads, quota_threads(q)) if q is not None else threads", "    return threads",
+  "tests/test_doctor_cpu.py -k 'quota'", "the cgroup quota never caps threads")
+M("cgroup-allowed-count", "hosttune/policy/cpu.py",
+  "    allowed = len(cpu.allowed_cpus) or cpu.logical\n", "    allowed = cpu.logical\n",
+  "tests/test_doctor_cpu.py -k 'cpuset'", "a cpuset narrower than the host is not seen")
+M("tune-marker-state", "hosttune/tune/state.py",
+  '    return text is not None and text.split("\\n", 1)[0] == MARKER',
+  '    return text is not None',
+  "tests/test_tune_rootfs.py -k 'admins_file'", "tune apply overwrites an admin's file at hosttune's name")
+M("tune-marker-tuned", "hosttune/tune/tuned.py",
+  "    if ours(tree, rel) is False:", "    if ours(tree, rel) is None:",
+  "tests/test_tune_rootfs.py tests/test_tune_tuned.py -k 'admin'",
+  "tune apply overwrites an admin's own tuned profile at hosttune's name")
+M("tune-marker-anyline", "hosttune/tune/tuned.py",
+  '    return text.split("\\n", 1)[0] == MARKER', '    return MARKER in text',
+  "tests/test_tune_rootfs.py tests/test_tune_tuned.py -k 'admin'",
+  "a file that quotes the marker anywhere is taken as hosttune's")
+
+# ---- trust.py ---------------------------------------------------------------------------------------------------
+_TR = "tests/test_trust.py tests/test_trust_private.py tests/test_boundary.py"
+M("trust-owners-root", "hosttune/trust.py",
+  "    return frozenset({0}) if uid == 0 else frozenset({0, uid})", "    return frozenset({0, uid})",
+  f"{_TR} tests/test_capture.py", "as root, the root-only owner set",
+  equivalent="as root uid is 0: frozenset({0, 0}) == frozenset({0}); a non-root user's set is unchanged")
+M("trust-owner-check", "hosttune/trust.py",
+  "    if st.st_uid not in owners:\n        return f\"{path} is owned by", "    if False:\n        return f\"{path} is owned by",
+  _TR, "a file another user owns is trusted as root")
+M("trust-group-writable", "hosttune/trust.py",
+  "    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):", "    if st.st_mode & stat.S_IWOTH:",
+  _TR, "a group-writable file is trusted")
+M("trust-sticky-first", "hosttune/trust.py",
+  'sticky_ok=not first or kind == "dir")', "sticky_ok=True)",
+  _TR, "a file directly inside a sticky world-writable directory (/tmp) is trusted")
+M("trust-sticky-bit", "hosttune/trust.py",
+  "if sticky_ok and stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX:", "if sticky_ok and stat.S_ISDIR(st.st_mode):",
+  _TR, "a world-writable directory without the sticky bit is trusted above a file")
+M("trust-ancestors", "hosttune/trust.py",
+  "        if parent == \"/\":\n            return real, None\n        first = False",
+  "        if True:\n            return real, None\n        first = False",
+  _TR, "only the file's own directory is checked, not the ones above it")
+M("trust-kind-file", "hosttune/trust.py",
+  '    if kind == "file" and not stat.S_ISREG(st.st_mode):', '    if kind == "dirx" and not stat.S_ISREG(st.st_mode):',
+  _TR, "a directory accepted where a file is needed")
+M("trust-realpath", "hosttune/trust.py",
+  "        real = os.path.realpath(os.fspath(path))", "        real = os.path.abspath(os.fspath(path))",
+  f"{_TR} tests/test_exec.py -k 'link or trust or boundary'", "the trust check judges a link, not what it leads to")
+M("trust-private", "hosttune/trust.py",
+  "    return st.st_uid == os.geteuid() and not st.st_mode & 0o077", "    return st.st_uid == os.geteuid() and not st.st_mode & 0o022",
+  "tests/test_trust_private.py", "a group/other-readable directory counted as private")
+M("trust-code-env", "hosttune/trust.py",
+  "    if is_code_env(name):\n        raise Untrusted", "    if False:\n        raise Untrusted",
+  "tests/test_trust.py tests/test_boundary.py tests/test_profile.py -k 'code or LD_ or refus'", "code-valued variables (LD_AUDIT, PYTHONSTARTUP) pass as root")
+M("trust-ld-prefix", "hosttune/trust.py",
+  'or (name.startswith("LD_") and name not in PATH_LIST_ENV))', ")",
+  "tests/test_trust.py tests/test_boundary.py tests/test_profile.py -k 'code or LD_ or refus'",
+  "an unknown LD_ variable is not code-valued")
+M("trust-names-path", "hosttune/trust.py",
+  "        if names_a_path(value):\n            raise Untrusted", "        if False:\n            raise Untrusted",
+  "tests/test_trust.py tests/test_boundary.py tests/test_profile.py -k 'path or refus'",
+  "an unknown variable naming a path passes as root")
+M("trust-empty-entry", "hosttune/trust.py",
+  '            if name in ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH"):', '            if name in ("PYTHONPATH",):',
+  "tests/test_trust.py tests/test_boundary.py tests/test_profile.py -k 'empty or PATH or refus'",
+  "an empty PATH entry (the current directory) passes as root")
+M("trust-relative-entry", "hosttune/trust.py",
+  '        if not part.startswith("/"):\n            hint', '        if part.startswith("//"):\n            hint',
+  "tests/test_trust.py tests/test_boundary.py tests/test_profile.py -k 'absolute or relative or refus'",
+  "a relative path entry passes as root")
+M("trust-elf", "hosttune/trust.py",
+  "        return os.read(fd, 4) == ELF_MAGIC", "        return True",
+  "tests/test_trust.py tests/test_boundary.py tests/test_profile.py tests/test_detect_allocators.py -k 'elf or ELF or library or preload'",
+  "a non-ELF file accepted as a preload library")
+M("trust-links-owner", "hosttune/trust.py",
+  "        if why is None and st.st_uid not in owners:", "        if why is None and st.st_uid in ():",
+  "tests/test_trust.py tests/test_boundary.py tests/test_profile.py tests/test_detect_allocators.py -k 'link'",
+  "a library reached through another user's link is trusted")
+M("trust-written-alone", "hosttune/trust.py",
+  'return _mode_problem("", st, frozenset({os.geteuid()}), sticky_ok=False) is None',
+  'return st.st_uid == os.geteuid()', "tests/test_trust_private.py",
+  "a group-writable file counted as written by me alone")
+M("trust-interp-env", "hosttune/trust.py",
+  "        del env[name]\n        dropped.append(name)", "        dropped.append(name)",
+  "tests/test_trust.py tests/test_boundary.py tests/test_programs.py tests/test_exec.py -k 'interpreter or PYTHON or drop'",
+  "an untrusted PYTHONPATH/PYTHONHOME left for the interpreter root starts")
+
+# ---- profile/settings.py validation -------------------------------------------------------------------------------
+_ST = "tests/test_profile_settings.py tests/test_profile.py tests/test_profile_load.py"
+M("settings-text-type", "hosttune/profile/settings.py",
+  "        if v is not None and not isinstance(v, str):\n            raise bad(key, f\"must be a string",
+  "        if False:\n            raise bad(key, f\"must be a string", _ST, "a number accepted where text is needed")
+M("settings-nul", "hosttune/profile/settings.py",
+  '        if isinstance(v, str) and "\\x00" in v:\n            raise bad(key, "must not contain a NUL byte", sect)',
+  '        if False:\n            raise bad(key, "must not contain a NUL byte", sect)', _ST, "a NUL byte accepted in a text value")
+M("settings-abs-path", "hosttune/profile/settings.py",
+  'if s.kind == "path" and v is not None and not v.startswith("/"):', 'if s.kind == "path" and v is None:',
+  _ST, "a relative allocator_path accepted")
+M("settings-pattern-fullmatch", "hosttune/profile/settings.py",
+  "if s.pattern and v is not None and not re.fullmatch(s.pattern, v):",
+  "if s.pattern and v is not None and not re.match(s.pattern, v):",
+  f"{_ST} tests/test_tune.py tests/test_tune_kinds.py", "a tune value with trailing junk (newline, comma) passes its pattern")
+M("settings-choice", "hosttune/profile/settings.py",
+  "        if not isinstance(v, str) or v not in s.choices:", "        if not isinstance(v, str):",
+  _ST, "an unknown choice (binding: nosuch) accepted")
+M("settings-no-as-none", "hosttune/profile/settings.py",
+  '        if v is False and s.name == "memory_policy":  # YAML 1.1 reads a bare `no` as false\n            v = "none"',
+  '        if v is False and s.name == "memory_policy":  # YAML 1.1 reads a bare `no` as false\n            v = "no"',
+  _ST, "memory_policy: no refused")
+M("settings-count-low", "hosttune/profile/settings.py",
+  "(_is_int(v) and s.low <= v <= s.high)", "(_is_int(v) and s.low <= v)", _ST, "a count above its maximum accepted")
+M("settings-count-high", "hosttune/profile/settings.py",
+  "(_is_int(v) and s.low <= v <= s.high)", "(_is_int(v) and s.low - 1 <= v <= s.high)", _ST, "a count one below its minimum accepted")
+M("settings-count-bool", "hosttune/profile/settings.py",
+  "    return isinstance(v, int) and not isinstance(v, bool)", "    return isinstance(v, int)",
+  _ST, "threads: true accepted as 1")
+M("settings-bool", "hosttune/profile/settings.py",
+  "        if not isinstance(v, bool):\n            raise bad(key, f\"must be true or false",
+  "        if v is None:\n            raise bad(key, f\"must be true or false", _ST, "a string accepted for a true/false key")
+M("settings-tristate", "hosttune/profile/settings.py",
+  '        if not (v == "auto" or isinstance(v, bool)):', '        if not (v == "auto" or v is not None):',
+  _ST, "a string accepted for an auto/true/false key")
+M("settings-env-name", "hosttune/profile/settings.py",
+  "        if not isinstance(name, str) or not _ENV_NAME.match(name):", "        if not isinstance(name, str):",
+  _ST, "an env name like 'A B' or 'X=1' accepted")
+M("settings-env-managed", "hosttune/profile/settings.py",
+  '        if sect == "env" and name in _MANAGED_ENV:', '        if sect == "env" and name in _MANAGED_ENV[:1]:',
+  f"{_ST} tests/test_boundary.py", "LD_AUDIT accepted in a profile's env")
+M("settings-env-value-type", "hosttune/profile/settings.py",
+  "        if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):",
+  "        if value is None or not isinstance(value, (str, int, float)):", _ST, "an env value true/false accepted (YAML bool)")
+M("settings-unknown-top", "hosttune/profile/settings.py",
+  "        if not isinstance(key, str) or key not in _TOP_KEYS:\n            raise unknown(key, _TOP_KEYS, None)",
+  "        if not isinstance(key, str):\n            raise unknown(key, _TOP_KEYS, None)", _ST, "an unknown (misspelt) top-level key accepted")
+M("settings-unknown-section", "hosttune/profile/settings.py",
+  "                if not isinstance(key, str) or key not in SECTIONS[top]:",
+  "                if not isinstance(key, str) or key not in SECTIONS[top] and False:", _ST, "an unknown key inside a section accepted")
+M("settings-tcmalloc", "hosttune/profile/settings.py",
+  '        if sect == "tcmalloc" and not name.startswith("TCMALLOC_"):', '        if sect == "tcmalloc" and not name:',
+  _ST, "a non-TCMALLOC_ variable accepted under tcmalloc:")
+M("settings-tune-check", "hosttune/profile/settings.py",
+  "        check_tune(self)\n", "        pass\n",
+  f"{_ST} tests/test_tune.py tests/test_tune_state.py -k 'tune or refus or break'", "a Tune made outside a profile is not validated")
+
+# ---- plan/layout.py ---------------------------------------------------------------------------------------------
+_LY = "tests/test_plan_layout.py tests/test_plan.py"
+M("layout-chunks-larger-first", "hosttune/plan/layout.py",
+  "        size = q + (1 if k < r else 0)", "        size = q + (1 if k >= n - r else 0)", _LY, "the larger chunks go last")
+M("layout-share-roundrobin", "hosttune/plan/layout.py",
+  "    if n > len(flat):  # more ranks than cores", "    if n > len(flat) + 1:  # more ranks than cores", _LY,
+  "one rank more than cores is not marked shared")
+M("layout-shared-flag", "hosttune/plan/layout.py",
+  "        return [[flat[r % len(flat)]] for r in range(n)], True", "        return [[flat[r % len(flat)]] for r in range(n)], False",
+  _LY, "ranks sharing cores are not marked shared (they get every core's threads)")
+M("layout-nodes-le", "hosttune/plan/layout.py",
+  "    if n <= k:\n", "    if n < k:\n", _LY, "as many ranks as nodes not split node by node")
+M("layout-alloc-min", "hosttune/plan/layout.py",
+  "    alloc = [min(len(g), max(1, n * len(g) // total)) for g in groups]",
+  "    alloc = [min(len(g), max(0, n * len(g) // total)) for g in groups]", _LY, "a small node gets no rank")
+M("layout-threads-none", "hosttune/plan/layout.py",
+  "        per = max(1, len(topo.cores) // n) if topo.cores else 1", "        per = max(1, len(topo.cores)) if topo.cores else 1",
+  _LY, "binding: none gives every rank all the cores' threads (oversubscribed)")
+M("layout-threads-shared", "hosttune/plan/layout.py",
+  "        want = [1 if s.shared else max(1, len(s.cores)) for s in slots]", "        want = [max(1, len(s.cores)) for s in slots]",
+  _LY, "shared-core ranks not held to one thread")
+M("layout-threads-cap", "hosttune/plan/layout.py",
+  "        capped = [min(asked, w) for w in want]", "        capped = [asked for w in want]", _LY,
+  "threads: N above the rank's cores is not capped")
+M("layout-quota-cap", "hosttune/plan/layout.py",
+  "        if sum(want) > limit:\n            total = sum(want)", "        if sum(want) > limit + 1:\n            total = sum(want)",
+  f"{_LY} tests/test_detect_cgroup.py -k 'quota or layout or threads'", "one thread more than the quota")
+M("layout-mems-allowed", "hosttune/plan/layout.py",
+  "if (not facts.numa.allowed_mems or n.id in facts.numa.allowed_mems) and (n.memory_mb > 0 or not known_mem)",
+  "if (n.memory_mb > 0 or not known_mem)", _LY, "memory nodes outside Mems_allowed planned")
+M("layout-memless", "hosttune/plan/layout.py",
+  "and (n.memory_mb > 0 or not known_mem)", "and (n.memory_mb >= 0 or not known_mem)", _LY,
+  "memory-less nodes planned for memory binding")
+M("layout-nearest", "hosttune/plan/layout.py",
+  "    return min(cands)[1] if cands else None", "    return max(cands)[1] if cands else None", _LY,
+  "a CPU-less GPU node binds to the farthest node")
+
+# ---- cpulist.py -------------------------------------------------------------------------------------------------
+_CL = "tests/test_cpulist.py tests/test_detect_parsers.py tests/test_foundation.py"
+M("cpulist-reversed-range", "hosttune/cpulist.py",
+  "        if lo is None or hi is None or hi < lo:", "        if lo is None or hi is None:", _CL, "a reversed range 7-3 is not dropped")
+M("cpulist-cap", "hosttune/cpulist.py",
+  "        if lo >= MAX_CPUS:\n            dropped += 1\n            continue", "        if lo > MAX_CPUS:\n            dropped += 1\n            continue",
+  _CL, "CPU id MAX_CPUS itself kept")
+M("cpulist-range-cap", "hosttune/cpulist.py",
+  "            hi = MAX_CPUS - 1", "            hi = MAX_CPUS", _CL, "a range past the limit keeps id MAX_CPUS")
+M("cpulist-merge", "hosttune/cpulist.py",
+  "            if a > cur_hi + 1:", "            if a > cur_hi + 2:", _CL, "ranges with a one-CPU gap merged")
+M("cpulist-stride", "hosttune/cpulist.py",
+  "            stride = max(1, got)", "            stride = 1", _CL, "the stride form 0-7:2 expands to every CPU")
+M("cpulist-range-end", "hosttune/cpulist.py",
+  "            out.update(range(a * stride + r, b * stride + r + 1, stride))",
+  "            out.update(range(a * stride + r, b * stride + r, stride))", _CL, "a range drops its last CPU")
+M("cpumask-bits", "hosttune/cpulist.py",
+  "                out.append(4 * i + bit)", "                out.append(4 * i + 3 - bit)", _CL, "cpumask bits read in the wrong order")
+M("cpumask-nonhex", "hosttune/cpulist.py",
+  "    if not digits or digits.strip(_HEX):", "    if not digits:", _CL, "a cpumask with junk parsed")
+M("cpulist-format", "hosttune/cpulist.py",
+  "        while j + 1 < len(items) and items[j + 1] == items[j] + 1:", "        while j + 1 < len(items) and items[j + 1] <= items[j] + 2:",
+  _CL, "format_cpulist joins 0,2 into 0-2")
+
+# ---- autotune/stats.py + search.py ----------------------------------------------------------------------------
+_AT = "tests/test_autotune.py"
+M("stats-median-even", "hosttune/autotune/stats.py",
+  "    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2", "    return s[n // 2]", _AT,
+  "the median of an even count is the upper middle")
+M("stats-wins-lo", "hosttune/autotune/stats.py",
+  "    return s.rounds >= MIN_ROUNDS and s.lo > 1.0 + min_gain and sign_p(above, s.rounds) <= alpha",
+  "    return s.rounds >= MIN_ROUNDS and s.median > 1.0 + min_gain and sign_p(above, s.rounds) <= alpha", _AT,
+  "a winner by median alone: an interval reaching below the gain wins")
+M("stats-wins-sign", "hosttune/autotune/stats.py",
+  "    return s.rounds >= MIN_ROUNDS and s.lo > 1.0 + min_gain and sign_p(above, s.rounds) <= alpha",
+  "    return s.rounds >= MIN_ROUNDS and s.lo > 1.0 + min_gain", _AT, "the sign test dropped")
+M("stats-wins-rounds", "hosttune/autotune/stats.py",
+  "    return s.rounds >= MIN_ROUNDS and s.lo", "    return s.rounds >= 1 and s.lo", _AT, "a winner from too few rounds")
+M("stats-sign-p", "hosttune/autotune/stats.py",
+  "    return sum(math.comb(n, k) for k in range(above, n + 1)) / 2 ** n if n else 1.0",
+  "    return sum(math.comb(n, k) for k in range(above + 1, n + 1)) / 2 ** n if n else 1.0", _AT, "the sign test's p off by one")
+M("stats-adjacent-geo", "hosttune/autotune/stats.py",
+  "    return score / math.exp(sum(math.log(d) for d in sides) / len(sides))", "    return score / max(sides)", _AT,
+  "a candidate compared with the faster neighbouring default only")
+M("stats-ci-level", "hosttune/autotune/stats.py",
+  "    hi = meds[int(math.ceil((1 + level) / 2 * (n - 1)))]", "    hi = meds[-1]", _AT, "the interval's upper end is the maximum")
+M("stats-widen", "hosttune/autotune/stats.py",
+  "    return dataclasses.replace(s, lo=s.lo / factor, hi=s.hi * factor)", "    return s", _AT,
+  "a busy machine's swing does not widen the interval")
+M("stats-fragile", "hosttune/autotune/stats.py",
+  "    return bool(busy_ratios) and min(busy_ratios) < floor_of(busy_pairs) * (1.0 - degrade)",
+  "    return bool(busy_ratios) and max(busy_ratios) < floor_of(busy_pairs) * (1.0 - degrade)", _AT,
+  "a candidate that collapses under load in one round is not fragile")
+M("stats-ranked", "hosttune/autotune/stats.py",
+  "key=lambda s: (s.rounds == 0, -(s.median if s.rounds else 0.0), s.name))",
+  "key=lambda s: (s.rounds == 0, (s.median if s.rounds else 0.0), s.name))", _AT, "candidates ranked slowest first")
+M("search-halve", "hosttune/autotune/search.py",
+  "        alive = alive[:max(2, math.ceil(len(alive) / 2))] if len(alive) > 2 else alive",
+  "        alive = alive[:max(1, math.ceil(len(alive) / 2))] if len(alive) > 2 else alive", _AT,
+  "successive halving may keep one finalist")
+M("search-winner-dropped", "hosttune/autotune/search.py",
+  "stats.wins(s, min_gain, alpha) and s.name not in out]", "stats.wins(s, min_gain, alpha)]", _AT,
+  "a dropped (fragile) candidate can still win")
+
+# ---- monitor textfile/sinks ----------------------------------------------------------------------------------------
+_MT = "tests/test_monitor_textfile.py tests/test_monitor_sinks.py"
+M("textfile-link-owner", "hosttune/monitor/textfile.py",
+  "if st.st_uid != 0 or here.st_uid != 0 or here.st_mode & 0o022 or hops >= MAX_LINK_HOPS:",
+  "if here.st_uid != 0 or here.st_mode & 0o022 or hops >= MAX_LINK_HOPS:", _MT,
+  "a link prometheus planted on the way to node_exporter's directory is followed")
+M("textfile-link-dir-mode", "hosttune/monitor/textfile.py",
+  "if st.st_uid != 0 or here.st_uid != 0 or here.st_mode & 0o022 or hops >= MAX_LINK_HOPS:",
+  "if st.st_uid != 0 or hops >= MAX_LINK_HOPS:", _MT,
+  "a root link in a directory another user can write (swap) is followed")
+M("textfile-made-chmod", "hosttune/monitor/textfile.py",
+  "            if made:\n                os.fchmod(fd, DIR_MODE)", "            if False:\n                os.fchmod(fd, DIR_MODE)",
+  "tests/test_monitor_textfile.py -k 'links_its_own or starts_beside'", "a directory made on the way keeps the umask's mode")
+M("textfile-hardlink", "hosttune/monitor/textfile.py",
+  "if st is not None and (not stat.S_ISREG(st.st_mode) or st.st_nlink != 1):",
+  "if st is not None and not stat.S_ISREG(st.st_mode):", _MT, "root chowns a hard link the previous user made at the name")
+M("textfile-link-reuse", "hosttune/monitor/textfile.py",
+  "        if (lst is not None and stat.S_ISLNK(lst.st_mode) and lst.st_uid == 0\n",
+  "        if (lst is not None and stat.S_ISLNK(lst.st_mode)\n", _MT,
+  "a link another user made at the textfile name is kept")
+M("textfile-chown-nofollow", "hosttune/monitor/textfile.py",
+  "    os.chown(store, uid, gid, follow_symlinks=False)", "    os.chown(store, uid, gid)",
+  f"{_MT} tests/test_monitor_daemon.py", "chown of the store follows a link",
+  equivalent="the store was just made/checked a directory (lstat) inside a root-only state directory: no link can be there")
+M("sinks-trusted-dir", "hosttune/monitor/sinks.py",
+  "    owners = frozenset({0, os.geteuid()})\n    real, why = trust.problem(path, kind=\"dir\", owners=owners)\n    if why is None:\n        return",
+  "    owners = frozenset({0, os.geteuid()})\n    real, why = trust.problem(path, kind=\"dir\", owners=owners)\n    if True:\n        return",
+  "tests/test_monitor_sinks.py", "a sink directory another user owns or can write is used")
+M("sinks-rotate-size", "hosttune/monitor/sinks.py",
+  "        if self.size > 0 and self.size + len(data) > self.max_bytes:", "        if self.size > 0 and self.size > self.max_bytes:",
+  "tests/test_monitor_sinks.py tests/test_monitor.py tests/test_monitor_daemon.py -k 'rotat or max_bytes or size'",
+  "the JSONL log grows past max_bytes before rotating")
+M("sinks-rotate-order", "hosttune/monitor/sinks.py",
+  "            for n in range(self.backups - 1, 0, -1):", "            for n in range(1, self.backups):",
+  "tests/test_monitor_sinks.py tests/test_monitor.py tests/test_monitor_daemon.py -k 'rotat or backup'",
+  "rotation renames .1 to .2 before .2 to .3: old logs lost")
+M("sinks-short-write", "hosttune/monitor/sinks.py",
+  "        if written != len(data):\n            self._cut(before)", "        if False:\n            self._cut(before)",
+  "tests/test_monitor_sinks.py tests/test_monitor.py tests/test_monitor_daemon.py -k 'short or full or ENOSPC or partial'",
+  "a short write leaves a partial line in the JSONL")
+M("sinks-deleted", "hosttune/monitor/sinks.py",
+  "        if st.st_nlink == 0:\n            self.reopen()", "        if st.st_nlink < 0:\n            self.reopen()",
+  "tests/test_monitor_sinks.py tests/test_monitor.py tests/test_monitor_daemon.py -k 'delet or reopen or logrotate'",
+  "a log deleted under the monitor is written into the void")
+M("sinks-escape", "hosttune/monitor/sinks.py",
+  """    return str(value).replace("\\\\", "\\\\\\\\").replace("\\n", "\\\\n").replace('"', '\\\\"')""",
+  """    return str(value).replace("\\n", "\\\\n").replace('"', '\\\\"')""",
+  "tests/test_monitor_sinks.py tests/test_monitor.py tests/test_monitor_textfile.py -k 'escape or label or textfile or exposition'",
+  "a backslash in a label value not escaped (a broken exposition)")
+M("sinks-num-bool", "hosttune/monitor/sinks.py",
+  '    if isinstance(value, bool):\n        return "1" if value else "0"', '    if isinstance(value, bool):\n        return str(value)',
+  "tests/test_monitor_sinks.py tests/test_monitor.py -k 'textfile or sample or exposition'", "a boolean metric written as True/False")
+M("sinks-textfile-mode", "hosttune/monitor/sinks.py",
+  "        fsio.atomic_write(self.path, text, 0o644, durable=False)", "        fsio.atomic_write(self.path, text, 0o600, durable=False)",
+  "tests/test_monitor_sinks.py tests/test_monitor.py tests/test_monitor_textfile.py -k 'mode or textfile or 0644 or node_exporter'",
+  "the textfile not readable by node_exporter's user")
