@@ -65,3 +65,34 @@ def test_lines_torchrun_would_refuse(argv: list, message: str) -> None:
 
     with pytest.raises(UserError, match=message):
         parse_torchrun(argv, ENV)
+
+
+@pytest.mark.parametrize("argv, env, want", [
+    (["torchrun", "--nnodes", "2", "--node-rank", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", "n0:29400",
+      "t.py"], {}, ("n0", "torchrun --rdzv-endpoint", 2, False)),
+    (["torchrun", "--nnodes=1:4", "--rdzv-backend=c10d", "--rdzv-endpoint=[fd00::1]:29400", "--local-addr", "10.0.0.2",
+      "t.py"], {}, ("fd00::1", "torchrun --rdzv-endpoint", 4, True)),
+    (["torchrun", "--nnodes", "2", "--master-addr", "10.1.2.3", "--master-port", "29500", "t.py"], {},
+     ("10.1.2.3", "torchrun --master-addr", 2, False)),
+    (["torchrun", "--nproc-per-node", "2", "t.py"], {}, ("127.0.0.1", "torchrun --master-addr", 1, False)),
+    (["torchrun", "--rdzv-backend", "c10d", "t.py"], {"PET_RDZV_ENDPOINT": "head:1234", "PET_NNODES": "3",
+                                                       "PET_LOCAL_ADDR": "10.9.9.9"},
+     ("head", "torchrun --rdzv-endpoint", 3, True)),
+])
+def test_endpoint_is_where_torchrun_meets_its_nodes(argv: list, env: dict, want: tuple) -> None:
+    from hosttune.launch.torchrun import endpoint
+
+    t = parse_torchrun(argv, {**ENV, **env})
+    assert t is not None
+    ep = endpoint(t, {**ENV, **env})
+    assert ep is not None and ep.torchrun
+    assert (ep.host, ep.source, ep.nodes, ep.local_addr) == want
+
+
+def test_standalone_and_an_empty_c10d_endpoint_name_no_endpoint() -> None:
+    from hosttune.launch.torchrun import endpoint
+
+    for argv in (["torchrun", "--standalone", "--nproc-per-node", "2", "t.py"],
+                 ["torchrun", "--rdzv-backend", "c10d", "t.py"]):
+        t = parse_torchrun(argv, ENV)
+        assert t is not None and endpoint(t, ENV) is None

@@ -9,11 +9,14 @@ from reading a launcher script's `#!` line and searching PATH; no torch import.
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from hosttune.errors import UserError
 from hosttune.launch.pythons import is_python
 from hosttune.rankplan import TORCHRUN_PYTHON
+
+if TYPE_CHECKING:
+    from hosttune.plan.network import Endpoint
 
 # Local ranks per node hosttune plans for: far above any real node (one rank per GPU or per core), low enough that
 # a typo (4000) is one clear line instead of thousands of plans, shims and a multi-megabyte handoff.
@@ -338,5 +341,23 @@ def nproc_per_node(t: TorchrunArgv, environ: Mapping[str, str], facts: Any) -> i
 
 
 
+def endpoint(t: TorchrunArgv, environ: Mapping[str, str]) -> "Optional[Endpoint]":
+    """Where this torchrun job's nodes meet (torch/distributed/run.py get_rdzv_endpoint: --rdzv-endpoint, or for the
+    static backend without one --master-addr), with --nnodes' upper bound; None for --standalone or no endpoint."""
+    from hosttune.plan.network import Endpoint, host_of, nodes_of  # the planner's: not loaded by a rank's shim
+
+    if "standalone" in t.flags:
+        return None  # torchrun then rendezvouses on localhost: one node
+    backend = t.value("rdzv_backend", environ, "static")
+    raw = t.value("rdzv_endpoint", environ, "")
+    source = "torchrun --rdzv-endpoint"
+    if backend == "static" and not raw:
+        raw, source = t.value("master_addr", environ, "127.0.0.1"), "torchrun --master-addr"
+    if not raw.strip():
+        return None
+    return Endpoint(host_of(raw), source, nodes_of(t.value("nnodes", environ, "1")), torchrun=True,
+                    local_addr=bool(t.value("local_addr", environ, "").strip()))
+
+
 __all__ = ["TORCHRUN_PYTHON", "MAX_NPROC_PER_NODE", "TorchrunArgv", "parse_torchrun", "torchrun_python", "rank_command",
-           "shim_argv", "rewrite_torchrun", "nproc_per_node", "is_python"]
+           "shim_argv", "rewrite_torchrun", "nproc_per_node", "is_python", "endpoint"]

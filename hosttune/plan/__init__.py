@@ -45,12 +45,13 @@ from hosttune.plan.env import (
 )
 from hosttune.plan.layout import _balanced, _chunks, _layout, _Slot, _threads, _Topo, _topology
 from hosttune.plan.model import DEBUG_ENV, DETERMINISTIC_ENV, INTEL_KMP, Core, RankPlan, kept_line
+from hosttune.plan.network import Endpoint
 from hosttune.plan.userwins import MALLOC_LIBS, NOT_THE_USERS, _threads_of, launcher_default, settle, users_choice
 from hosttune.profile import Profile
 
 __all__ = [
-    "ALLOC_CONF", "ALLOC_CONF_NAMES", "CUDA_ALLOC_CONF", "Core", "DEBUG_ENV", "DETERMINISTIC_ENV", "INTEL_KMP",
-    "MALLOC_LIBS", "NOT_THE_USERS", "RankPlan", "alloc_conf_names", "common_env", "cpulist", "kept_line",
+    "ALLOC_CONF", "ALLOC_CONF_NAMES", "CUDA_ALLOC_CONF", "Core", "DEBUG_ENV", "DETERMINISTIC_ENV", "Endpoint",
+    "INTEL_KMP", "MALLOC_LIBS", "NOT_THE_USERS", "RankPlan", "alloc_conf_names", "common_env", "cpulist", "kept_line",
     "launcher_default", "resolve", "resolve_all", "settle", "users_choice",
 ]
 # private helpers tests and older callers reach as plan._name (kept importable from here)
@@ -77,11 +78,11 @@ _LAST: List[Tuple[Facts, Profile, Tuple[Any, ...], _Node]] = []
 
 
 def _node_plan(facts: Facts, profile: Profile, n: int, environ: Mapping[str, str], override: bool,
-               bound_by: Optional[str]) -> _Node:
-    key = (n, override, bound_by, tuple(sorted(environ.items())))
+               bound_by: Optional[str], endpoint: Optional[Endpoint]) -> _Node:
+    key = (n, override, bound_by, endpoint, tuple(sorted(environ.items())))
     if _LAST and _LAST[0][0] is facts and _LAST[0][1] is profile and _LAST[0][2] == key:
         return _LAST[0][3]
-    common, reasons = _common(facts, profile, environ, override)
+    common, reasons = _common(facts, profile, environ, override, endpoint)
     topo = _topology(facts)
     slots = _layout(facts, profile, n, environ, topo)
     # bound by someone else: threads still match the rank's share of the cores (never the whole node per rank)
@@ -110,19 +111,21 @@ def resolve(
     *,
     override: bool = False,
     bound_by: Optional[str] = None,
+    endpoint: Optional[Endpoint] = None,
 ) -> RankPlan:
     """The plan for one local rank; every rank of the node gets a disjoint slice of the same layout.
 
     `environ` is the caller's own environment (not what a launcher added for its workers): a variable set there
     wins over the profile's value and is listed in `kept` (see `settle`); `override` makes the profile win.
     `bound_by` names who binds the rank instead (e.g. "torchrun --numa-binding=node"): no CPUs, no memory policy,
-    threads still sized to the rank's share of the cores."""
+    threads still sized to the rank's share of the cores. `endpoint`: where the job's nodes meet, from the launcher's
+    command line (else MASTER_ADDR in `environ`): the interface that reaches it is named (plan.network)."""
     if local_world_size < 1:
         raise UserError(f"local world size must be at least 1, not {local_world_size}")
     if not 0 <= local_rank < local_world_size:
         raise UserError(f"local rank {local_rank} is outside 0..{local_world_size - 1}")
     environ, default = _callers_env(environ)
-    node = _node_plan(facts, profile, local_world_size, environ, override, bound_by)
+    node = _node_plan(facts, profile, local_world_size, environ, override, bound_by, endpoint)
     reasons = list(node.reasons)
     if default is not None:
         reasons.append(f"{default}=1 was torchrun's default for its workers, not yours: the plan sets it")
@@ -148,8 +151,8 @@ def resolve(
 
 def resolve_all(
     facts: Facts, profile: Profile, local_world_size: int, environ: Optional[Mapping[str, str]] = None, *,
-    override: bool = False, bound_by: Optional[str] = None,
+    override: bool = False, bound_by: Optional[str] = None, endpoint: Optional[Endpoint] = None,
 ) -> List[RankPlan]:
     """Every local rank's plan (dry runs, tests)."""
-    return [resolve(facts, profile, r, local_world_size, environ, override=override, bound_by=bound_by)
-            for r in range(local_world_size)]
+    return [resolve(facts, profile, r, local_world_size, environ, override=override, bound_by=bound_by,
+                    endpoint=endpoint) for r in range(local_world_size)]

@@ -1,5 +1,6 @@
 """What every rank of the node gets (`common_env`): allocator preload, CUDA order and allocator config, the
-DataLoader and determinism switches, debug variables and the profile's literal env."""
+DataLoader and determinism switches, debug variables, the profile's literal env and the network interface that
+reaches the job's other nodes (plan.network)."""
 
 import os
 import re
@@ -8,6 +9,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 from hosttune import trust
 from hosttune.errors import UserError
 from hosttune.facts import Facts, Gpu
+from hosttune.plan import network
 from hosttune.plan.model import DEBUG_ENV, DETERMINISTIC_ENV, _show
 from hosttune.plan.userwins import MALLOC_LIBS, settle
 from hosttune.policy import cuda_visible, names
@@ -247,11 +249,15 @@ def _switches_env(facts: Facts, profile: Profile, gpus: List[Optional[Gpu]], env
 
 
 def _common(facts: Facts, profile: Profile, environ: Mapping[str, str],
-            override: bool = False) -> Tuple[Dict[str, str], List[str]]:
-    """What every rank gets, as the profile wants it: `settle` then lets the caller's own settings win."""
+            override: bool = False, endpoint: Optional[network.Endpoint] = None) -> Tuple[Dict[str, str], List[str]]:
+    """What every rank gets, as the profile wants it: `settle` then lets the caller's own settings win. `endpoint`:
+    where the job's nodes meet (the launcher's command line), else MASTER_ADDR from `environ` (plan.network)."""
     env, reasons = _preload_env(facts, profile, environ, override)
     gpus = _device_env(facts, profile, environ, override, env, reasons)
     _switches_env(facts, profile, gpus, env, reasons)
+    net = network.live_decide(endpoint or network.from_environ(environ), facts.root)
+    env.update(net.env)
+    reasons.extend(net.reasons)
     return env, reasons
 
 
@@ -268,9 +274,9 @@ def _dl_followers(env: Dict[str, str], workers: int, profile: Profile) -> None:
 
 
 def common_env(facts: Facts, profile: Profile, environ: Optional[Mapping[str, str]] = None,
-               override: bool = False) -> Dict[str, str]:
+               override: bool = False, endpoint: Optional[network.Endpoint] = None) -> Dict[str, str]:
     """What every rank gets (allocator, CUDA order, switches, literal env), the caller's own settings kept (see
     `settle`): set once, e.g. for torchrun."""
     environ = os.environ if environ is None else environ
-    return settle(_common(facts, profile, environ, override)[0], environ, override)[0]
+    return settle(_common(facts, profile, environ, override, endpoint)[0], environ, override)[0]
 
