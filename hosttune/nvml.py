@@ -276,8 +276,30 @@ class Nvml:
             out["remapped_rows_failure"] = bool(failure)
         put("pcie_gen", nv.nvmlDeviceGetCurrPcieLinkGeneration, conv=int)
         put("pcie_width", nv.nvmlDeviceGetCurrPcieLinkWidth, conv=int)
+        procs = self.processes(index)
+        if procs is not None:
+            out["processes"] = procs
         if health:
             out.update(self.health(index, nvlinks))
+        return out
+
+    def processes(self, index: int) -> Optional[List[Dict[str, Any]]]:
+        """The processes with a compute context on the GPU (nvmlDeviceGetComputeRunningProcesses: CUDA programs, not
+        graphics ones), [{"pid", "used_memory_mb"}] by pid; `used_memory_mb` is absent where NVML cannot say
+        (nvidia-ml-py gives None for NVML_VALUE_NOT_AVAILABLE). The pids are in the host's PID namespace (the
+        driver's view), so a monitor in a container needs the host's (hostPID) to look them up. None when the GPU
+        cannot answer (NOT_SUPPORTED, NO_PERMISSION): not asked again."""
+        value = self._call(index, "processes", getattr(self.nv, "nvmlDeviceGetComputeRunningProcesses", None),
+                           self.handle(index))
+        if value is None:
+            return None
+        out: List[Dict[str, Any]] = []
+        for proc in sorted(value, key=lambda p: int(p.pid)):
+            entry: Dict[str, Any] = {"pid": int(proc.pid)}
+            used = getattr(proc, "usedGpuMemory", None)
+            if used is not None:
+                entry["used_memory_mb"] = int(used) // (1024 * 1024)
+            out.append(entry)
         return out
 
     def health(self, index: int, nvlinks: int = 0) -> Dict[str, Any]:

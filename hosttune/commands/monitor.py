@@ -95,13 +95,15 @@ def setup_textfile_cmd(ctx: click.Context, owner: Optional[str], config_path: Op
               help="Only up to WHEN: a duration ago (30m, 2h) or a UTC time (2026-12-01T10:00:00Z, 2026-12-01 10:00).")
 @click.option("--plot", default=None, metavar="FILE", help="Draw temperature and memory over time (.svg or .png).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--job", default=None, metavar="ID",
+              help="Only this job's GPUs (a Slurm job id, a Kubernetes pod UID or a container id): utilisation, "
+                   "memory, power, energy, throttle time and XIDs while it had a process on them.")
 @click.option("--config", "config_path", default=None, metavar="FILE", help="Monitor config for dirs and thresholds.")
 @click.pass_context
 def report_cmd(ctx: click.Context, log_dir: Optional[str], since: Optional[str], until: Optional[str],
-               plot: Optional[str],
-               as_json: bool, config_path: Optional[str]) -> None:
+               plot: Optional[str], as_json: bool, job: Optional[str], config_path: Optional[str]) -> None:
     """Min/mean/p50/p95/p99/max per metric, time above each threshold, and the events, from the monitor's JSONL
-    log (bytes in KiB/MiB/GiB)."""
+    log (bytes in KiB/MiB/GiB); with --job, one job's GPUs."""
     from hosttune.monitor import report
 
     parent = ctx.obj or {}
@@ -110,7 +112,19 @@ def report_cmd(ctx: click.Context, log_dir: Optional[str], since: Optional[str],
     since_s = report.parse_duration(since) if since else None
     now = time.time()
     until_ts = report.parse_when(until, now) if until else None
+    if job is not None and (not job.strip() or plot):
+        from hosttune.errors import UserError
+
+        raise UserError("--job: give a job id (Slurm job id, pod UID or container id)" if not job.strip()
+                        else "--job and --plot do not go together (the picture is the whole host's)")
     samples, bad = report.read_samples(where, since_s, now=now, until=until_ts)
+    if job is not None:
+        jsum = report.job_summary(samples, job.strip())
+        if as_json:
+            click.echo(json.dumps(dict(jsum, log_dir=where, unreadable_lines=bad), indent=2))
+        else:
+            click.echo(report.render_job_text(jsum, where, bad), nl=False)
+        return
     summary = report.summarize(samples, cfg.thresholds)
     if plot:
         report.write_plot(plot, samples, cfg.thresholds, f"hosttune monitor: {where}")

@@ -121,8 +121,28 @@ def _well_formed(rec: Any) -> bool:
         reasons = gpu.get("clock_event_reasons")
         if reasons is not None and (not isinstance(reasons, int) or isinstance(reasons, bool)):
             return False
+        if not _jobs_well_formed(gpu):
+            return False
     events = rec.get("events")
     return _opt(events, list) and all(isinstance(ev, dict) for ev in events or [])
+
+
+def _jobs_well_formed(gpu: Dict[str, Any]) -> bool:
+    """"jobs": [{"job": str, "kind": str, "user": str}]; the readings `monitor report --job` adds up are numbers."""
+    jobs = gpu.get("jobs")
+    if not _opt(jobs, list):
+        return False
+    for job in jobs or []:
+        if not isinstance(job, dict) or not all(isinstance(job.get(k), str) for k in ("job", "kind")):
+            return False
+    for key in ("utilization_gpu_pct", "memory_used_mb", "power_w", "energy_j", "xid_errors"):
+        if gpu.get(key) is not None and not _is_num(gpu[key]):
+            return False
+    throttle = gpu.get("throttle_seconds")
+    procs = gpu.get("processes")
+    return (_opt(throttle, dict) and all(_is_num(v) for v in (throttle or {}).values())
+            and _opt(procs, list) and all(isinstance(p, dict) and _opt(p.get("used_memory_mb"), (int, float))
+                                          for p in procs or []))
 
 
 def parse_line(raw: bytes) -> Optional[Dict[str, Any]]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from hosttune import nvml
+from hosttune.monitor import jobs
 
 # hwmon chip names that measure the CPU package (Documentation/hwmon/{coretemp,k10temp}.rst, zenpower's README).
 CPU_CHIPS = ("coretemp", "k10temp", "zenpower", "cpu_thermal", "soc_thermal", "cpu0_thermal")
@@ -96,12 +97,14 @@ def fs_usage(st: Any) -> Dict[str, Any]:
     return {"total_bytes": total, "used_bytes": used, "used_pct": round(100.0 * used / denom, 2) if denom else 0.0}
 
 
-def gpu_fields(static: Dict[str, Any], dynamic: Dict[str, Any]) -> Dict[str, Any]:
+def gpu_fields(static: Dict[str, Any], dynamic: Dict[str, Any],
+               finder: Optional[jobs.JobFinder] = None) -> Dict[str, Any]:
     """One GPU's entry in a sample: identity from `Nvml.static`, readings from `Nvml.sample`, derived fields.
 
     The GPU's slowdown threshold (static, read once) rides along in every entry: the events and `monitor report`
     draw that GPU's temperature lines from it, and a log line is then complete on its own (rotation keeps no
-    header)."""
+    header). NVML's processes on the GPU get their user and job from /proc (`finder`, the host's by default), and
+    the distinct jobs are listed as "jobs" (`monitor report --job`, the textfile's hosttune_job_info)."""
     out: Dict[str, Any] = {"index": static["index"], "uuid": static.get("uuid")}
     if static.get("temp_slowdown_c") is not None:
         out["temp_slowdown_c"] = static["temp_slowdown_c"]
@@ -111,7 +114,14 @@ def gpu_fields(static: Dict[str, Any], dynamic: Dict[str, Any]) -> Dict[str, Any
         out["memory_used_pct"] = round(100.0 * used / total, 2)
     if "clock_event_reasons" in dynamic:
         out["clock_event_reason_names"] = nvml.reason_names(dynamic["clock_event_reasons"])
+    if "processes" in dynamic:
+        procs = (finder or _FINDER).attribute(dynamic["processes"])
+        out["processes"] = procs
+        out["jobs"] = jobs.jobs_of(procs)
     return out
+
+
+_FINDER = jobs.JobFinder()
 
 
 # ---- sensor discovery ------------------------------------------------------------------------------------------

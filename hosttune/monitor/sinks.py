@@ -261,6 +261,8 @@ _THROTTLE_HELP = ("Time the GPU was held below its clocks by this limiter since 
                   "(nvmlDeviceGetViolationStatus).")
 _NVLINK_HELP = "NVLink data-link errors since the driver loaded, by type (nvmlDeviceGetNvLinkErrorCounter)."
 _UP_HELP = "1 while the monitor runs; 0 in the file it leaves when it stops."
+_JOB_HELP = ("A job (Slurm job id, Kubernetes pod UID or container id, by kind) has a process on the GPU (value is "
+             "always 1): join on gpu/uuid.")
 
 
 def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Iterable[Dict[str, Any]] = (),
@@ -334,6 +336,10 @@ def _gpu_metrics(ex: _Exposition, gpu: Dict[str, Any]) -> None:
     for reason, seconds in (gpu.get("throttle_seconds") or {}).items():
         ex.add("hosttune_gpu_throttle_seconds_total", "counter", _THROTTLE_HELP,
                f'{labels},reason="{_escape(reason)}"', seconds)
+    for job in gpu.get("jobs") or []:
+        ex.add("hosttune_job_info", "gauge", _JOB_HELP, {"gpu": gpu["index"], "uuid": gpu.get("uuid") or "",
+                                                         "job": job["job"], "kind": job["kind"],
+                                                         "user": job.get("user", "")}, 1)
     for link, up in enumerate(gpu.get("nvlink_up") or []):
         ex.add("hosttune_gpu_nvlink_up", "gauge", "1 while the NVLink is active (nvmlDeviceGetNvLinkState).",
                f'{labels},link="{link}"', up)

@@ -168,3 +168,79 @@ def temperature_lines(samples: Sequence[Dict[str, Any]], thresholds: Thresholds)
         lines.setdefault(limits.warn_c, "warning")
         lines[limits.crit_c] = "critical"  # one GPU's critical line wins over another's warning at that value
     return sorted(lines.items())
+
+
+# ---- one job's GPUs (`monitor report --job`) ------------------------------------------------------------------
+def _has_job(gpu: Dict[str, Any], job: str) -> bool:
+    return any(j.get("job") == job for j in gpu.get("jobs") or [])
+
+
+def _rising(values: Sequence[Tuple[float, bool]]) -> float:
+    """What a counter gained over the job: the sum of its increases between neighbouring samples that are not
+    across a gap (`values`: (reading, continues the previous)); a counter that went down (driver reload) restarts."""
+    total = 0.0
+    for (prev, _), (cur, joined) in zip(values, values[1:]):
+        if joined and cur >= prev:
+            total += cur - prev
+    return total
+
+
+def _stats(values: List[float]) -> Dict[str, float]:
+    if not values:
+        return {}
+    return {"mean": round(math.fsum(values) / len(values), 3), "max": max(values)}
+
+
+def _job_gpu(rows: List[Tuple[Dict[str, Any], float, bool]], job: str) -> Dict[str, Any]:
+    """One GPU's share of a job: `rows` are (GPU entry, seconds it stands for, continues the previous row)."""
+    first = rows[0][0]
+    mine = next(j for j in first.get("jobs") or [] if j.get("job") == job)
+    out: Dict[str, Any] = {"gpu": first["index"], "uuid": first.get("uuid"), "kind": mine.get("kind"),
+                           "user": mine.get("user"), "samples": len(rows),
+                           "seconds": round(sum(dt for _, dt, _ in rows), 3)}
+    for key, name in (("utilization_gpu_pct", "utilization_pct"), ("memory_used_mb", "memory_used_mb"),
+                      ("power_w", "power_w")):
+        stats = _stats([float(g[key]) for g, _, _ in rows if g.get(key) is not None])
+        if stats:
+            out[name] = stats
+    job_mem = [float(sum(p.get("used_memory_mb") or 0 for p in g.get("processes") or [] if p.get("job") == job))
+               for g, _, _ in rows if g.get("processes")]
+    if job_mem:
+        out["job_memory_used_mb"] = _stats(job_mem)
+    energy = [(float(g["energy_j"]), joined) for g, _, joined in rows if g.get("energy_j") is not None]
+    if len(energy) >= 2:
+        out["energy_j"], out["energy_from"] = round(_rising(energy), 3), "counter"
+    elif any(g.get("power_w") is not None for g, _, _ in rows):  # no energy counter: power over time
+        out["energy_j"] = round(math.fsum(float(g["power_w"]) * dt for g, dt, _ in rows if g.get("power_w")), 3)
+        out["energy_from"] = "power"
+    reasons = sorted({r for g, _, _ in rows for r in (g.get("throttle_seconds") or {})})
+    throttle = {r: round(_rising([(float(g["throttle_seconds"][r]), j) for g, _, j in rows
+                                  if r in (g.get("throttle_seconds") or {})]), 3) for r in reasons}
+    out["throttle_seconds"] = {r: s for r, s in throttle.items() if s > 0}
+    xids = [(float(g["xid_errors"]), j) for g, _, j in rows if g.get("xid_errors") is not None]
+    out["xid_errors"] = int(_rising(xids)) if xids else None
+    return out
+
+
+def job_summary(samples: Sequence[Dict[str, Any]], job: str) -> Dict[str, Any]:
+    """`monitor report --job ID`: per GPU that had a process of job `job` (Slurm job id, pod UID or container id),
+    over the samples in which it had: utilisation, memory (the GPU's and the job's processes'), power, energy (the
+    GPU's energy counter, else power over time), time held back per limiter, XIDs (with the XID events)."""
+    spans = durations(samples)
+    cap = max(spans) if spans else 0.0
+    per_gpu: Dict[int, List[Tuple[Dict[str, Any], float, bool]]] = {}
+    last_row: Dict[int, int] = {}  # GPU index -> position of the sample that last had the job on it
+    xid_events: List[Dict[str, Any]] = []
+    for pos, (rec, dt) in enumerate(zip(samples, spans)):
+        for gpu in rec.get("gpus") or []:
+            if gpu.get("lost") or not _has_job(gpu, job):
+                continue
+            i = gpu["index"]
+            joined = last_row.get(i) == pos - 1 and (pos == 0 or rec["ts"] - samples[pos - 1]["ts"] <= cap)
+            per_gpu.setdefault(i, []).append((gpu, dt, joined))
+            last_row[i] = pos
+            xid_events += [dict(ev, ts=rec["ts"], time=rec.get("time")) for ev in rec.get("events") or []
+                           if ev.get("kind") == "gpu_xid" and ev.get("subject") == f"gpu{i}"]
+    times = [rec["ts"] for rec in samples if any(_has_job(g, job) for g in rec.get("gpus") or [])]
+    return {"job": job, "first": min(times) if times else None, "last": max(times) if times else None,
+            "gpus": [_job_gpu(rows, job) for _i, rows in sorted(per_gpu.items())], "xid_events": xid_events}

@@ -30,7 +30,10 @@ Scenario: {"init_error": null | "DRIVER_NOT_LOADED" | ..., "driver": "550.54.15"
   "crc_data": 0}}] (one entry per link; a link past the list is NOT_SUPPORTED), "event_types" (the mask that
   nvmlDeviceGetSupportedEventTypes reports; default _DEFAULT_EVENT_TYPES), "xids": [13, 79] (critical XIDs since
   the driver loaded, oldest first: an event set registered for nvmlEventTypeXidCriticalError delivers those added
-  after its registration, one per nvmlEventSetWait_v2, which raises NVMLError_Timeout when none is pending)}]}
+  after its registration, one per nvmlEventSetWait_v2, which raises NVMLError_Timeout when none is pending),
+  "processes": [{"pid": 1234, "used_memory_mb": 512 | null, "gpu_instance": 0xFFFFFFFF, "compute_instance": ...}]
+  (nvmlDeviceGetComputeRunningProcesses: absent = none running, [] as NVML returns; used_memory_mb null =
+  NVML_VALUE_NOT_AVAILABLE, which nvidia-ml-py turns into None)}]}
 """
 
 import json
@@ -597,3 +600,24 @@ def nvmlEventSetFree(eventSet: _EventSet) -> None:
     if not isinstance(eventSet, _EventSet) or eventSet.freed:
         _raise(NVML_ERROR_INVALID_ARGUMENT)
     eventSet.freed = True
+
+
+NVML_VALUE_NOT_AVAILABLE_ulonglong = 0xFFFFFFFFFFFFFFFF
+NVML_INSTANCE_NOT_MIG = 0xFFFFFFFF  # gpuInstanceId / computeInstanceId of a process on a GPU not in MIG mode
+
+
+def nvmlDeviceGetComputeRunningProcesses_v3(handle: _Handle) -> List[_Struct]:
+    """c_nvmlProcessInfo_t per process with a compute context (pid, usedGpuMemory in bytes, gpuInstanceId,
+    computeInstanceId), in the driver's order; [] when none runs (NVML_SUCCESS with a count of 0). nvidia-ml-py sets
+    usedGpuMemory to None where NVML reports NVML_VALUE_NOT_AVAILABLE."""
+    out = []
+    for proc in _device("nvmlDeviceGetComputeRunningProcesses", handle).get("processes") or []:
+        mb = proc.get("used_memory_mb")
+        out.append(_Struct(pid=int(proc["pid"]), usedGpuMemory=None if mb is None else int(mb) * 1024 * 1024,
+                           gpuInstanceId=int(proc.get("gpu_instance", NVML_INSTANCE_NOT_MIG)),
+                           computeInstanceId=int(proc.get("compute_instance", NVML_INSTANCE_NOT_MIG))))
+    return out
+
+
+nvmlDeviceGetComputeRunningProcesses_v2 = nvmlDeviceGetComputeRunningProcesses_v3
+nvmlDeviceGetComputeRunningProcesses = nvmlDeviceGetComputeRunningProcesses_v3
