@@ -110,10 +110,24 @@ def zero_optimizer(groups: List[Dict[str, Any]], **kwargs: Any) -> torch.optim.O
 def grad_scaler(device_type: str) -> torch.amp.GradScaler:
     """fp16 under FSDP: each rank unscales only its shard of the gradients, so an inf/NaN is seen by one rank;
     ShardedGradScaler all-reduces the finding so every rank skips that step (a plain GradScaler would let the
-    ranks' parameters diverge). Checked on 2 gloo ranks with an inf on one: both skipped, both halved the scale."""
+    ranks' parameters diverge). Checked on 2 gloo ranks with an inf on one: both skipped, both halved the scale.
+
+    ShardedGradScaler records `found_inf` with shape [1] where GradScaler uses a scalar; a fused optimizer (AdamW,
+    fused=True: the engine's default) takes it as its `found_inf` and subtracts it from its scalar step counts:
+    "output with shape [] doesn't match the broadcast shape [1]" at the first step (torch 2.13). And the finding is
+    all-reduced as a sum (2.0 when two ranks overflowed), where the fused kernel skips only on exactly 1.0 and
+    subtracts it from the step count: the overflowed step was applied, NaN into every weight. So once all-reduced,
+    each finding becomes a scalar 0.0 or 1.0."""
     from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 
-    return ShardedGradScaler(device=device_type)
+    class ScalarInfShardedGradScaler(ShardedGradScaler):
+        def unscale_(self, optimizer: torch.optim.Optimizer) -> None:
+            super().unscale_(optimizer)
+            found = self._per_optimizer_states[id(optimizer)]["found_inf_per_device"]
+            for where, flag in list(found.items()):
+                found[where] = (flag.reshape(()) > 0).to(flag.dtype)
+
+    return ScalarInfShardedGradScaler(device=device_type)
 
 
 def local_optimizer(optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
