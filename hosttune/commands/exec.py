@@ -48,6 +48,10 @@ class _ExecCommand(click.Command):
               help="The profile's values replace variables you already set (default: yours are kept, and said).")
 @click.option("--no-measured", is_flag=True,
               help="Ignore the job's measured overlay (what hosttune autotune saved for it on this kind of host).")
+@click.option("--hang-timeout", default=None, metavar="DURATION",
+              help="No output from the job for this long (600, 90s, 10m, 1h; off): save every rank's Python stacks "
+                   "in ./hosttune-hang-ID/, name the odd rank, stop the job, exit 124 (default: the profile's "
+                   "hang_timeout).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def cmd(
     profile_name: Optional[str],
@@ -58,6 +62,7 @@ def cmd(
     verify: bool,
     override: bool,
     no_measured: bool,
+    hang_timeout: Optional[str],
     command: Tuple[str, ...],
 ) -> None:
     """Run COMMAND with the profile applied per rank.
@@ -68,6 +73,7 @@ def cmd(
       srun -n 4 hosttune exec -- python train.py
 
     Exit status: the job's own; 128+N when it died of signal N (or failed after hosttune forwarded signal N);
+    124 when --hang-timeout stopped it (no output for that long; the stacks are in ./hosttune-hang-ID/);
     2 when COMMAND is missing or not found or an option is wrong.
     """
     from hosttune import trust
@@ -79,6 +85,7 @@ def cmd(
         raise UserError("--json prints the plan: use it with --dry-run")
     if root is not None:
         root = trust.host_tree(root)
+    _hang_seconds(hang_timeout, None)  # a bad --hang-timeout is refused before anything is detected
     job = prepare(list(command), profile=profile_name, root=Path(root) if root else None, no_bind=no_bind,
                   override=override, measured=not no_measured)
     if job.measured_note:  # the overlay autotune saved for this job: applied, or stale; one line either way
@@ -105,4 +112,22 @@ def cmd(
     for line in notices(job):  # once, before the job's own output: whose values it runs with, and who binds
         sys.stderr.write(f"hosttune: {line}\n")
     sys.stderr.flush()
-    sys.exit(run(job, verify=verify))
+    sys.exit(run(job, verify=verify, hang_timeout=_hang_seconds(hang_timeout, job.profile)))
+
+
+def _hang_seconds(option: Optional[str], prof: object) -> Optional[float]:
+    """--hang-timeout, else the profile's hang_timeout; None: no hang watch. Both read by the profile table's one
+    duration reader (settings.duration_s); `off` (or 0) turns a profile's default off."""
+    from hosttune.profile.settings import duration_s
+
+    value = option if option is not None else getattr(prof, "hang_timeout", None)
+    if value is None or (option is not None and option.strip().lower() in ("off", "0", "none")):
+        return None
+    try:
+        return duration_s(value)
+    except ValueError:
+        from hosttune.term import printable
+
+        what = "--hang-timeout" if option is not None else "the profile's hang_timeout"
+        raise UserError(f"{what} {printable(str(value)[:40])!r}: a duration such as 600, 90s, 10m or 1h "
+                        f"(or off)") from None

@@ -448,6 +448,48 @@ def arm_top(data: Mapping[str, Any]) -> None:
     sys.meta_path.insert(0, _SpawnCounter())
 
 
+# ---- the hang watch's stacks (hosttune exec --hang-timeout; the launcher side is hang.py) ---------------------
+
+HANG_DIR = "HOSTTUNE_HANG_DIR"  # the job's hang directory (launch/hang.py makes it, private to the job's user)
+STACKS_PREFIX = "stacks-"  # stacks-rank<R>-pid<P>.txt (or stacks-proc-pid<P>.txt without a rank variable)
+
+
+def stacks_signal() -> int:
+    """The signal on which an armed process writes its Python stacks: a real-time one, which programs and
+    launchers leave alone (SIGUSR1/2 are Lightning's, Slurm's and torchelastic's), and which hang.py sends only to
+    the processes that armed it (an unarmed one would die of it)."""
+    import signal
+
+    return int(signal.SIGRTMIN) + 6
+
+
+def arm_stacks(environ: Mapping[str, str], argv: List[str]) -> Optional[str]:
+    """With $HOSTTUNE_HANG_DIR set, register faulthandler on `stacks_signal()` writing every thread's Python stack
+    to this process's own file there (created here, O_EXCL and no-follow, in the directory hosttune made for the
+    job). A disposition that is already there (a C library's handler) is chained; a handler the program sets later
+    for the same signal replaces ours, and hang.py then says that process gave no stacks. The file's path, or None
+    (no hang watch, a multiprocessing worker of a rank, or the file could not be made: the job runs unwatched)."""
+    d = environ.get(HANG_DIR)
+    if not d or not os.path.isabs(d) or is_spawn_child(argv):
+        return None
+    import faulthandler
+    import signal
+
+    rank = environ.get("RANK") or environ.get("LOCAL_RANK") or environ.get(names.LOCAL_RANK) or ""
+    label = f"rank{rank}" if rank.isdigit() and len(rank) <= 7 else "proc"
+    path = os.path.join(d, f"{STACKS_PREFIX}{label}-pid{os.getpid()}.txt")
+    sig = stacks_signal()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    os.write(fd, f"# {label} pid {os.getpid()}: Python stacks, every thread, on signal {sig} (faulthandler)\n"
+                 .encode())
+    chain = signal.getsignal(sig) not in (signal.SIG_DFL, signal.SIG_IGN)  # None: a handler set outside Python
+    faulthandler.register(sig, file=fd, all_threads=True, chain=chain)  # keeps fd: it stays open for the dump
+    return path
+
+
 # ---- entry point ----------------------------------------------------------------------------------------------
 
 
@@ -476,6 +518,11 @@ def run(environ: Optional[MutableMapping[str, str]] = None, argv: Optional[List[
     what = "this process"
     try:
         who = role(env, lambda: data().get("kind"), argv)
+        if who != "none" and env.get(HANG_DIR):
+            try:
+                arm_stacks(env, argv)
+            except (OSError, ValueError, RuntimeError) as exc:
+                _say(f"{what}: the hang watch cannot take this process's stacks ({exc})")
         if who == "rank":
             from hosttune.launch import rankvars
 
@@ -500,4 +547,5 @@ def run(environ: Optional[MutableMapping[str, str]] = None, argv: Optional[List[
         return "failed"
 
 
-__all__ = ["HOOK_DIR", "job_env", "run", "role", "rank_env", "apply_rank", "spawn_share", "is_spawn_child"]
+__all__ = ["HOOK_DIR", "HANG_DIR", "STACKS_PREFIX", "job_env", "run", "role", "rank_env", "apply_rank", "spawn_share",
+           "is_spawn_child", "arm_stacks", "stacks_signal"]

@@ -9,6 +9,10 @@ this launch's marker is swept when it ends, and hosttune exits with the job's st
 signal N, or when it failed after hosttune forwarded signal N). A forked guardian (guardian.py) stops the job if
 hosttune itself is killed, and catches processes that left the job's process group and dropped the marker (hosttune
 is their subreaper).
+
+With a hang timeout (`exec --hang-timeout`, the profile's `hang_timeout`; hang.py) every job is supervised, plain
+ones too, and its output runs through hosttune: no output for that long and the ranks' stacks are saved, the odd
+rank named in one line, and the job stopped like a forwarded SIGTERM; hosttune then exits with hang.EXIT_HUNG (124).
 """
 
 import os
@@ -19,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
 
 from hosttune import programs, term
 from hosttune.errors import UserError
-from hosttune.launch import handoff, hook
+from hosttune.launch import handoff, hang, hook
 from hosttune.launch.binding import bind_self
 from hosttune.launch.job import Launch
 from hosttune.launch.procfs import alive, marked_processes
@@ -63,10 +67,12 @@ def _say(msg: str) -> None:
     sys.stderr.flush()
 
 
-def run(launch: Launch, *, verify: bool = False) -> int:
-    """Run the job; returns the exit status hosttune should end with (plain jobs without --verify do not return)."""
+def run(launch: Launch, *, verify: bool = False, hang_timeout: Optional[float] = None) -> int:
+    """Run the job; returns the exit status hosttune should end with (plain jobs without --verify or a hang timeout
+    do not return)."""
     environ = dict(os.environ)
     marker = f"{os.getpid()}-{os.urandom(4).hex()}"
+    watch: Optional[hang.Watch] = None
     if launch.kind in ("torchrun", "launcher"):
         t = launch.torchrun
         _which_or_fail(launch.argv[0], environ)
@@ -88,7 +94,9 @@ def run(launch: Launch, *, verify: bool = False) -> int:
         env[names.HANDOFF] = path
         env[names.LAUNCH_ID] = marker
         try:
-            return _supervise(launch, launch.argv, env, marker, verify, cleanup=[path])
+            if hang_timeout is not None:
+                watch = hang.Watch.start(hang_timeout, marker, env)
+            return _supervise(launch, launch.argv, env, marker, verify, cleanup=[path], watch=watch)
         finally:
             handoff.remove(path)
     # plain / srun: bind this process, then exec (or spawn and watch with --verify)
@@ -108,14 +116,16 @@ def run(launch: Launch, *, verify: bool = False) -> int:
         if binding.prefix:
             argv = [*binding.prefix, "--", *argv]
             exe = binding.prefix[0]
-    if not verify:
+    if hang_timeout is not None:
+        watch = hang.Watch.start(hang_timeout, marker, env)
+    elif not verify:
         sys.stdout.flush()
         default_handlers_for_exec()  # a Ctrl-C caught just now is acted on, not lost in the exec
         try:
             programs.execve(argv, env, "exec:", exe=exe)
         except OSError as exc:
             raise UserError(f"exec: {argv[0]}: {exc.strerror}") from None
-    return _supervise(launch, argv, env, marker, verify)
+    return _supervise(launch, argv, env, marker, verify, watch=watch)
 
 
 def _hook_handoff(launch: Launch, marker: str, environ: Mapping[str, str], env: Dict[str, str]) -> Optional[str]:
@@ -134,26 +144,35 @@ def _hook_handoff(launch: Launch, marker: str, environ: Mapping[str, str], env: 
 
 
 def _supervise(launch: Launch, argv: List[str], env: Dict[str, str], marker: str, verify: bool,
-               cleanup: Sequence[str] = ()) -> int:
+               cleanup: Sequence[str] = (), watch: "Optional[hang.Watch]" = None) -> int:
     """Spawn the job in its own process group, forward signals, optionally verify ranks, sweep, map the status.
 
     A guardian (guardian.py) stops the job if this process dies without doing so itself (SIGKILL, OOM killer)."""
+    import subprocess
+
     from hosttune.launch import guardian
 
     grace = _grace()
     guardian.become_subreaper()  # a rank's setsid'd child stays in our tree, where the guardian sees it
     guard = guardian.Guardian.start(marker, grace, cleanup)
     fwd = _Forwarder()
+    fwd.watch = watch
     checks: Dict[int, RankCheck] = {}
+    pipes: Dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE} if watch is not None else {}
     try:
         try:
-            # no threads here, so preexec_fn is safe; the top process also gets SIGTERM if we die
+            # no threads here (the output copies start after), so preexec_fn is safe; the top process also gets
+            # SIGTERM if we die
             fwd.child = programs.popen(argv, "exec:", env=env, check_trust=False,
-                                       preexec_fn=guardian.pdeathsig_preexec())
+                                       preexec_fn=guardian.pdeathsig_preexec(), **pipes)
         except OSError as exc:
             guard.finish()
+            if watch is not None:
+                watch.finish()
             raise UserError(f"exec: {argv[0]}: {exc.strerror}") from None
         guard.watch(fwd.child.pid)
+        if watch is not None:
+            watch.attach(_fd(fwd.child.stdout), _fd(fwd.child.stderr))
         if fwd.received:  # a signal that came before the child existed
             os.killpg(fwd.child.pid, fwd.received[-1])
         _wait(launch, fwd, guard.pid, grace, verify, checks, marker)
@@ -163,9 +182,22 @@ def _supervise(launch: Launch, argv: List[str], env: Dict[str, str], marker: str
         _kill_unfinished(fwd.child)
         _sweep(marker)
         guard.finish()  # stragglers that dropped the marker (setsid + env -i) are stopped by the guardian
+        if watch is not None:
+            watch.finish()
     if verify:
         verify_report(launch, checks)
+    if watch is not None and watch.hung:
+        return hang.EXIT_HUNG
     return _status(rc, fwd.received)
+
+
+def _fd(stream: Any) -> Optional[int]:
+    """The descriptor of one of the job's output pipes, taken from its file object (the copy reads and closes it)."""
+    if stream is None:
+        return None
+    fd = os.dup(stream.fileno())
+    stream.close()
+    return fd
 
 
 class _Forwarder:
@@ -174,6 +206,7 @@ class _Forwarder:
     def __init__(self) -> None:
         self.received: List[int] = []
         self.child: Optional[subprocess.Popen[bytes]] = None
+        self.watch: Optional[hang.Watch] = None
         self._old: Dict[int, Any] = {sig: signal.signal(sig, self._forward) for sig in FORWARDED}
 
     def _forward(self, signum: int, frame: Any) -> None:
@@ -189,7 +222,8 @@ class _Forwarder:
 def _wait(launch: Launch, fwd: _Forwarder, guard_pid: int, grace: float, verify: bool,
           checks: Dict[int, RankCheck], marker: str) -> None:
     """Until the job ends: reap orphans (we are their subreaper), SIGKILL the job `grace` seconds after the first
-    forwarded signal, and with --verify check its ranks as they appear."""
+    forwarded signal, and with --verify check its ranks as they appear; with a hang watch, a job that made no
+    progress for its timeout has its stacks collected and is stopped as by a forwarded SIGTERM."""
     import subprocess
 
     from hosttune.launch import guardian
@@ -206,6 +240,11 @@ def _wait(launch: Launch, fwd: _Forwarder, guard_pid: int, grace: float, verify:
             return
         except subprocess.TimeoutExpired:
             pass
+        if fwd.watch is not None and fwd.watch.stalled():
+            for line in fwd.watch.collect(marker):
+                _say(line)
+            _say(f"stopping the job (SIGTERM, SIGKILL after {grace:g} s); exit status {hang.EXIT_HUNG}")
+            fwd._forward(signal.SIGTERM, None)
         if fwd.received and deadline is None:
             deadline = time.monotonic() + grace
         guardian.reap_orphans_except(child.pid, guard_pid)

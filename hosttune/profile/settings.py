@@ -42,7 +42,7 @@ class Setting:
     """One profile key. `name` is dotted for a key inside a section (`dataloader.num_workers`)."""
 
     name: str
-    kind: str  # text | path | choice | count | bool | tristate | envmap | reasons | meta
+    kind: str  # text | path | choice | count | bool | tristate | duration | envmap | reasons | meta
     default: Any = None
     choices: Tuple[str, ...] = ()
     low: int = 0  # count: the smallest number allowed
@@ -80,6 +80,8 @@ SETTINGS: Tuple[Setting, ...] = (
             "PYTORCH_ALLOC_CONF (torch >= 2.10) or PYTORCH_CUDA_ALLOC_CONF (older); both when the version is unknown"),
     Setting("deterministic", "bool", False, doc="CUBLAS_WORKSPACE_CONFIG, PYTHONHASHSEED=0, HOSTTUNE_DETERMINISTIC=1"),
     Setting("debug", "bool", False, doc="CUDA_LAUNCH_BLOCKING, NCCL_DEBUG, TORCH_DISTRIBUTED_DEBUG, C++ stack traces"),
+    Setting("hang_timeout", "duration", None, doc="hosttune exec --hang-timeout's default: with no output from the "
+            "job for this long (600, 90s, 10m, 1h), every rank's stacks are saved and the job is stopped (exit 124)"),
     Setting("device", "choice", "auto", DEVICES, doc="auto = GPUs when there are any; cpu = hide GPUs"),
     Setting("openmp", "choice", "auto", OPENMP, doc="auto = Intel settings only if already preloaded; gnu; intel"),
     Setting("dataloader.num_workers", "count", "auto", low=0, high=256,
@@ -183,6 +185,7 @@ class Profile:
     dataloader: DataLoader = field(default_factory=DataLoader)
     deterministic: bool = _DEFAULT["deterministic"]
     debug: bool = _DEFAULT["debug"]
+    hang_timeout: Union[None, str, int, float] = _DEFAULT["hang_timeout"]
     device: str = _DEFAULT["device"]
     openmp: str = _DEFAULT["openmp"]
     chain: Tuple[str, ...] = ()  # the files this profile was merged from, base first
@@ -237,6 +240,20 @@ Bad = Callable[[str, str, Optional[str]], UserError]  # (key, message, section) 
 Unknown = Callable[[Any, Tuple[str, ...], Optional[str]], UserError]  # (key, known keys, section) -> error
 
 
+def duration_s(value: Any) -> float:
+    """A duration -> seconds: a positive number of seconds (600, 1.5) or text with an optional s, m or h (`90s`,
+    `10m`, `1h`), the grammar of autotune's --budget; anything else (0, negative, inf, nan, a bool) is ValueError.
+    The one reader of durations that a profile or a launcher option gives (`hang_timeout`, `exec --hang-timeout`)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(value)
+    t = str(value).strip().lower()
+    mult = {"s": 1, "m": 60, "h": 3600}.get(t[-1:]) if t else None
+    seconds = float(t[:-1] if mult else t) * (mult or 1)
+    if not (0 < seconds < float("inf")):  # nan fails both; inf never ends
+        raise ValueError(value)
+    return seconds
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -266,6 +283,12 @@ def _check(s: Setting, v: Any, bad: Bad) -> None:
     elif s.kind == "tristate":
         if not (v == "auto" or isinstance(v, bool)):
             raise bad(key, f"must be auto, true or false, not {brief(v)}", sect)
+    elif s.kind == "duration":
+        if v is not None:
+            try:
+                duration_s(v)
+            except ValueError:
+                raise bad(key, f"must be a duration such as 600, 90s, 10m or 1h, not {brief(v)}", sect) from None
     elif s.kind == "envmap":
         _check_envmap(s.name, v, bad)
     elif s.kind == "reasons":
