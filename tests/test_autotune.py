@@ -308,6 +308,31 @@ def test_real_autotune_finds_and_saves_the_winner(tmp_path: Path) -> None:
     assert list(scratch.iterdir()) == []
 
 
+def test_hosttune_train_is_tried_as_the_torchrun_line_it_runs(tmp_path: Path) -> None:
+    """Was: `hosttune train --nproc 2 ...` ran as given inside each trial's exec, a single-process plan whose
+    OMP_NUM_THREADS (the caller's, to train's own exec) every rank then took. Now the trials run train's ranks' line,
+    planned as the 2-rank torchrun job it is, with the engine's scratch run directories."""
+    import importlib.util
+
+    from hosttune.autotune import rundirs
+    from hosttune.commands.autotune import train_job
+
+    assert train_job((sys.executable, "job.py", "--bs", "8")) == ([sys.executable, "job.py", "--bs", "8"], None)
+    for bad, msg in ((["--profile", str(tmp_path / "p.yaml"), "--preset", "gpt-tiny"], "leave --profile"),
+                     (["--preset", "nope"], "engine: "),
+                     (["--nproc", "0", "--preset", "gpt-tiny"], "hosttune train: ")):
+        with pytest.raises(UserError, match=msg):
+            train_job(("hosttune", "train", *bad))
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("this interpreter has no torch for hosttune train's --python")
+    job, note = train_job(("hosttune", "train", "--nproc", "2", "--python", sys.executable, "--preset", "gpt-tiny",
+                           "--set", "steps=5"))
+    i = job.index("torch.distributed.run")
+    assert job[:i + 1] == [sys.executable, "-m", "torch.distributed.run"] and "--nproc_per_node=2" in job
+    assert job[-4:] == ["--preset", "gpt-tiny", "--set", "steps=5"] and rundirs.engine_command(job)
+    assert note is not None and note.startswith("hosttune train runs under its own hosttune exec")
+
+
 # -- busy hosts: contention measured outside the job (a synthetic pressure source and clock, no wall time) ---------
 
 class SyntheticHost:

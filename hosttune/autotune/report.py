@@ -24,7 +24,7 @@ def plan_text(session: Any) -> str:
     lines = [f"autotune: {len(session.candidates)} candidates against the default plan ({session.default.name}), "
              f"metric {session.spec.text!r}{' (lower is better)' if session.spec.lower_is_better else ''}"]
     for c in session.candidates:
-        lines.append(f"  {c.name:<16} {c.why}")
+        lines.append(f"  {c.name:<18} {c.why}")
     lines.extend(f"  ({printable(n)})" for n in session.notes)
     if getattr(session, "engine_runs", False):
         lines.append("run directories: each trial of the engine gets --run-dir in a fresh scratch directory under "

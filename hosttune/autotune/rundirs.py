@@ -3,9 +3,10 @@
 The engine writes its metrics, checkpoints and traces to `--run-dir` (default `runs/<preset>-<time>` under the
 working directory; with `--resume`, or an elastic restart, it continues from the newest checkpoint there). Trials of
 the same command would share that directory: a later trial would resume an earlier one's checkpoint and measure a
-different amount of work. So each trial of a command that starts the engine (`hosttune train ...`, `python -m
-hosttune.engine ...`, or a launcher running `-m hosttune.engine`) gets `--run-dir` appended, naming a fresh
-directory of its own under one private (0700) directory of the session (under TMPDIR). The engine's option parser
+different amount of work. So each trial of a command that starts the engine (`hosttune train ...` or the torchrun
+line it runs, `python -m hosttune.engine ...`, or a launcher running `-m hosttune.engine`) gets `--run-dir` appended,
+naming a fresh directory of its own under one private (0700) directory of the session (under TMPDIR). The engine's
+option parser
 takes the last `--run-dir`, and that option wins over `--set run_dir=` and a config file's `run_dir:`.
 
 A trial's directory is removed after the trial, unless the trial was dropped (failed, hung, printed no metric):
@@ -21,6 +22,7 @@ from typing import List, Optional, Sequence
 
 ENGINE_MODULE = "hosttune.engine"
 RUN_DIR = "--run-dir"
+RANK_SCRIPT = os.path.join("hosttune", "commands", "train_rank.py")  # `hosttune train`'s rank: the engine's args
 
 
 def _is_hosttune(word: str) -> bool:
@@ -31,6 +33,8 @@ def engine_command(command: Sequence[str]) -> bool:
     """Whether `command` starts the bundled engine in a form that takes `--run-dir` at its end."""
     argv = list(command)
     if len(argv) >= 2 and _is_hosttune(argv[0]) and argv[1] == "train":
+        return True
+    if any(word.endswith(os.sep + RANK_SCRIPT) for word in argv):  # the line `hosttune train` runs under torchrun
         return True
     for i, word in enumerate(argv[:-1]):
         nxt = argv[i + 1]

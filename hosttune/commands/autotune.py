@@ -1,5 +1,7 @@
 """`hosttune autotune`: measure COMMAND under candidate plans against the default, keep only a proven winner."""
 
+import os
+import shlex
 import sys
 from typing import Any, List, Optional, Tuple
 
@@ -69,8 +71,11 @@ def cmd(budget: str, metric_re: Optional[str], engine: bool, lower_is_better: bo
     names = [n.strip() for n in only.split(",") if n.strip()] if only is not None else None
     if names is not None and not names:
         raise UserError("--candidates: give at least one name")
-    s = session.prepare(command, spec, seconds, window_s=trial_s, engine=engine, only=names)
+    job, note = train_job(command)
+    s = session.prepare(job, spec, seconds, window_s=trial_s, engine=engine, only=names)
     try:
+        if note:
+            click.echo(note, err=as_json)
         click.echo(report.plan_text(s), err=as_json)
         if dry_run:
             return
@@ -89,6 +94,38 @@ def cmd(budget: str, metric_re: Optional[str], engine: bool, lower_is_better: bo
         how = (f"use it: hosttune exec --profile {saved} -- ..." if output else
                "the next `hosttune exec -- COMMAND` of this job on this kind of host applies it (--no-measured: not)")
         click.echo(f"saved: {saved}\n{how}", err=as_json)
+
+
+def train_job(command: Tuple[str, ...]) -> Tuple[List[str], Optional[str]]:
+    """`hosttune train [--nproc N] [--python P] ENGINE_ARGS` as the line it runs under its own `hosttune exec`
+    (PYTHON -m torch.distributed.run ... train_rank.py ENGINE_ARGS), and a line saying so; any other command as
+    given. Tried as given, train's own exec would plan its ranks again inside the trial's (a single-process plan
+    whose OMP_NUM_THREADS, as the caller's, would win for every rank); tried as its torchrun line, each candidate
+    plans the ranks, and the overlay is saved under the key the next `hosttune train` of this job looks up."""
+    if len(command) < 2 or os.path.basename(command[0]) != "hosttune" or command[1] != "train":
+        return list(command), None
+    import importlib
+
+    from hosttune.commands import train
+
+    try:
+        params = train.cmd.make_context("train", list(command[2:])).params
+    except click.exceptions.Exit:
+        raise UserError("autotune: hosttune train --help is not a job") from None
+    except click.ClickException as exc:
+        raise UserError(f"autotune: hosttune train: {exc.format_message()}") from None
+    if params.get("profile") or params.get("dry_run"):
+        raise UserError("autotune: leave --profile and --dry-run out of `hosttune train`: each trial runs the job "
+                        "under one candidate profile")
+    args = list(params.get("engine_args") or ())
+    problem = importlib.import_module("hosttune.engine.__main__").check_args(args)
+    if problem:
+        raise UserError(f"engine: {problem}")
+    argv = train.build_argv(int(params.get("nproc") or 1), args, None,
+                            train.find_python(params.get("python"), os.environ).path)
+    job = argv[argv.index("--", argv.index("exec")) + 1:]
+    return job, (f"hosttune train runs under its own hosttune exec: the trials run its ranks' line under each "
+                 f"candidate instead: {shlex.join(job)}")
 
 
 def _spec(metric_re: Optional[str], engine: bool, lower: bool, warmup: int, warmup_s: float) -> Any:
