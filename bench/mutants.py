@@ -24,14 +24,15 @@ class Mutant(NamedTuple):
     breaks: str
     equivalent: str = ""
     sanity: bool = False
+    pins: str = ""  # the pytest selection of the tests written to pin this behaviour (run first; see --no-pins)
 
 
 MUTANTS: List[Mutant] = []
 
 
 def M(mid: str, file: str, old: str, new: str, tests: str, breaks: str, *, equivalent: str = "",
-      sanity: bool = False) -> None:
-    MUTANTS.append(Mutant(mid, file, old, new, tests, breaks, equivalent, sanity))
+      sanity: bool = False, pins: str = "") -> None:
+    MUTANTS.append(Mutant(mid, file, old, new, tests, breaks, equivalent, sanity, pins))
 
 
 # ---- sanity: must be caught, or the tests do not see the clone's code --------------------------------------------

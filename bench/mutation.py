@@ -20,8 +20,15 @@ byte-for-byte. Mutants run serially, one pytest at a time.
 Statuses: caught (pytest exit 1: a test failed), survived (exit 0), timeout (over the limit: counted as caught, as
 a hang is noticed), error (any other exit: collection error, no test selected, ...; not counted), refused (snippet
 not found exactly once; not counted), equivalent (the catalogue marks it as no behaviour change; not counted).
-A caught mutant whose test selection also fails on the unmutated clone is an error (checked once per selection).
+A mutant's `pins` (the tests written for it after a run it survived) run first, its catalogue tests only when the
+pins let it through; --no-pins measures the catalogue's tests alone (the score before pinning). After every mutant
+ran, each selection that caught one is re-run on the unmutated clone: one that fails there too turns its catches
+into errors (--no-baseline skips this). --json is rewritten after every mutant, so a run stopped early keeps what it
+measured; --resume FILE keeps an earlier run's rows whose mutant is unchanged (same snippet, tests and pins).
 Score = (caught + timeout) / (caught + timeout + survived).
+
+    python3 bench/mutation.py --no-pins --json before.json     # the suite's own tests
+    python3 bench/mutation.py --resume before.json --json after.json   # re-runs only mutants whose pins changed
 """
 
 import argparse
@@ -111,16 +118,15 @@ class Runner:
             return path, None
         return path, data
 
-    def selection_ok(self, tests: List[str]) -> Tuple[str, str]:
-        key = tuple(tests)
-        if key not in self.baseline:
-            status, rc, out, _ = run_pytest(self.root, self.env, tests, self.timeout)
-            self.baseline[key] = (status, failing_test(out))
-        return self.baseline[key]
+    def selection_ok(self, selection: str) -> Tuple[str, str]:
+        """How `selection` does on the unmutated clone (once per selection)."""
+        if selection not in self.baseline:
+            status, rc, out, _ = run_pytest(self.root, self.env, shlex.split(selection), self.timeout)
+            self.baseline[selection] = (status, failing_test(out))
+        return self.baseline[selection]
 
-    def one(self, m: Mutant) -> Dict[str, object]:
-        tests = shlex.split(m.tests)
-        row: Dict[str, object] = {"id": m.id, "file": m.file, "tests": m.tests, "breaks": m.breaks}
+    def one(self, m: Mutant, use_pins: bool) -> Dict[str, object]:
+        row: Dict[str, object] = {"id": m.id, "file": m.file, "tests": m.tests, "breaks": m.breaks, "sig": sig(m)}
         if m.equivalent:
             row.update(status="equivalent", detail=m.equivalent)
             return row
@@ -129,19 +135,36 @@ class Runner:
             n = path.read_text().count(m.old) if path.is_file() else "no file"
             row.update(status="refused", detail=f"snippet found {n} times in {m.file}, not once")
             return row
+        # the pins (fast, in process) first; the catalogue's tests only when the pins let the mutant through
+        selections = ([m.pins] if use_pins and m.pins else []) + [m.tests]
+        secs_all = 0.0
         try:
             path.write_bytes(original.replace(m.old.encode(), m.new.encode(), 1))
-            status, rc, out, secs = run_pytest(self.root, self.env, tests, self.timeout)
+            for selection in selections:
+                status, rc, out, secs = run_pytest(self.root, self.env, shlex.split(selection), self.timeout)
+                secs_all += secs
+                if status != "survived":
+                    break
         finally:
             path.write_bytes(original)
-        row.update(status=status, rc=rc, seconds=round(secs, 1), detail=failing_test(out))
-        if status in ("caught", "timeout"):
-            base, why = self.selection_ok(tests)
-            if base != "survived":
-                row.update(status="error", detail=f"its tests fail without the mutant too ({base}): {why}")
+        row.update(status=status, rc=rc, seconds=round(secs_all, 1), detail=failing_test(out), by=selection)
         if self.verbose and status in ("error",):
             print(out[-3000:], file=sys.stderr)
         return row
+
+    def check_baselines(self, rows: List[Dict[str, object]]) -> None:
+        """A caught mutant whose catching selection fails on the unmutated clone too is an error, not a catch."""
+        for row in rows:
+            if row["status"] in ("caught", "timeout"):
+                base, why = self.selection_ok(str(row["by"]))
+                if base != "survived":
+                    row.update(status="error", detail=f"its tests fail without the mutant too ({base}): {why}")
+
+
+def sig(m: Mutant) -> str:
+    import hashlib
+
+    return hashlib.sha256(repr((m.file, m.old, m.new, m.tests, m.pins, m.equivalent)).encode()).hexdigest()[:16]
 
 
 def score(rows: List[Dict[str, object]]) -> Dict[str, object]:
@@ -170,6 +193,12 @@ def table(rows: List[Dict[str, object]], summary: Dict[str, object]) -> str:
     return "\n".join(lines)
 
 
+def write_json(path: str, rows: List[Dict[str, object]], summary: Dict[str, object]) -> None:
+    tmp = path + ".tmp"
+    Path(tmp).write_text(json.dumps({"summary": summary, "mutants": rows}, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
 def select(prefixes: List[str]) -> List[Mutant]:
     chosen = [m for m in MUTANTS if not prefixes or any(m.id.startswith(p) for p in prefixes)]
     sanity = [m for m in MUTANTS if m.sanity]
@@ -187,6 +216,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the catalogue and exit")
     ap.add_argument("--keep", action="store_true", help="keep the clone (its path is printed)")
     ap.add_argument("--verbose", action="store_true", help="print pytest's output for errors")
+    ap.add_argument("--no-pins", action="store_true", help="only the catalogue's tests, not the mutants' pins "
+                    "(what the suite caught before the pins were written)")
+    ap.add_argument("--no-baseline", action="store_true", help="skip re-running each catching selection unmutated")
+    ap.add_argument("--resume", metavar="FILE", help="keep the rows of an earlier --json whose mutant is unchanged")
     args = ap.parse_args(argv)
     ids = [m.id for m in MUTANTS]
     dup = sorted({i for i in ids if ids.count(i) > 1})
@@ -218,25 +251,36 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 2
         print(f"mutation: {len(mutants)} mutants against {head} in {root}", file=sys.stderr, flush=True)
         rows: List[Dict[str, object]] = []
+        earlier = {}
+        if args.resume and Path(args.resume).is_file():
+            earlier = {str(r["id"]): r for r in json.loads(Path(args.resume).read_text())["mutants"]}
         t0 = time.monotonic()
         for i, m in enumerate(mutants, 1):
-            row = runner.one(m)
+            old = earlier.get(m.id)
+            if old is not None and old.get("sig") == sig(m) and old["status"] != "refused" and not m.sanity:
+                row = old
+            else:
+                row = runner.one(m, not args.no_pins)
             rows.append(row)
+            if args.json and args.json != "-":
+                write_json(args.json, rows, {"partial": True, "rev": head})
             print(f"[{i}/{len(mutants)}] {m.id}: {row['status']} {row.get('seconds', '')}s "
                   f"{str(row.get('detail', ''))[:100]}", file=sys.stderr, flush=True)
             if m.sanity and row["status"] not in ("caught", "timeout"):
                 print(f"mutation: the sanity mutant {m.id} was not caught ({row['status']}): the tests do not see "
                       "the clone's code; stopping", file=sys.stderr)
                 return 2
+        if not args.no_baseline:
+            print("mutation: re-running each catching selection on the unmutated clone", file=sys.stderr, flush=True)
+            runner.check_baselines(rows)
         summary = score(rows)
-        summary.update(rev=head, mutants=len(rows), minutes=round((time.monotonic() - t0) / 60, 1))
+        summary.update(rev=head, mutants=len(rows), minutes=round((time.monotonic() - t0) / 60, 1),
+                       pins=not args.no_pins, baseline=not args.no_baseline)
         print(table(rows, summary))
-        if args.json:
-            doc = json.dumps({"summary": summary, "mutants": rows}, indent=1)
-            if args.json == "-":
-                print(doc)
-            else:
-                Path(args.json).write_text(doc + "\n")
+        if args.json == "-":
+            print(json.dumps({"summary": summary, "mutants": rows}, indent=1))
+        elif args.json:
+            write_json(args.json, rows, summary)
         return 0
     finally:
         if args.keep:
