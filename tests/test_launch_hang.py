@@ -130,6 +130,8 @@ def test_hang_timeout_is_a_profile_setting_read_by_the_one_duration_reader() -> 
         with pytest.raises(ValueError):
             settings.duration_s(bad)
     assert profile.load_text("hang_timeout: 90s\n").hang_timeout == "90s"
+    assert settings.duration_or_off(profile.load_text("hang_timeout: off\n").hang_timeout) is None  # YAML's false
+    assert settings.duration_or_off(profile.load("throughput").hang_timeout) is None  # off unless a profile says
     assert profile.load("debug").hang_timeout is not None
     with pytest.raises(Exception, match="hang_timeout: must be a duration"):
         profile.load_text("hang_timeout: soon\n")
@@ -142,6 +144,8 @@ def test_the_profiles_hang_timeout_is_the_default_and_off_turns_it_off() -> None
     prof = type("P", (), {"hang_timeout": "2m"})()
     assert _hang_seconds(None, prof) == 120 and _hang_seconds("5", prof) == 5
     assert _hang_seconds("off", prof) is None and _hang_seconds(None, None) is None
+    with pytest.raises(UserError, match="--hang-timeout '0'"):
+        _hang_seconds("0", prof)
     with pytest.raises(UserError, match="the profile's hang_timeout"):
         _hang_seconds(None, type("P", (), {"hang_timeout": "later"})())
 

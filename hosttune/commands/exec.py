@@ -116,15 +116,13 @@ def cmd(
 
 
 def _hang_seconds(option: Optional[str], prof: object) -> Optional[float]:
-    """--hang-timeout, else the profile's hang_timeout; None: no hang watch. Both read by the profile table's one
-    duration reader (settings.duration_s); `off` (or 0) turns a profile's default off."""
-    from hosttune.profile.settings import duration_s
+    """--hang-timeout, else the profile's hang_timeout, read by the profile table's one duration reader; None (`off`,
+    which also turns a profile's default off): no hang watch."""
+    from hosttune.profile.settings import duration_or_off
 
     value = option if option is not None else getattr(prof, "hang_timeout", None)
-    if value is None or (option is not None and option.strip().lower() in ("off", "0", "none")):
-        return None
     try:
-        return duration_s(value)
+        return duration_or_off(value)
     except ValueError:
         from hosttune.term import printable
 

@@ -80,8 +80,8 @@ SETTINGS: Tuple[Setting, ...] = (
             "PYTORCH_ALLOC_CONF (torch >= 2.10) or PYTORCH_CUDA_ALLOC_CONF (older); both when the version is unknown"),
     Setting("deterministic", "bool", False, doc="CUBLAS_WORKSPACE_CONFIG, PYTHONHASHSEED=0, HOSTTUNE_DETERMINISTIC=1"),
     Setting("debug", "bool", False, doc="CUDA_LAUNCH_BLOCKING, NCCL_DEBUG, TORCH_DISTRIBUTED_DEBUG, C++ stack traces"),
-    Setting("hang_timeout", "duration", None, doc="hosttune exec --hang-timeout's default: with no output from the "
-            "job for this long (600, 90s, 10m, 1h), every rank's stacks are saved and the job is stopped (exit 124)"),
+    Setting("hang_timeout", "duration", "off", doc="hosttune exec --hang-timeout's default: with no output from the "
+            "job for this long (600, 90s, 10m, 1h; off), every rank's stacks are saved and the job stopped (exit 124)"),
     Setting("device", "choice", "auto", DEVICES, doc="auto = GPUs when there are any; cpu = hide GPUs"),
     Setting("openmp", "choice", "auto", OPENMP, doc="auto = Intel settings only if already preloaded; gnu; intel"),
     Setting("dataloader.num_workers", "count", "auto", low=0, high=256,
@@ -185,7 +185,7 @@ class Profile:
     dataloader: DataLoader = field(default_factory=DataLoader)
     deterministic: bool = _DEFAULT["deterministic"]
     debug: bool = _DEFAULT["debug"]
-    hang_timeout: Union[None, str, int, float] = _DEFAULT["hang_timeout"]
+    hang_timeout: Union[str, int, float, bool, None] = _DEFAULT["hang_timeout"]
     device: str = _DEFAULT["device"]
     openmp: str = _DEFAULT["openmp"]
     chain: Tuple[str, ...] = ()  # the files this profile was merged from, base first
@@ -254,6 +254,13 @@ def duration_s(value: Any) -> float:
     return seconds
 
 
+def duration_or_off(value: Any) -> Optional[float]:
+    """A duration setting's seconds, or None for `off` (YAML reads a bare `off` as false; unset is off too)."""
+    if value is None or value is False or (isinstance(value, str) and value.strip().lower() == "off"):
+        return None
+    return duration_s(value)
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -284,11 +291,10 @@ def _check(s: Setting, v: Any, bad: Bad) -> None:
         if not (v == "auto" or isinstance(v, bool)):
             raise bad(key, f"must be auto, true or false, not {brief(v)}", sect)
     elif s.kind == "duration":
-        if v is not None:
-            try:
-                duration_s(v)
-            except ValueError:
-                raise bad(key, f"must be a duration such as 600, 90s, 10m or 1h, not {brief(v)}", sect) from None
+        try:
+            duration_or_off(v)
+        except ValueError:
+            raise bad(key, f"must be a duration such as 600, 90s, 10m or 1h, or off, not {brief(v)}", sect) from None
     elif s.kind == "envmap":
         _check_envmap(s.name, v, bad)
     elif s.kind == "reasons":
