@@ -16,11 +16,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset, DistributedSampler, IterableDataset, Sampler, get_worker_info
+from torch.utils.data import Dataset, DistributedSampler, IterableDataset, Sampler, default_collate, get_worker_info
 
 from hosttune import fsio
 from hosttune.facts import Cpu
@@ -210,23 +210,33 @@ def seeded_rng(seed: int) -> Iterator[None]:
         torch.default_generator.set_state(saved[2])
 
 
-class SeededFetch(Dataset):
-    """A map-style dataset fetched in batches of (epoch, position, index) keys, each batch under `seeded_rng`, so a
-    randomly augmenting dataset gives the same samples whatever the number of workers and across a resume."""
+def collated(batch: Any) -> Any:
+    """The DataLoader's collate_fn when the batch was already collated under its seed (SeededFetch, StreamReader):
+    a module-level function, so spawned workers can pickle it."""
+    return batch
 
-    def __init__(self, dataset: Dataset, seed: int, rank: int):
+
+class SeededFetch(Dataset):
+    """A map-style dataset fetched in batches of (epoch, position, index) keys, each batch fetched and collated
+    under `seeded_rng`, so a randomly augmenting dataset, or a collate that draws (MixUp, CutMix), gives the same
+    batch whatever the number of workers and across a resume. The DataLoader's collate_fn is then `collated`."""
+
+    def __init__(self, dataset: Dataset, seed: int, rank: int, collate: Optional[Callable[[List[Any]], Any]] = None):
         self.dataset, self.seed, self.rank = dataset, seed, rank
+        self.collate = collate or default_collate
 
     def __len__(self) -> int:
         return len(self.dataset)  # type: ignore[arg-type]
 
-    def __getitems__(self, keys: List[Tuple[int, int, int]]) -> List[Any]:
+    def __getitems__(self, keys: List[Tuple[int, int, int]]) -> Any:
         epoch, pos, _ = keys[0]
         with seeded_rng(batch_seed(self.seed, self.rank, epoch, pos)):
-            return [self.dataset[i] for _, _, i in keys]
+            return self.collate([self.dataset[i] for _, _, i in keys])
 
     def __getitem__(self, key: Tuple[int, int, int]) -> Any:
-        return self.__getitems__([key])[0]
+        epoch, pos, i = key
+        with seeded_rng(batch_seed(self.seed, self.rank, epoch, pos)):
+            return self.dataset[i]
 
 
 class EpochBatches(Sampler):
@@ -438,7 +448,8 @@ class ShardedText(IterableDataset):
 
 class StreamReader(IterableDataset):
     """The engine's view of an IterableDataset: this rank's and worker's reader, starting at the rank's stream
-    position, and every micro-batch's samples drawn under `seeded_rng` (augmentation stays exact).
+    position, yielding collated micro-batches, each drawn and collated under `seeded_rng` (augmentation stays
+    exact).
 
     The DataLoader hands out workers' batches round-robin, so the rank's k-th batch is worker k % workers' batch
     k // workers: from the rank's `start_batches`, each worker knows where its own reader stands. A dataset with
@@ -447,9 +458,10 @@ class StreamReader(IterableDataset):
     """
 
     def __init__(self, dataset: IterableDataset, world: int, rank: int, seed: int, micro_batch_size: int,
-                 start_batches: int):
+                 start_batches: int, collate: Optional[Callable[[List[Any]], Any]] = None):
         self.dataset, self.world, self.rank, self.seed = dataset, world, rank, seed
         self.mbs, self.start_batches = micro_batch_size, start_batches
+        self.collate = collate or default_collate
 
     def __iter__(self) -> Iterator[Any]:
         info = get_worker_info()
@@ -460,9 +472,9 @@ class StreamReader(IterableDataset):
         iter_part = getattr(self.dataset, "iter_part", None)
         source = iter_part(part, parts, pos) if callable(iter_part) else _strided(self.dataset, part, parts, pos)
         while True:
-            with seeded_rng(batch_seed(self.seed, part, 0, pos)):
-                batch = [next(source) for _ in range(self.mbs)]
-            yield from batch
+            with seeded_rng(batch_seed(self.seed, part, 0, pos)):  # the collate's draws too (MixUp, CutMix)
+                batch = self.collate([next(source) for _ in range(self.mbs)])
+            yield batch
             pos += self.mbs
 
 

@@ -15,6 +15,8 @@ from .data import (
     EpochBatches,
     SeededFetch,
     StreamReader,
+    batch_seed,
+    collated,
     dataset_lengths,
     loader_settings,
     seeded_rng,
@@ -76,8 +78,9 @@ class TrainData:
         if self.epoch_len < mbs:
             raise EngineError(f"the training set has {n} samples: too few for micro_batch_size={mbs} on "
                               f"{rt.world} rank(s)")
-        self.loader = DataLoader(SeededFetch(self.dataset, cfg.seed, rt.rank), batch_sampler=self.batches,
-                                 collate_fn=self.collate, generator=self.loader_gen, **self.settings.kwargs())
+        self.loader = DataLoader(SeededFetch(self.dataset, cfg.seed, rt.rank, self.collate),
+                                 batch_sampler=self.batches, collate_fn=collated, generator=self.loader_gen,
+                                 **self.settings.kwargs())
 
     def to_device(self, x: torch.Tensor) -> torch.Tensor:
         # non_blocking only helps (and is only safe) from pinned memory to a GPU.
@@ -85,16 +88,20 @@ class TrainData:
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last and x.dim() == 4 else x
 
     def _start(self, state: TrainState) -> Iterator[Any]:
+        # The workers' base seed (their python/numpy/torch streams) from the position, not from how many iterators
+        # this process made before: a resumed run's workers start from the same seed as the uninterrupted run's
+        # workers starting there. The engine's own draws are all under per-batch seeds anyway.
+        self.loader_gen.manual_seed(batch_seed(self.cfg.seed, self.rt.rank, state.epoch, state.samples))
         if self.batches is not None:
             self.batches.set_epoch(state.epoch, skip=state.samples)
             return iter(self.loader)
         mbs = self.cfg.micro_batch_size
         reader = StreamReader(self.dataset, self.rt.world, self.rt.rank, self.cfg.seed, mbs,  # type: ignore[arg-type]
-                              state.samples // mbs)
+                              state.samples // mbs, self.collate)
         kwargs = self.settings.kwargs()
         kwargs["persistent_workers"] = False  # one iterator for the whole run
-        return iter(DataLoader(reader, batch_size=mbs, collate_fn=self.collate, generator=self.loader_gen,
-                               **kwargs))
+        # The reader yields whole micro-batches, collated under their seed: no batching here.
+        return iter(DataLoader(reader, batch_size=None, collate_fn=collated, generator=self.loader_gen, **kwargs))
 
     def next(self, state: TrainState) -> Tuple[torch.Tensor, torch.Tensor]:
         """The next micro-batch on the device; advances state.epoch/state.samples."""
