@@ -44,56 +44,72 @@ M("sanity-cpulist-empty", "hosttune/cpulist.py",
 _SPEED = "tests/test_exec_speed.py -k"
 M("execcache-key-argv", "hosttune/execcache/key.py",
   "os.getegid(), sorted(os.getgroups()), list(args))", "os.getegid(), sorted(os.getgroups()), [])",
-  f"{_SPEED} 'one_changed_input_is_a_miss and argv'", "argv drops out of the key: another command replays the old one")
+  f"{_SPEED} 'one_changed_input_is_a_miss and argv'", "argv drops out of the key: another command replays the old one",
+  pins="tests/test_execcache_pins.py -k argv_is_in")
 M("execcache-key-env-values", "hosttune/execcache/key.py",
   '        h.update(v if isinstance(v, bytes) else v.encode("utf-8", "surrogateescape"))\n', "",
-  f"{_SPEED} 'one_changed_input_is_a_miss and environment'", "environment values drop out of the key")
+  f"{_SPEED} 'one_changed_input_is_a_miss and environment'", "environment values drop out of the key",
+  pins="tests/test_execcache_pins.py -k environment_value")
 M("execcache-key-env-all", "hosttune/execcache/key.py",
   "for k, v in sorted(env.items()):", "for k, v in sorted(env.items())[:0]:",
   f"{_SPEED} 'one_changed_input_is_a_miss and environment or unrelated_variable'",
-  "the whole environment drops out of the key")
+  "the whole environment drops out of the key",
+  pins="tests/test_execcache_pins.py -k environment_value")
 M("execcache-key-host-files", "hosttune/execcache/key.py",
   "    for path in pkg._HOST_FILES:\n", "    for path in pkg._HOST_FILES[1:]:\n",
-  f"{_SPEED} 'one_changed_input_is_a_miss and boot'", "the boot id drops out of the key: a replay after a reboot")
+  f"{_SPEED} 'one_changed_input_is_a_miss and boot'", "the boot id drops out of the key: a replay after a reboot",
+  pins="tests/test_execcache_pins.py -k boot_id_bytes")
 M("execcache-key-boot-missing", "hosttune/execcache/key.py",
   'h.update(b"\\0missing\\0" if data is None else data)', 'h.update(b"\\0missing\\0" if data is None else b"")',
-  f"{_SPEED} 'one_changed_input_is_a_miss and boot'", "host files hashed by presence only, not by bytes")
+  f"{_SPEED} 'one_changed_input_is_a_miss and boot'", "host files hashed by presence only, not by bytes",
+  pins="tests/test_execcache_pins.py -k boot_id_bytes")
 M("execcache-key-affinity", "hosttune/execcache/key.py",
   "    h.update(repr(sorted(os.sched_getaffinity(0))).encode())\n", "",
-  f"{_SPEED} 'one_changed_input_is_a_miss and cpus'", "the allowed CPUs drop out of the key (status lines still say it)")
+  f"{_SPEED} 'one_changed_input_is_a_miss and cpus'", "the allowed CPUs drop out of the key",
+  equivalent="the same set is hashed again from /proc/self/status's Cpus_allowed_list (the fast path is one thread)")
 M("execcache-key-status", "hosttune/execcache/key.py",
   "if line.startswith(pkg._STATUS_KEYS)", "if line.startswith(b'\\0')",
-  f"{_SPEED} 'one_changed_input_is_a_miss and cpus'", "Cpus_allowed_list/Mems_allowed_list drop out of the key")
+  f"{_SPEED} 'one_changed_input_is_a_miss and cpus'", "Cpus_allowed_list/Mems_allowed_list drop out of the key",
+  pins="tests/test_execcache_pins.py -k cpuset_lines")
 M("execcache-cgroup-content-roots", "hosttune/execcache/recorder.py",
   "        elif path.startswith(pkg._CONTENT_ROOTS):\n            self.contents.add(path)",
   "        elif False:\n            self.contents.add(path)",
-  f"{_SPEED} 'one_changed_input_is_a_miss and cgroup'", "the cgroup quota file's bytes are not recorded")
+  f"{_SPEED} 'one_changed_input_is_a_miss and cgroup'", "the cgroup quota file's bytes are not recorded",
+  pins="tests/test_execcache_pins.py -k cgroup_file")
 M("execcache-stale-contents", "hosttune/execcache/store.py",
   "        if _read(path) != data:\n            return path", "        if _read(path) is None and data is not None:\n            return path",
-  f"{_SPEED} 'one_changed_input_is_a_miss and cgroup'", "a changed quota file is not seen as stale")
+  f"{_SPEED} 'one_changed_input_is_a_miss and cgroup'", "a changed quota file is not seen as stale",
+  pins="tests/test_execcache_pins.py -k cgroup_file")
 M("execcache-stale-stats", "hosttune/execcache/store.py",
   "        if _stat_key(path, listed) != key:", "        if (_stat_key(path, listed) is None) != (key is None):",
-  f"{_SPEED} 'one_changed_input_is_a_miss and profile'", "an edited profile (same size, new times) replays the old plan")
+  f"{_SPEED} 'one_changed_input_is_a_miss and profile'", "an edited profile (same size, new times) replays the old plan",
+  pins="tests/test_execcache_pins.py -k same_size_is_stale")
 M("execcache-statkey-mtime", "hosttune/execcache/key.py",
   "    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid, st.st_gid)",
   "    return (st.st_dev, st.st_ino, st.st_size, 0, 0, st.st_mode, st.st_uid, st.st_gid)",
-  f"{_SPEED} 'one_changed_input_is_a_miss and profile'", "file times drop out of the stat key")
+  f"{_SPEED} 'one_changed_input_is_a_miss and profile'", "file times drop out of the stat key",
+  pins="tests/test_execcache_pins.py -k same_size_is_stale")
 M("execcache-parse-nobind", "hosttune/execcache/key.py",
   '        if tok == "--no-bind":\n            no_bind = True', '        if tok == "--no-bind":\n            no_bind = False',
-  "tests/test_execcache.py tests/test_exec_speed.py -k 'no_bind or option'", "exec --no-bind on the fast path binds anyway")
+  "tests/test_execcache.py tests/test_exec_speed.py -k 'no_bind or option'", "exec --no-bind on the fast path binds anyway",
+  pins="tests/test_execcache_pins.py -k no_bind")
 M("execcache-load-nlink", "hosttune/execcache/store.py",
   "st.st_mode & 0o077 or st.st_nlink != 1", "st.st_mode & 0o077",
-  "tests/test_exec_speed.py -k 'link or entry or trust'", "a hard-linked cache entry (planted) is loaded")
+  "tests/test_exec_speed.py -k 'link or entry or trust'", "a hard-linked cache entry (planted) is loaded",
+  pins="tests/test_execcache_pins.py -k hard_linked")
 M("execcache-load-mode", "hosttune/execcache/store.py",
   "st.st_uid != os.geteuid() or st.st_mode & 0o077 or", "st.st_uid != os.geteuid() or",
-  "tests/test_exec_speed.py -k 'mode or entry or trust or writable'", "a group/other-writable cache entry is loaded")
+  "tests/test_exec_speed.py -k 'mode or entry or trust or writable'", "a group/other-writable cache entry is loaded",
+  pins="tests/test_execcache_pins.py -k others_may")
 M("execcache-private-dir", "hosttune/execcache/store.py",
   "st[6] == os.geteuid() and not st[5] & 0o077", "st[6] == os.geteuid()",
-  "tests/test_exec_speed.py -k 'dir or trust or writable'", "a cache directory others can write is trusted")
+  "tests/test_exec_speed.py -k 'dir or trust or writable'", "a cache directory others can write is trusted",
+  pins="tests/test_execcache_pins.py -k private_cache_directory")
 M("execcache-read-nofollow", "hosttune/execcache/key.py",
   "fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)",
   "fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)",
-  "tests/test_exec_speed.py tests/test_execcache.py -k 'link or read'", "the key's bounded read follows a link")
+  "tests/test_exec_speed.py tests/test_execcache.py -k 'link or read'", "the key's bounded read follows a link",
+  pins="tests/test_execcache_pins.py -k never_follows")
 M("execcache-racy", "hosttune/execcache/recorder.py",
   "young = [p for p, _, k in stats if k is not None and max(_times(k)) >= recent]",
   "young = [p for p, _, k in stats if k is not None and max(_times(k)) < recent]",

@@ -24,7 +24,8 @@ A mutant's `pins` (the tests written for it after a run it survived) run first, 
 pins let it through; --no-pins measures the catalogue's tests alone (the score before pinning). After every mutant
 ran, each selection that caught one is re-run on the unmutated clone: one that fails there too turns its catches
 into errors (--no-baseline skips this). --json is rewritten after every mutant, so a run stopped early keeps what it
-measured; --resume FILE keeps an earlier run's rows whose mutant is unchanged (same snippet, tests and pins).
+measured; --resume FILE keeps an earlier run's rows whose mutant is unchanged (same snippet, tests and pins), and
+its caught rows whose planted change is unchanged (pins added later cannot uncatch them).
 Score = (caught + timeout) / (caught + timeout + survived).
 
     python3 bench/mutation.py --no-pins --json before.json     # the suite's own tests
@@ -126,7 +127,8 @@ class Runner:
         return self.baseline[selection]
 
     def one(self, m: Mutant, use_pins: bool) -> Dict[str, object]:
-        row: Dict[str, object] = {"id": m.id, "file": m.file, "tests": m.tests, "breaks": m.breaks, "sig": sig(m)}
+        row: Dict[str, object] = {"id": m.id, "file": m.file, "tests": m.tests, "breaks": m.breaks, "sig": sig(m),
+                                  "change": change(m)}
         if m.equivalent:
             row.update(status="equivalent", detail=m.equivalent)
             return row
@@ -162,9 +164,26 @@ class Runner:
 
 
 def sig(m: Mutant) -> str:
+    """The whole entry: a row is reused only for the same mutant run the same way."""
+    return _hash((m.file, m.old, m.new, m.tests, m.pins, m.equivalent))
+
+
+def change(m: Mutant) -> str:
+    """The planted change alone: a caught mutant stays caught when only tests were added to it."""
+    return _hash((m.file, m.old, m.new))
+
+
+def reusable(old: Dict[str, object], m: Mutant) -> bool:
+    """An earlier row still stands: the same entry (not refused), or a catch of the same planted change."""
+    if old.get("sig") == sig(m) and old["status"] != "refused":
+        return True
+    return old.get("change", change(m)) == change(m) and old["status"] == "caught"
+
+
+def _hash(what: object) -> str:
     import hashlib
 
-    return hashlib.sha256(repr((m.file, m.old, m.new, m.tests, m.pins, m.equivalent)).encode()).hexdigest()[:16]
+    return hashlib.sha256(repr(what).encode()).hexdigest()[:16]
 
 
 def score(rows: List[Dict[str, object]]) -> Dict[str, object]:
@@ -257,7 +276,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         t0 = time.monotonic()
         for i, m in enumerate(mutants, 1):
             old = earlier.get(m.id)
-            if old is not None and old.get("sig") == sig(m) and old["status"] != "refused" and not m.sanity:
+            if old is not None and not m.sanity and reusable(old, m):
                 row = old
             else:
                 row = runner.one(m, not args.no_pins)

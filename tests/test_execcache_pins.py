@@ -46,13 +46,6 @@ def test_the_boot_id_bytes_are_in_the_digest(tmp_path: Path, monkeypatch: pytest
     assert _digest() != before
 
 
-def test_the_allowed_cpus_are_in_the_digest(monkeypatch: pytest.MonkeyPatch) -> None:
-    before = _digest()
-    real = os.sched_getaffinity
-    monkeypatch.setattr(keymod.os, "sched_getaffinity", lambda pid: set(real(pid)) | {4095})
-    assert _digest() != before
-
-
 def test_the_cpuset_lines_of_proc_self_status_are_in_the_digest(monkeypatch: pytest.MonkeyPatch) -> None:
     real = keymod._read
     status = (b"Name:\tpython3\nCpus_allowed_list:\t0-1\nMems_allowed_list:\t0\nVmRSS:\t1 kB\n")
