@@ -89,6 +89,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # the `runs` fixture: three 2-rank runs
 @pytest.mark.parametrize("mode", ["zero1", "fsdp"])
 def test_sharded_runs_learn_like_ddp_and_checkpoint_through_dcp(runs: Path, mode: str) -> None:
     s = summary(runs / mode)
@@ -120,6 +121,7 @@ def test_sharded_runs_learn_like_ddp_and_checkpoint_through_dcp(runs: Path, mode
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # the `runs` fixture: three 2-rank runs
 @pytest.mark.parametrize("mode", ["zero1", "fsdp"])
 def test_sharded_run_resumes_bitwise(runs: Path, mode: str, tmp_path: Path) -> None:
     extra = sets("shard=fsdp", "offload=cpu") if mode == "fsdp" \
@@ -133,6 +135,7 @@ def test_sharded_run_resumes_bitwise(runs: Path, mode: str, tmp_path: Path) -> N
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # the `runs` fixture: three 2-rank runs
 def test_fsdp_run_resumes_on_one_rank(runs: Path, tmp_path: Path) -> None:
     resumed = cut_back(runs / "fsdp", 4, tmp_path / "one")
     r = subprocess.run([sys.executable, "-m", "hosttune.engine", *TINY_GPT,
@@ -153,6 +156,7 @@ def test_fsdp_run_resumes_on_one_rank(runs: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # the `runs` fixture: three 2-rank runs
 def test_export_of_an_fsdp_run_gathers_the_full_model(runs: Path, tmp_path: Path) -> None:
     from hosttune.engine.export import export_run
 
