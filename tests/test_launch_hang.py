@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from conftest import TORCHRUN, job_processes, torchrun_env
+from conftest import TORCHRUN, OtherUser, job_processes, torchrun_env
 
 from hosttune.launch import hang
 from hosttune.launch.hang import Frame, Progress, parse_stacks, summarize, where
@@ -279,3 +279,40 @@ def test_labels_tell_apart_two_live_processes_of_one_rank() -> None:
     labels = hang.Watch._labels({10: "/d/stacks-rank0-pid10.txt", 11: "/d/stacks-rank0-pid11.txt",
                                  12: "/d/stacks-rank1-pid12.txt", 13: "/d/stacks-proc-pid13.txt"})
     assert set(labels) == {"rank0/pid10", "rank0/pid11", "rank1", "proc"}
+
+
+# ---- the trust boundary: $HOSTTUNE_HANG_DIR arms only in the caller's own private directory -------------------------
+
+
+def _arm_in(d: str) -> "subprocess.CompletedProcess[str]":
+    """arm_stacks in a fresh interpreter (faulthandler's registration must not stay in this one)."""
+    code = ("import sys; from hosttune.launch import hook; "
+            "print(hook.arm_stacks({'HOSTTUNE_HANG_DIR': sys.argv[1], 'RANK': '0'}, ['x.py']))")
+    return subprocess.run([PY, "-c", code, d], env=torchrun_env(), capture_output=True, text=True, timeout=120)
+
+
+def test_a_rank_arms_in_its_own_private_directory_only(tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    res = _arm_in(str(mine))
+    assert res.returncode == 0 and res.stdout.strip().startswith(str(mine / "stacks-rank0-pid")), res.stderr
+    (armed,) = mine.iterdir()
+    assert (armed.stat().st_mode & 0o777) == 0o600 and armed.read_text().startswith("# rank0 pid ")
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o700)
+    shared.chmod(0o777)  # others could plant or swap what is in it
+    link = tmp_path / "link"
+    link.symlink_to(mine)  # a link to a private directory: not the directory hosttune made
+    for d in (shared, link):
+        res = _arm_in(str(d))
+        assert res.stdout.strip() == "None", res.stderr
+    assert not list(shared.iterdir()) and len(list(mine.iterdir())) == 1
+
+
+def test_root_arms_nothing_in_a_directory_the_other_user_owns(tmp_path: Path, other_user: OtherUser) -> None:
+    theirs = other_user.home / "hang"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, other_user.uid, other_user.gid)
+    res = _arm_in(str(theirs))
+    assert res.stdout.strip() == "None", res.stderr
+    assert not list(theirs.iterdir())

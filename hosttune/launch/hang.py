@@ -24,7 +24,10 @@ When no output came for the timeout:
 
 The hang directory is `hosttune-hang-<launch id>/` in the directory hosttune exec was started in, made private
 (0700) at the start of the job; a job that ends without a hang leaves nothing there and the directory is removed
-(unless NCCL wrote a dump into it of its own accord: then it is kept and said).
+(unless NCCL wrote a dump into it of its own accord: then it is kept and said). hosttune holds it open and reaches
+its entries through that descriptor (/proc/self/fd/N/NAME), so a directory the job's user renames or swaps for a
+link afterwards (as root, in a directory another user owns) changes nothing hosttune reads, writes or removes; the
+ranks arm only in a directory that is their user's private one, opened without following a link.
 """
 
 import os
@@ -49,6 +52,7 @@ STACKS_MAX = 4 << 20  # a rank's stacks file read back (bounded): thousands of t
 _STACKS_NAME = re.compile(r"^" + re.escape(hook.STACKS_PREFIX) + r"(rank(\d+)|proc)-pid(\d+)\.txt$")
 _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)")
 _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.+)$')
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _STDLIB = re.compile(r"/lib/python3\.\d+/|^<frozen ")
 
 
@@ -155,9 +159,10 @@ def summarize(places: Mapping[str, Optional[Frame]]) -> str:
 class Watch:
     """One job's hang watch: its directory, its progress, the copy of its output, and the collection."""
 
-    def __init__(self, timeout_s: float, directory: str) -> None:
+    def __init__(self, timeout_s: float, directory: str, dir_fd: Optional[int] = None) -> None:
         self.timeout_s = timeout_s
         self.dir = directory
+        self._fd = dir_fd if dir_fd is not None else os.open(directory, _DIR_FLAGS)
         self.progress = Progress()
         self.hung = False
         self._seen_armed = 0
@@ -170,6 +175,7 @@ class Watch:
         d = os.path.join(os.getcwd(), DIR_PREFIX + tag)
         try:
             os.mkdir(d, 0o700)  # fails on anything already there (a planted link included)
+            fd = os.open(d, _DIR_FLAGS)
         except OSError as exc:
             raise UserError(f"exec: --hang-timeout: cannot make {d}: {exc.strerror or exc}") from None
         env[hook.HANG_DIR] = d
@@ -177,7 +183,11 @@ class Watch:
         for key, name in (("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", NCCL_TRACE), ("TORCH_FR_DUMP_TEMP_FILE", NCCL_TRACE),
                           ("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", NCCL_PIPE)):
             env.setdefault(key, os.path.join(d, name))
-        return cls(timeout_s, d)
+        return cls(timeout_s, d, fd)
+
+    def at(self, name: str) -> str:
+        """The path of `name` in the directory hosttune made (through its descriptor: never a swapped one)."""
+        return f"/proc/self/fd/{self._fd}/{name}"
 
     def attach(self, stdout: Optional[int], stderr: Optional[int]) -> None:
         """Copy the job's output pipes to ours; every chunk moves the progress marker."""
@@ -235,7 +245,7 @@ class Watch:
                 f"stacks: {', '.join(sorted(os.path.basename(p) for p in armed.values())) or 'none'}\n"
                 f"NCCL flight recorder dumps: {nccl}\n")
         try:
-            fsio.atomic_write(os.path.join(self.dir, "summary.txt"), text, 0o600)
+            fsio.atomic_write(self.at("summary.txt"), text, 0o600)
         except OSError:
             pass
         shown = os.path.relpath(self.dir) if not os.path.relpath(self.dir).startswith("..") else self.dir
@@ -252,7 +262,7 @@ class Watch:
         for name in self._names(hook.STACKS_PREFIX):
             m = _STACKS_NAME.match(name)
             if m and int(m.group(3)) in ours and alive(int(m.group(3))):
-                out[int(m.group(3))] = os.path.join(self.dir, name)
+                out[int(m.group(3))] = self.at(name)
         return out
 
     @staticmethod
@@ -271,7 +281,7 @@ class Watch:
 
     def _names(self, prefix: str) -> List[str]:
         try:
-            return sorted(n for n in os.listdir(self.dir) if n.startswith(prefix))
+            return sorted(n for n in os.listdir(self._fd) if n.startswith(prefix))
         except OSError:
             return []
 
@@ -279,11 +289,10 @@ class Watch:
         """Write to every rank's flight recorder pipe that has a reader (ProcessGroupNCCL's); how many."""
         poked = 0
         for name in self._names(NCCL_PIPE):
-            path = os.path.join(self.dir, name)
             try:
-                if not stat.S_ISFIFO(os.lstat(path).st_mode):
+                if not stat.S_ISFIFO(os.lstat(name, dir_fd=self._fd).st_mode):
                     continue
-                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+                fd = os.open(name, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._fd)
             except OSError:
                 continue  # no reader (ENXIO): that rank's process group is gone
             try:
@@ -299,21 +308,26 @@ class Watch:
         """After the job: let the output copies drain; without a hang, leave nothing behind but what NCCL wrote."""
         for t in self._copiers:
             t.join(join_s)
-        if self.hung:
-            return
+        if not self.hung:
+            self._remove()
+        os.close(self._fd)
+
+    def _remove(self) -> None:
         for name in self._names(""):
-            path = os.path.join(self.dir, name)
             try:
-                st = os.lstat(path)
+                st = os.lstat(name, dir_fd=self._fd)
                 if (name.startswith(hook.STACKS_PREFIX) and stat.S_ISREG(st.st_mode)) or (
                         name.startswith(NCCL_PIPE) and stat.S_ISFIFO(st.st_mode)):
-                    os.unlink(path)
+                    os.unlink(name, dir_fd=self._fd)
             except OSError:
                 pass
-        try:
-            os.rmdir(self.dir)
-        except OSError:
+        if self._names(""):
             sys.stderr.write(f"hosttune: the job left files in {self.dir} (NCCL flight recorder dumps?)\n")
+            return
+        try:
+            os.rmdir(self.dir)  # rmdir never follows a link: a swapped name is left alone
+        except OSError:
+            pass
 
 
 def _size(path: str) -> int:

@@ -466,7 +466,8 @@ def stacks_signal() -> int:
 def arm_stacks(environ: Mapping[str, str], argv: List[str]) -> Optional[str]:
     """With $HOSTTUNE_HANG_DIR set, register faulthandler on `stacks_signal()` writing every thread's Python stack
     to this process's own file there (created here, O_EXCL and no-follow, in the directory hosttune made for the
-    job). A disposition that is already there (a C library's handler) is chained; a handler the program sets later
+    job, which must be this user's private directory and not a link: a variable pointing elsewhere arms nothing).
+    A disposition that is already there (a C library's handler) is chained; a handler the program sets later
     for the same signal replaces ours, and hang.py then says that process gave no stacks. The file's path, or None
     (no hang watch, a multiprocessing worker of a rank, or the file could not be made: the job runs unwatched)."""
     d = environ.get(HANG_DIR)
@@ -477,17 +478,28 @@ def arm_stacks(environ: Mapping[str, str], argv: List[str]) -> Optional[str]:
 
     rank = environ.get("RANK") or environ.get("LOCAL_RANK") or environ.get(names.LOCAL_RANK) or ""
     label = f"rank{rank}" if rank.isdigit() and len(rank) <= 7 else "proc"
-    path = os.path.join(d, f"{STACKS_PREFIX}{label}-pid{os.getpid()}.txt")
+    from hosttune.trust import private_to_me
+
+    name = f"{STACKS_PREFIX}{label}-pid{os.getpid()}.txt"
     sig = stacks_signal()
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        if not private_to_me(os.fstat(dfd)):
+            return None
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                     dir_fd=dfd)
+    except OSError:
+        return None
+    finally:
+        os.close(dfd)
     os.write(fd, f"# {label} pid {os.getpid()}: Python stacks, every thread, on signal {sig} (faulthandler)\n"
                  .encode())
     chain = signal.getsignal(sig) not in (signal.SIG_DFL, signal.SIG_IGN)  # None: a handler set outside Python
     faulthandler.register(sig, file=fd, all_threads=True, chain=chain)  # keeps fd: it stays open for the dump
-    return path
+    return os.path.join(d, name)
 
 
 # ---- entry point ----------------------------------------------------------------------------------------------
