@@ -142,7 +142,8 @@ M("engine-swap-no-restore", "hosttune/engine/checkpoint.py",
   f"{_PINS} resaving", "a failed rename loses the old copy of the step")
 M("engine-swap-no-fsync", "hosttune/engine/checkpoint.py",
   "    fsync_dir(final.parent)\n    if aside.exists():", "    if aside.exists():",
-  f"{_PINS} resaving", "the old copy is deleted before the rename is durable")
+  f"{_PINS} resaving", "the old copy is deleted before the rename is durable",
+  pins="tests/test_engine_checkpoint_pins.py -k fsynced")
 M("engine-stage-agree", "hosttune/engine/checkpoint.py",
   "    if agree(failure is None):  # the staging directory exists for everyone",
   "    if failure is None:  # the staging directory exists for everyone",
@@ -151,13 +152,15 @@ M("engine-tidy-replaced", "hosttune/engine/checkpoint.py",
   "            if final.exists():\n                shutil.rmtree(p, ignore_errors=True)\n            else:\n                os.replace(p, final)",
   "            shutil.rmtree(p, ignore_errors=True)",
   "tests/test_engine_pins.py tests/test_engine_checkpoint.py -k 'resaving or replaced or crash'",
-  "an old copy whose replacement never arrived is deleted instead of put back")
+  "an old copy whose replacement never arrived is deleted instead of put back",
+  pins="tests/test_engine_checkpoint_pins.py -k put_back")
 M("engine-loader-gen", "hosttune/engine/state.py",
   '            self.loader_gen.set_state(rng["loader"])\n', "",
   f"{_PINS} worker_generator", "the dataloader worker generator is not restored on resume")
 M("engine-prune-keep", "hosttune/engine/checkpoint.py",
   "for old in older[: max(0, len(older) - (keep - 1))]:", "for old in older[: max(0, len(older) - keep)]:",
-  "tests/test_engine_checkpoint.py -k 'keep or prune'", "one checkpoint more than keep_checkpoints is kept")
+  "tests/test_engine_checkpoint.py -k 'keep or prune'", "one checkpoint more than keep_checkpoints is kept",
+  pins="tests/test_engine_checkpoint_pins.py -k exactly_keep")
 M("engine-teardown-owns", "hosttune/engine/runtime.py",
   "        if rt.owns_group and dist.is_initialized():\n            group = weakref.ref(dist.group.WORLD)",
   "        if False:\n            group = weakref.ref(dist.group.WORLD)",
