@@ -64,5 +64,5 @@ def test_an_old_copy_whose_replacement_never_arrived_is_put_back(tmp_path: Path)
 def test_pruning_keeps_exactly_keep_checkpoints(tmp_path: Path, keep: int) -> None:
     d = tmp_path / "checkpoints"
     for step in range(1, 6):
-        ckpt.save(d, step, 0, lambda: shared(step, float(step)), {}, keep=keep)
+        ckpt.save(d, step, 0, lambda s=step: shared(s, float(s)), {}, keep=keep)
     assert [ckpt.step_of(p) for p in ckpt.list_checkpoints(d)] == list(range(6 - keep, 6))
