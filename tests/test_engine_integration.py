@@ -1,5 +1,6 @@
-"""The engine end to end, in real processes: 2-rank gloo runs under torchrun for both presets, a rank SIGKILLed
-under `torchrun --max-restarts=1`, SIGTERM + `--resume` equality, bitwise-deterministic repeats, the example.
+"""The engine end to end, in real processes: 2-rank gloo runs of both presets (gpt-tiny under torchrun, resnet-tiny
+through `hosttune train --nproc 2`), a rank SIGKILLed under `torchrun --max-restarts=1`, SIGTERM + `--resume`
+equality, bitwise-deterministic repeats, the example.
 
 Step counts are small (the box has 2 shared cores); the learning bounds below are what those steps reach with
 margin, not what the full presets reach (see the README for those).
@@ -83,6 +84,7 @@ def gpt_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cwd / "run"
 
 
+@pytest.mark.slow
 def test_two_rank_gpt_tiny_learns(gpt_run: Path) -> None:
     s = summary(gpt_run)
     assert s["world_size"] == 2 and s["step"] == 60 and not s["stopped_early"]
@@ -159,6 +161,7 @@ def _worker_pid(agent_pid: int, local_rank: int) -> int:
     raise LookupError(f"no worker with LOCAL_RANK={local_rank} under {agent_pid}")
 
 
+@pytest.mark.slow
 def test_rank_killed_with_sigkill_comes_back_and_resumes(tmp_path: Path, gpt_run: Path) -> None:
     sets = [a for s in GPT_SETS for a in ("--set", s)]
     argv = torchrun_argv(["--preset", "gpt-tiny", *sets, "--run-dir", "run"], "--max-restarts=1")
@@ -193,6 +196,7 @@ SMALL = ["--preset", "gpt-tiny", "--set", "steps=60", "--set", "n_layer=1", "--s
          "--set", "warmup_steps=5", "--set", "log_interval=5", "--set", "deterministic=true"]
 
 
+@pytest.mark.slow
 def test_deterministic_repeat_and_sigterm_resume_are_bitwise_equal(tmp_path: Path) -> None:
     run(engine_argv([*SMALL, "--run-dir", "a"]), tmp_path)
     run(engine_argv([*SMALL, "--run-dir", "b"]), tmp_path)
