@@ -69,6 +69,19 @@ def test_metric_no_match_is_a_reason_not_a_value() -> None:
     assert value is None and "printed no metric" in why
 
 
+def test_engine_metric_reads_the_one_line_the_engine_prints() -> None:
+    """Was: --engine kept --warmup's default of 1 match, and the engine prints its samples/s once, in its last line
+    (evaluate.py's summary): every engine trial was dropped as 'all in the warm-up'."""
+    from hosttune.commands.autotune import _spec
+
+    done = ("hosttune.engine: done: gpt-tiny step 30 on 1 rank(s) in 148.03s, 6.48 samples/s, train loss 2.4427, "
+            "val loss 2.3380")
+    engine = _spec(None, True, False, None, 0.0)
+    assert engine.warmup_matches == 0 and metric.read(engine, [(150.0, done)]) == (6.48, "")
+    assert _spec("([0-9.]+) it/s", False, False, None, 0.0).warmup_matches == 1
+    assert _spec(None, True, False, 2, 0.0).warmup_matches == 2  # an explicit --warmup stays
+
+
 def test_metric_named_group_whole_match_and_garbage() -> None:
     named = metric.compile_metric(r"step (?P<step>\d+) took (?P<value>[0-9.]+) s", warmup_matches=0,
                                   lower_is_better=True)

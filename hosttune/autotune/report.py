@@ -29,6 +29,8 @@ def plan_text(session: Any) -> str:
     if getattr(session, "engine_runs", False):
         lines.append("run directories: each trial of the engine gets --run-dir in a fresh scratch directory under "
                      "TMPDIR (no trial resumes another's checkpoints), removed after it unless the trial is dropped")
+        lines.append("the engine prints its samples/s once, when its run ends: give it few enough steps (--set "
+                     "steps=N) to end within a trial's window")
     lines.append("order: each round runs D c1 D c2 ... cn D (D = the default, candidates reshuffled every round); "
                  "each candidate's ratio is to the default trials next to it")
     for st in session.stages():

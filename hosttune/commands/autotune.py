@@ -29,8 +29,9 @@ class _AutotuneCommand(_ExecCommand):
               help="Regular expression of the job's throughput (its group, or (?P<value>...)); the last match counts.")
 @click.option("--engine", is_flag=True, help="The job is hosttune's bundled engine: read its samples/s.")
 @click.option("--lower-is-better", is_flag=True, help="The metric is a time (step time, s/it): smaller wins.")
-@click.option("--warmup", default=1, show_default=True, type=int,
-              help="Metric matches discarded at each trial's start.")
+@click.option("--warmup", default=None, type=int,
+              help="Metric matches discarded at each trial's start [default: 1; 0 with --engine, whose samples/s "
+              "comes once, at the end of a run, over the whole run].")
 @click.option("--warmup-seconds", default=0.0, show_default=True, type=float,
               help="Metric matches in a trial's first seconds discarded.")
 @click.option("--trial", "trial_s", default=None, type=float,
@@ -44,7 +45,7 @@ class _AutotuneCommand(_ExecCommand):
 @click.option("--dry-run", is_flag=True, help="Print the candidates, the order and the budget; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result table as JSON.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def cmd(budget: str, metric_re: Optional[str], engine: bool, lower_is_better: bool, warmup: int,
+def cmd(budget: str, metric_re: Optional[str], engine: bool, lower_is_better: bool, warmup: Optional[int],
         warmup_seconds: float, trial_s: Optional[float], min_gain: float, output: Optional[str], only: Optional[str],
         dry_run: bool,
         as_json: bool, command: Tuple[str, ...]) -> None:
@@ -128,13 +129,15 @@ def train_job(command: Tuple[str, ...]) -> Tuple[List[str], Optional[str]]:
                  f"candidate instead: {shlex.join(job)}")
 
 
-def _spec(metric_re: Optional[str], engine: bool, lower: bool, warmup: int, warmup_s: float) -> Any:
+def _spec(metric_re: Optional[str], engine: bool, lower: bool, warmup: Optional[int], warmup_s: float) -> Any:
     from hosttune.autotune import metric
 
     if engine and metric_re:
         raise UserError("--metric and --engine: give one (--engine reads the engine's samples/s)")
     if not engine and not metric_re:
         raise UserError("give --metric REGEX (the job's throughput in its output) or --engine")
+    if warmup is None:  # the engine prints its samples/s once, in its last line: discarding it would drop every trial
+        warmup = 0 if engine else 1
     return metric.compile_metric(metric.ENGINE_REGEX if engine else str(metric_re), lower_is_better=lower,
                                  warmup_matches=warmup, warmup_s=warmup_s)
 
