@@ -176,7 +176,8 @@ M("deep-allreduce-default", "hosttune/doctor/deep/findings.py",
   f"{_DEEP} 'correctness_answer'", "an all-reduce without a correctness answer passes")
 M("deep-allreduce-slow", "hosttune/doctor/deep/findings.py",
   "    if expected_busbw and busbw < expected_busbw:", "    if expected_busbw and busbw < expected_busbw / 2:",
-  f"{_DEEP} 'allreduce or nccl'", "an all-reduce at half the expected bus bandwidth passes")
+  f"{_DEEP} 'allreduce or nccl'", "an all-reduce at half the expected bus bandwidth passes",
+  pins="tests/test_doctor_deep_pins.py -k expected_bus")
 M("deep-matmul-70", "hosttune/doctor/deep/findings.py",
   "COMPUTE_WARN_FRACTION = 0.70", "COMPUTE_WARN_FRACTION = 0.69",
   f"{_DEEP} matmul_line", "the 70 % matmul line moves")
@@ -194,7 +195,8 @@ M("deep-copy-cmp", "hosttune/doctor/deep/findings.py",
 M("deep-p2p-nopeer", "hosttune/doctor/deep/findings.py",
   "        if no_peer or (rates and min(r[2] for r in rates) < line):",
   "        if rates and min(r[2] for r in rates) < line:",
-  f"{_DEEP} 'p2p or nvlink or h100 or wired'", "GPUs without peer access pass on NVLink parts")
+  f"{_DEEP} 'p2p or nvlink or h100 or wired'", "GPUs without peer access pass on NVLink parts",
+  pins="tests/test_doctor_deep_pins.py -k peer_access")
 M("deep-cpu-matmul", "hosttune/doctor/deep/findings.py",
   "    if gflops < peak * cpu_peak.MATMUL_WARN_FRACTION:", "    if gflops < peak * cpu_peak.MATMUL_WARN_FRACTION / 10:",
   "tests/test_doctor_deep.py tests/test_doctor_cpu.py -k 'cpu and (matmul or peak or slow)'",
@@ -208,7 +210,8 @@ M("deep-bf16-slow", "hosttune/doctor/deep/findings.py",
 M("deep-disk-min", "hosttune/doctor/deep/findings.py",
   "        if nbytes < MIN_DISK_BYTES or secs <= 0:", "        if secs <= 0:",
   "tests/test_doctor_deep.py tests/test_doctor_storage.py -k 'disk or storage or read'",
-  "a tiny read is taken as a throughput measurement")
+  "a tiny read is taken as a throughput measurement",
+  pins="tests/test_doctor_deep_pins.py -k too_small")
 
 # ---- launching --------------------------------------------------------------------------------------------------
 M("launch-rankvars-order", "hosttune/launch/rankvars.py",

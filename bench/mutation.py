@@ -248,6 +248,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"mutation: duplicate mutant ids in bench/mutants.py: {', '.join(dup)}", file=sys.stderr)
         return 2
     mutants = select(args.only)
+    if args.resume and not Path(args.resume).is_file():
+        print(f"mutation: --resume {args.resume}: no such file", file=sys.stderr)
+        return 2
     if args.list:
         for m in mutants:
             print(f"{m.id:<34} {m.file:<40} {m.tests}\n{'':<34} breaks: {m.breaks}")
@@ -273,7 +276,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"mutation: {len(mutants)} mutants against {head} in {root}", file=sys.stderr, flush=True)
         rows: List[Dict[str, object]] = []
         earlier = {}
-        if args.resume and Path(args.resume).is_file():
+        if args.resume:
             earlier = {str(r["id"]): r for r in json.loads(Path(args.resume).read_text())["mutants"]}
         t0 = time.monotonic()
         for i, m in enumerate(mutants, 1):
