@@ -65,19 +65,23 @@ ifndef SEED
 SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 endif
 RANDOM_ORDER := -p random_order --random-order-bucket=module --random-order-seed=$(SEED)
+# Every pass spreads its test modules over one pytest-xdist worker per CPU. A module stays whole on one worker
+# (loadscope): its module fixtures (a 2-rank training, built packages, a Slurm cluster) are made once, and an
+# integration module's tests run one after another as written. Tests share no directory, port or file, which is
+# also what lets two `make test` run at once. A one-test-at-a-time run: `make test XDIST=`.
+XDIST ?= -n auto --dist loadscope
 say_seed = @echo "$(1): tests in random order, seed $(SEED) (replay: make $(or $(MAKECMDGOALS),$(1)) SEED=$(SEED))"
 
 pytest:
 	$(call say_seed,pytest)
-	$(PYTHON) -m pytest -q $(RANDOM_ORDER) || { echo "pytest: failed; replay this order: make pytest SEED=$(SEED)"; exit 1; }
+	$(PYTHON) -m pytest -q $(RANDOM_ORDER) $(XDIST) || { echo "pytest: failed; replay this order: make pytest SEED=$(SEED)"; exit 1; }
 
 # The inner loop (run `make setup` once first): ruff, mypy and every test marked neither `integration` (real
 # launchers, packages, services) nor `slow` (more than ~20 s), on this interpreter only, one pytest-xdist worker per
-# CPU (the tests share no directory, port or file: the same property that lets two `make test` run at once);
-# `make test` is the whole suite on both interpreters, serially.
+# CPU; `make test` is the whole suite on both interpreters, one pass after the other.
 check: lint typecheck
 	$(call say_seed,check)
-	$(PYTHON) -m pytest -q $(RANDOM_ORDER) -m "not integration and not slow" -n auto
+	$(PYTHON) -m pytest -q $(RANDOM_ORDER) -m "not integration and not slow" $(XDIST)
 
 # RHEL/Rocky 9 and Debian 11 run hosttune on Python 3.9 with click 7.1, PyYAML 5.3, psutil 5.8 and distro 1.5:
 # the tests of everything but the engine (which runs under the user's torch) run again on exactly that, except
@@ -88,10 +92,10 @@ pytest-py39:
 	@if [ -z "$(PY39)" ]; then echo "pytest-py39: no Python 3.9 on this machine: skipped"; exit 0; fi; \
 	set -e; $(PY39) -m venv build/py39; \
 	build/py39/bin/pip install -q --disable-pip-version-check click==7.1.2 pyyaml==5.3.1 psutil==5.8.0 \
-	  distro==1.5.0 nvidia-ml-py pytest pytest-random-order import-linter hypothesis prometheus_client "setuptools>=64"; \
+	  distro==1.5.0 nvidia-ml-py pytest pytest-random-order pytest-xdist import-linter hypothesis prometheus_client "setuptools>=64"; \
 	build/py39/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .; \
 	echo "pytest-py39: tests in random order, seed $(SEED) (replay: make $(or $(MAKECMDGOALS),pytest-py39) SEED=$(SEED))"; \
-	PYTHONPATH=$(CURDIR) build/py39/bin/python -m pytest -q -p no:cacheprovider $(RANDOM_ORDER) \
+	PYTHONPATH=$(CURDIR) build/py39/bin/python -m pytest -q -p no:cacheprovider $(RANDOM_ORDER) $(XDIST) \
 	  -m "not integration and not slow" --ignore=tests/test_engine.py --ignore=tests/test_engine_integration.py || \
 	  { echo "pytest-py39: failed; replay this order: make pytest-py39 SEED=$(SEED)"; exit 1; }
 
