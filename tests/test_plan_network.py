@@ -160,3 +160,20 @@ def test_single_node_plan_on_this_host_names_no_interface() -> None:
     prof = profile.load_text("base: throughput\n")
     rp = plan.resolve(small_facts(), prof, 0, 1, environ={"MASTER_ADDR": "127.0.0.1"})
     assert not set(IFNAME_VARS) & set(rp.env)
+
+
+def test_a_c10d_endpoint_on_this_hosts_second_address_makes_this_node_the_store_host() -> None:
+    own = Endpoint("10.0.0.2", "torchrun --rdzv-endpoint", 2, torchrun=True, c10d=True)
+    got = decide(own, FakeRoutes(named=["192.168.1.5"]))  # the host name resolves to another NIC's address
+    assert got.env[network.RDZV_CONF] == "is_host=1" and not got.warnings
+    theirs = decide(Endpoint("10.0.0.2", "torchrun --rdzv-endpoint", 2, torchrun=True, c10d=True,
+                             rdzv_conf="join_timeout=60"), FakeRoutes(named=["192.168.1.5"]))
+    assert network.RDZV_CONF not in theirs.env and "add is_host=1" in theirs.warnings[0]
+    said = decide(Endpoint("10.0.0.2", "torchrun --rdzv-endpoint", 2, torchrun=True, c10d=True,
+                           rdzv_conf="is_host=1"), FakeRoutes(named=["192.168.1.5"]))
+    assert network.RDZV_CONF not in said.env and not said.warnings
+    for other in (Endpoint("node0", "torchrun --rdzv-endpoint", 2, torchrun=True, c10d=True),  # another node's
+                  Endpoint("10.0.0.2", "torchrun --master-addr", 2, torchrun=True)):  # static: node rank 0 hosts
+        assert network.RDZV_CONF not in decide(other, FakeRoutes(named=["192.168.1.5"])).env
+    found = decide(own, FakeRoutes(named=["10.0.0.2"]))  # torch finds it by the host name itself
+    assert network.RDZV_CONF not in found.env

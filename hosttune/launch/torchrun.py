@@ -356,7 +356,8 @@ def endpoint(t: TorchrunArgv, environ: Mapping[str, str]) -> "Optional[Endpoint]
     if not raw.strip():
         return None
     return Endpoint(host_of(raw), source, nodes_of(t.value("nnodes", environ, "1")), torchrun=True,
-                    local_addr=bool(t.value("local_addr", environ, "").strip()))
+                    local_addr=bool(t.value("local_addr", environ, "").strip()), c10d=backend == "c10d",
+                    rdzv_conf=t.value("rdzv_conf", environ, ""))
 
 
 __all__ = ["TORCHRUN_PYTHON", "MAX_NPROC_PER_NODE", "TorchrunArgv", "parse_torchrun", "torchrun_python", "rank_command",

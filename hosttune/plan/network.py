@@ -16,6 +16,10 @@ The rule (`decide`, pure; the reads are detect/netroute.py's `LiveRoutes`):
 - a torchrun job over more than one node whose host name resolves only to loopback: torchrun's agent would hand that
   name to the other nodes as MASTER_ADDR (RendezvousStoreInfo: `local_addr or socket.getfqdn()`), so the plan sets
   PET_LOCAL_ADDR (torchrun's --local-addr) to the source address found above, unless --local-addr was given.
+- a c10d endpoint that is an address of this host which its host name does not resolve to (a second NIC): torch's
+  own test of "is this node the store's host" (rendezvous/utils.py _matches_machine_hostname, which says it misses
+  secondary NICs) answers no, nobody hosts the store and every node fails to connect. The plan sets
+  PET_RDZV_CONF=is_host=1 on that node, or, when the caller gave --rdzv-conf, says to add is_host=1 to it.
 The user wins as everywhere (plan.settle): a variable the caller set keeps its value and is said.
 """
 
@@ -25,6 +29,7 @@ from typing import Dict, List, Mapping, Optional, Protocol, Tuple
 
 IFNAME_VARS = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
 LOCAL_ADDR = "PET_LOCAL_ADDR"  # torchrun's --local-addr, from its environment (torch/distributed/argparse_util.env)
+RDZV_CONF = "PET_RDZV_CONF"  # torchrun's --rdzv-conf, likewise
 WARNING = "network: WARNING"  # how a reason line that the user must act on starts
 
 
@@ -37,6 +42,8 @@ class Endpoint:
     nodes: Optional[int] = None  # how many nodes the job spans, when known
     torchrun: bool = False  # torchrun's agent advertises this node's name (PET_LOCAL_ADDR applies)
     local_addr: bool = False  # the caller already gave torchrun --local-addr
+    c10d: bool = False  # torchrun's c10d rendezvous: the agent whose host the endpoint names hosts the store
+    rdzv_conf: str = ""  # the caller's --rdzv-conf, as given
 
     @property
     def multi_node(self) -> bool:
@@ -130,22 +137,40 @@ def decide(endpoint: Optional[Endpoint], routes: Routes) -> NetPlan:
         what = "loopback" if kind == "loopback" else "a container bridge, which does not leave this host"
         return NetPlan({}, (f"{WARNING}: {at} is reached through {ifname} ({what}); no interface named: set "
                             f"{IFNAME_VARS[0]}/{IFNAME_VARS[1]} to the interface the other nodes reach",))
-    env: Dict[str, str] = {name: ifname for name in IFNAME_VARS}
+    env: Dict[str, str] = {var: ifname for var in IFNAME_VARS}
     reasons: List[str] = [f"network: {ifname} (address {src}) is the kernel's route to {at}: "
                           f"{', '.join(IFNAME_VARS)}={ifname}"]
-    if endpoint.multi_node:
-        name = routes.hostname()
-        named = routes.resolve(name)
-        if named and all(_is_loopback(a) for a in named):
-            if endpoint.torchrun and not endpoint.local_addr:
-                env[LOCAL_ADDR] = src
-                reasons.append(f"network: this host's name {name!r} resolves to {named[0]} (loopback), which torchrun "
-                               f"would give the other nodes as this node's address: {LOCAL_ADDR}={src} "
-                               f"(torchrun --local-addr)")
-            elif not endpoint.torchrun:
-                reasons.append(f"{WARNING}: this host's name {name!r} resolves to {named[0]} (loopback) on a job over "
-                               f"{endpoint.nodes} nodes: a launcher that advertises it hangs; fix /etc/hosts")
+    name = routes.hostname()
+    named = routes.resolve(name)
+    if endpoint.c10d and src == addr and endpoint.host != name and addr not in named:
+        reasons.append(_store_host(endpoint, at, ifname, env))
+    if endpoint.multi_node and named and all(_is_loopback(a) for a in named):
+        reasons.extend(_name_on_loopback(endpoint, name, named[0], src, env))
     return NetPlan(env, tuple(reasons))
+
+
+def _name_on_loopback(endpoint: Endpoint, name: str, first: str, src: str, env: Dict[str, str]) -> List[str]:
+    """This host's name resolves only to loopback on a job over several nodes."""
+    if endpoint.torchrun and endpoint.local_addr:
+        return []  # the caller's --local-addr is what torchrun advertises
+    if endpoint.torchrun:
+        env[LOCAL_ADDR] = src
+        return [f"network: this host's name {name!r} resolves to {first} (loopback), which torchrun would give the "
+                f"other nodes as this node's address: {LOCAL_ADDR}={src} (torchrun --local-addr)"]
+    return [f"{WARNING}: this host's name {name!r} resolves to {first} (loopback) on a job over {endpoint.nodes} "
+            f"nodes: a launcher that advertises it hangs; fix /etc/hosts"]
+
+
+def _store_host(endpoint: Endpoint, at: str, ifname: str, env: Dict[str, str]) -> str:
+    """This node holds the c10d endpoint's address on `ifname`, which torch's own host check does not see."""
+    why = f"{at} is this host's own address on {ifname}, which torch's store-host check misses (it knows only " \
+          f"the addresses of the host name)"
+    if "is_host" in endpoint.rdzv_conf:
+        return f"network: {why}; your --rdzv-conf says is_host"
+    if endpoint.rdzv_conf:
+        return f"{WARNING}: {why}: add is_host=1 to your --rdzv-conf on this node, or no node hosts the store"
+    env[RDZV_CONF] = "is_host=1"
+    return f"network: {why}: {RDZV_CONF}=is_host=1 (torchrun --rdzv-conf), so this node hosts the store"
 
 
 def live_decide(endpoint: Optional[Endpoint], root: str) -> NetPlan:
@@ -160,5 +185,5 @@ def live_decide(endpoint: Optional[Endpoint], root: str) -> NetPlan:
     return decide(endpoint, LiveRoutes())
 
 
-__all__ = ["Endpoint", "IFNAME_VARS", "LOCAL_ADDR", "NetPlan", "Routes", "WARNING", "decide", "from_environ",
-           "host_of", "live_decide", "nodes_of"]
+__all__ = ["Endpoint", "IFNAME_VARS", "LOCAL_ADDR", "NetPlan", "RDZV_CONF", "Routes", "WARNING", "decide",
+           "from_environ", "host_of", "live_decide", "nodes_of"]

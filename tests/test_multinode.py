@@ -1,0 +1,247 @@
+"""A two-node job for real (issue 26): two "nodes" on this machine, each a network namespace joined by a veth pair
+(tests/_nethelp.py) and each held to one CPU of its own (a cgroup cpuset where one can be made here, else taskset),
+each running `hosttune exec -- torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint A:PORT`.
+
+What a user would see: the job all-reduces across the nodes and learns exactly as a one-node run of the same world
+size does; each node's rank is bound inside that node's CPU; the interface hosttune named to gloo is the veth (the
+host name of this machine may resolve to loopback: the plan's PET_LOCAL_ADDR then keeps torchrun from handing it to
+the other node); and killing one node's `hosttune exec` (SIGKILL: it cannot forward anything) ends the job on both
+nodes with an error, not a hang. Phases are waited for by the files the ranks write, never by sleeping."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import pytest
+from _nethelp import Nodes, in_ns, two_nodes
+from conftest import TORCHRUN, torchrun_env
+
+pytestmark = pytest.mark.integration
+torch = pytest.importorskip("torch")
+
+PORT = 29400  # each namespace has its own ports: two runs at once never meet
+WAIT_S = 240.0  # generous: torchrun start-up on a loaded 2-core machine
+
+SCRIPT = r'''
+import json, os, sys, time
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+out, hold = sys.argv[1], sys.argv[2] == "hold"
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+t = torch.tensor([float(rank + 1)])
+dist.all_reduce(t)
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 1)
+ddp = DDP(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+g = torch.Generator().manual_seed(1)
+X = torch.randn(64, 8, generator=g)
+Y = X @ torch.randn(8, 1, generator=g)
+losses = []
+for step in range(30):
+    loss = ((ddp(X[rank::world]) - Y[rank::world]) ** 2).mean()  # each rank its own shard of the batch
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    with torch.no_grad():
+        losses.append(((model(X) - Y) ** 2).mean().item())
+info = {"rank": rank, "world": world, "pid": os.getpid(), "local_rank": int(os.environ["LOCAL_RANK"]),
+        "local_world": int(os.environ["LOCAL_WORLD_SIZE"]), "allreduce": t.item(), "losses": losses,
+        "cpus": sorted(os.sched_getaffinity(0)), "threads": torch.get_num_threads(),
+        "env": {k: os.environ.get(k) for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "MASTER_ADDR")}}
+tmp = os.path.join(out, f".rank{rank}.json")
+with open(tmp, "w") as fh:
+    json.dump(info, fh)
+os.rename(tmp, os.path.join(out, f"rank{rank}.json"))
+if hold:  # keep all-reducing until the other node goes away
+    while True:
+        dist.all_reduce(torch.ones(1))
+        time.sleep(0.02)
+dist.destroy_process_group()
+'''
+
+
+# ---- one CPU per node ---------------------------------------------------------------------------------------------
+
+def _cpuset_root() -> Tuple[Optional[Path], str]:
+    """(directory to make a cpuset cgroup in, how), or (None, why not): cgroup v2 with cpuset enabled at the root,
+    else a cgroup v1 cpuset hierarchy; both only where this process may write there."""
+    v2 = Path("/sys/fs/cgroup")
+    if "cpuset" in _read(v2 / "cgroup.subtree_control").split() and os.access(v2, os.W_OK):
+        return v2, "cgroup v2 cpuset"
+    for v1 in (Path("/sys/fs/cgroup/cpuset"), Path("/sys/fs/cgroup/cpuset,cpuacct")):
+        if (v1 / "cpuset.cpus").exists() and os.access(v1, os.W_OK):
+            return v1, "cgroup v1 cpuset"
+    return None, "no writable cpuset cgroup here"
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+@contextmanager
+def _one_cpu(cpu: int, tag: str) -> Iterator[List[str]]:
+    """The argv prefix that starts a command inside a cpuset of `cpu` alone (removed afterwards), else taskset."""
+    base, how = _cpuset_root()
+    if base is None:
+        if not shutil.which("taskset"):
+            pytest.skip(f"{how}, and no taskset")
+        yield ["taskset", "-c", str(cpu)]
+        return
+    group = base / f"hosttune-test-{tag}"
+    group.mkdir()
+    try:
+        (group / "cpuset.cpus").write_text(str(cpu))
+        mems = _read(base / "cpuset.mems").strip() or _read(base / "cpuset.mems.effective").strip() or "0"
+        (group / "cpuset.mems").write_text(mems.split(",")[0].split("-")[0])
+        procs = group / "cgroup.procs"
+        # the shell moves itself into the cpuset, then becomes the command: everything it starts stays inside
+        yield ["sh", "-c", f'echo $$ > "{procs}" && exec "$@"', "sh"]
+    finally:
+        _rmdir_when_empty(group)
+
+
+def _rmdir_when_empty(group: Path) -> None:
+    deadline = time.monotonic() + 60
+    while True:  # a killed job's last processes leave the cgroup as the kernel reaps them
+        try:
+            group.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+# ---- running the nodes --------------------------------------------------------------------------------------------
+
+def _tails(logs: List[Path]) -> str:
+    return "\n".join(f"--- {log.name}:\n{log.read_text(errors='replace')[-2500:]}" for log in logs if log.exists())
+
+
+def _wait_for(paths: List[Path], procs: List["subprocess.Popen[bytes]"], logs: List[Path]) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not all(p.exists() for p in paths):
+        dead = [p for p in procs if p.poll() is not None]
+        if dead:
+            raise AssertionError(f"a node ended (status {[p.returncode for p in dead]}) before "
+                                 f"{[p.name for p in paths]} appeared\n{_tails(logs)}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{[p.name for p in paths if not p.exists()]} not written in {WAIT_S:.0f} s\n"
+                                 f"{_tails(logs)}")
+        time.sleep(0.1)
+
+
+def _node_argv(nodes: Nodes, i: int, script: Path, out: Path, run_id: str) -> List[str]:
+    return [sys.executable, "-m", "hosttune", "exec", "--", *TORCHRUN, "--nnodes", "2", "--nproc-per-node", "1",
+            "--node-rank", str(i), "--rdzv-backend", "c10d", "--rdzv-endpoint", f"{nodes.addr[0]}:{PORT}",
+            "--rdzv-id", run_id, "--max-restarts", "0", str(script), str(out), "hold"]
+
+
+def _kill_tree(proc: "subprocess.Popen[bytes]") -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=60)
+
+
+def _cpus_for_two_nodes() -> Tuple[int, int]:
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("two nodes of one CPU each need two CPUs")
+    return cpus[0], cpus[1]
+
+
+def test_two_nodes_over_a_veth_pair_train_as_one_and_end_together(tmp_path: Path) -> None:
+    script = tmp_path / "train2n.py"
+    script.write_text(SCRIPT)
+    out = tmp_path / "out"
+    out.mkdir()
+    cpus = _cpus_for_two_nodes()
+    tag = uuid.uuid4().hex[:8]
+    env = torchrun_env()
+    procs: List[subprocess.Popen[bytes]] = []
+    with two_nodes() as nodes, ExitStack() as stack:
+        log_paths = [tmp_path / f"node{i}.log" for i in (0, 1)]
+        logs = [path.open("wb") for path in log_paths]
+        for fh in logs:
+            stack.callback(fh.close)
+        prefixes = [stack.enter_context(_one_cpu(cpus[i], f"{tag}-{i}")) for i in (0, 1)]
+        try:
+            for i in (0, 1):
+                argv = prefixes[i] + in_ns(nodes.ns[i], _node_argv(nodes, i, script, out, tag))
+                procs.append(subprocess.Popen(argv, env=env, stdout=logs[i], stderr=subprocess.STDOUT,
+                                              cwd=tmp_path))
+            _wait_for([out / "rank0.json", out / "rank1.json"], procs, log_paths)
+            ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+            _check_ranks(ranks, nodes, cpus)
+            # the job is all-reducing now: kill one node's hosttune exec outright (SIGKILL: nothing is forwarded)
+            victim = 1
+            assert "hosttune" in Path(f"/proc/{procs[victim].pid}/cmdline").read_bytes().decode(errors="replace")
+            os.kill(procs[victim].pid, signal.SIGKILL)
+            survivor = procs[1 - victim]
+            rc = survivor.wait(timeout=WAIT_S)  # no hang: the other node's job ends on its own
+            for r in ranks:
+                _wait_gone(r["pid"])  # both nodes' ranks are gone (the killed node's: hosttune's guardian)
+        finally:
+            for p in procs:
+                _kill_tree(p)
+    text = (tmp_path / "node0.log").read_text(errors="replace")
+    assert rc != 0, text[-3000:]
+    assert "ChildFailedError" in text or "failed" in text.lower(), text[-3000:]
+    _compare_with_one_node(tmp_path, script, ranks)
+
+
+def _check_ranks(ranks: List[Dict], nodes: Nodes, cpus: Tuple[int, int]) -> None:
+    for r in ranks:
+        assert r["world"] == 2 and r["local_world"] == 1 and r["local_rank"] == 0
+        assert r["allreduce"] == 3.0  # 1 + 2: both nodes took part
+    by_node = {i: next(r for r in ranks if r["env"]["GLOO_SOCKET_IFNAME"] == nodes.ifname[i]) for i in (0, 1)}
+    for i in (0, 1):  # each node's rank: its veth named, bound inside its own node's CPU
+        assert by_node[i]["env"]["NCCL_SOCKET_IFNAME"] == nodes.ifname[i]
+        assert by_node[i]["cpus"] == [cpus[i]]
+        assert by_node[i]["threads"] == 1
+    assert ranks[0]["losses"] == ranks[1]["losses"]  # one model, kept in step by the all-reduce
+    assert ranks[0]["losses"][-1] < 0.5 * ranks[0]["losses"][0]
+
+
+def _wait_gone(pid: int) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while Path(f"/proc/{pid}").exists() and _state(pid) != "Z":
+        assert time.monotonic() < deadline, f"rank {pid} still runs {WAIT_S:.0f} s after its node was killed"
+        time.sleep(0.1)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "gone"
+
+
+def _compare_with_one_node(tmp_path: Path, script: Path, two_node: List[Dict]) -> None:
+    """The same job on one node with two ranks learns the same numbers: the two-node run is one job, not two."""
+    out = tmp_path / "one"
+    out.mkdir()
+    argv = [sys.executable, "-m", "hosttune", "exec", "--", *TORCHRUN, "--standalone", "--nproc-per-node", "2",
+            str(script), str(out), "once"]
+    done = subprocess.run(argv, env=torchrun_env(), capture_output=True, text=True, timeout=WAIT_S, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    one = json.loads((out / "rank0.json").read_text())
+    assert one["world"] == 2 and one["allreduce"] == 3.0
+    assert one["losses"] == pytest.approx(two_node[0]["losses"], rel=1e-6, abs=1e-9)
