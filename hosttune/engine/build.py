@@ -34,8 +34,9 @@ class Trainer:
     sync_model: Optional[GradSyncer]  # None on one rank
     data: TrainData
     channels_last: bool
-    flops_per_step: int = 0  # for MFU; 0 = not counted
+    flops_per_step: int = 0  # model FLOPs, for MFU; 0 = not counted
     peak_tflops: Optional[float] = None
+    hardware_flops_per_step: int = 0  # with activation checkpointing's recompute, for HFU
 
 
 def build(cfg: Config, task: Task, rt: Runtime) -> Trainer:
@@ -54,12 +55,15 @@ def build(cfg: Config, task: Task, rt: Runtime) -> Trainer:
     # nothing.
     peak = peak_tflops(cfg.peak_tflops, rt.device, mfu_dtype(rt.amp_dtype, rt.deterministic, rt.cuda))
     flops = cfg.grad_accum * count_step_flops(model, data.sample_batch(), task.loss_fn, rt.autocast) if peak else 0
+    recomputes = peak and cfg.activation_checkpointing and hasattr(model, "activation_checkpointing")
+    hardware_flops = cfg.grad_accum * count_step_flops(model, data.sample_batch(), task.loss_fn, rt.autocast,
+                                                       recompute=True) if recomputes else flops
     wrapped, sync_model = wrap_model(model, cfg, rt)  # before the optimizer: FSDP replaces the parameters
     optimizer = build_optimizer(model, cfg, rt)
     scheduler = lr_scheduler(optimizer, cfg)
     scaler = grad_scaler(rt.amp_dtype, rt.device, fsdp=cfg.shard == "fsdp" and rt.world > 1)
     state = TrainState(model, optimizer, scheduler, scaler, data.loader_gen, shard=cfg.shard)
-    trainer = Trainer(state, wrapped, sync_model, data, channels_last, flops, peak)
+    trainer = Trainer(state, wrapped, sync_model, data, channels_last, flops, peak, hardware_flops)
     seed_all(cfg.seed + rt.rank)  # per-rank streams: different dropout masks on each rank
     return trainer
 
@@ -72,7 +76,7 @@ def wrap_model(model: nn.Module, cfg: Config, rt: Runtime) -> Tuple[nn.Module, O
         sync_model = shard.GradSync(model)
     elif rt.world > 1:
         # bucket_cap default; gradient_as_bucket_view saves one gradient-sized copy per step.
-        model = sync_model = DDP(model, device_ids=[rt.local_rank] if rt.cuda else None,
+        model = sync_model = DDP(model, device_ids=[rt.device.index] if rt.cuda else None,
                                  gradient_as_bucket_view=True)
     if cfg.compile:
         # Compile the DDP wrapper: DDPOptimizer splits graphs at bucket boundaries.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import math
@@ -13,19 +14,44 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import torch
 
+from hosttune.policy import gpu_peak
 from hosttune.policy.gpu_peak import dense_peak_tflops
 
+# Streaming multiprocessors of the whole GPU, for the models that can be cut into MIG slices (gpu_peak's keys). A
+# slice has its share of the SMs at the same clock: its peak is the whole GPU's times sm_count / whole.
+WHOLE_GPU_SMS = {"A100 SXM 40GB": 108, "A100 SXM 80GB": 108, "A100 PCIe 40GB": 108, "A100 PCIe 80GB": 108,
+                 "A30": 56, "H100 SXM": 132, "H100 PCIe": 114, "H100 NVL": 132, "H200 SXM": 132, "H200 NVL": 132,
+                 "GH200": 132, "B200": 148, "GB200": 148}
 
-def peak_tflops(cfg_value: float, device: torch.device, dtype: str, device_name: Optional[str] = None
-                ) -> Optional[float]:
+
+def peak_tflops(cfg_value: float, device: torch.device, dtype: str, device_name: Optional[str] = None,
+                sm_count: Optional[int] = None) -> Optional[float]:
     """The configured peak, else the GPU's dense datasheet peak for `dtype` (bf16|fp16|tf32|fp32) from the one
-    table (hosttune.policy.gpu_peak), else None (no MFU; CPUs have no datasheet peak we can trust - set
-    peak_tflops yourself, e.g. from a measured matmul). `device_name` stands in for the device's own name."""
+    table (hosttune.policy.gpu_peak), scaled to a MIG slice, else None (no MFU; CPUs have no datasheet peak we can
+    trust - set peak_tflops yourself, e.g. from a measured matmul). `device_name` and `sm_count` stand in for the
+    device's own name and multiprocessor count."""
     if cfg_value > 0:
         return cfg_value
-    if device.type == "cuda" or device_name is not None:
-        return dense_peak_tflops(device_name or torch.cuda.get_device_name(device), dtype)
-    return None
+    if device.type != "cuda" and device_name is None:
+        return None
+    if device_name is None:
+        device_name = torch.cuda.get_device_name(device)
+        sm_count = torch.cuda.get_device_properties(device).multi_processor_count
+    whole = dense_peak_tflops(device_name, dtype)
+    fraction = gpu_fraction(device_name, sm_count)
+    return None if whole is None or fraction is None else whole * fraction
+
+
+def gpu_fraction(device_name: str, sm_count: Optional[int]) -> Optional[float]:
+    """The share of the whole GPU's SMs this device has: 1.0 for a whole GPU, 3/7-ish for a MIG 3g slice, None
+    when it is a MIG slice of a GPU whose SM count is not known here (MFU unknown: the whole GPU's peak would
+    understate it up to 7x)."""
+    entry = gpu_peak.match(device_name)
+    whole = WHOLE_GPU_SMS.get(entry.key) if entry else None
+    mig = " MIG " in f" {device_name.upper()} "
+    if whole is None or not sm_count:
+        return None if mig else 1.0
+    return min(1.0, sm_count / whole)
 
 
 def json_safe(record: Dict[str, Any]) -> Dict[str, Any]:
@@ -39,18 +65,26 @@ def json_safe(record: Dict[str, Any]) -> Dict[str, Any]:
 
 def count_step_flops(model: torch.nn.Module, batch: Tuple[torch.Tensor, torch.Tensor],
                      loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-                     autocast: Callable[[], torch.autocast]) -> int:
+                     autocast: Callable[[], torch.autocast], recompute: bool = False) -> int:
     """FLOPs of one micro-batch's forward+backward, counted by torch's FlopCounterMode on a copy of the model.
 
+    Model FLOPs by default: the copy runs without activation checkpointing (the engine's switch), whose recomputed
+    forward is work the hardware does but the model does not need (MFU); `recompute=True` counts it too (HFU).
+    On CPU attention runs through the math kernel while counting: FlopCounterMode has no formula for the CPU flash
+    kernel and counted attention as zero; the math kernel's matmuls are what the GPU formulas count.
     The copy and fork_rng keep the count from touching the real model (BatchNorm statistics, gradients) or the
     RNG streams, so counting does not change the training run.
     """
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
     shadow = copy.deepcopy(model)
+    if hasattr(shadow, "activation_checkpointing") and not recompute:
+        shadow.activation_checkpointing = False
+    x, y = batch
+    math_attention = sdpa_kernel([SDPBackend.MATH]) if x.device.type == "cpu" else contextlib.nullcontext()
     devices = [torch.cuda.current_device()] if torch.cuda.is_available() and torch.cuda.is_initialized() else []
-    with torch.random.fork_rng(devices=devices), FlopCounterMode(display=False) as counter:
-        x, y = batch
+    with torch.random.fork_rng(devices=devices), FlopCounterMode(display=False) as counter, math_attention:
         with autocast():
             loss = loss_fn(shadow(x), y)
         loss.backward()

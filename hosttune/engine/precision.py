@@ -27,14 +27,17 @@ def resolve_amp(amp: str, device: torch.device, capability: Optional[Tuple[int, 
     """The autocast dtype (None = fp32). fp16 implies a GradScaler: its narrow range underflows small grads.
 
     On CUDA `auto` decides by compute capability (`capability`, else the device's own; call after set_device):
-    bf16 tensor cores start with Ampere (8.0). torch.cuda.is_bf16_supported() is True on V100/T4 too, where bf16
-    is emulated at a fraction of the fp16 rate, so it cannot decide."""
+    bf16 tensor cores start with Ampere (8.0), fp16 ones with Volta (7.0). torch.cuda.is_bf16_supported() is True
+    on V100/T4 too, where bf16 is emulated at a fraction of the fp16 rate, so it cannot decide. Below 7.0 there are
+    no tensor cores and most parts (P40, P4, GTX 10xx: 6.1) run fp16 math at 1/64 of fp32: no autocast."""
     if amp == "off":
         return None
     if device.type == "cuda":
         if amp == "auto":
             major, minor = capability or torch.cuda.get_device_capability(device)
-            return torch.bfloat16 if (major, minor) >= (8, 0) else torch.float16
+            if (major, minor) >= (8, 0):
+                return torch.bfloat16
+            return torch.float16 if (major, minor) >= (7, 0) else None
         return torch.bfloat16 if amp == "bf16" else torch.float16
     if amp == "fp16":
         raise EngineError("amp=fp16 needs CUDA (GradScaler); on CPU use amp=bf16 or amp=off")
@@ -63,8 +66,9 @@ def grad_scaler(amp_dtype: Optional[torch.dtype], device: torch.device, fsdp: bo
 
 
 def mfu_dtype(amp_dtype: Optional[torch.dtype], deterministic: bool, cuda: bool) -> str:
-    """The math the matmuls run in, for the peak to compare with: autocast's dtype, else TF32 (on unless
-    deterministic), else fp32."""
+    """The math the matmuls run in, for the peak to compare with: autocast's dtype, else TF32 on CUDA (the engine
+    allows it, deterministic or not: TF32 rounds the same way every run), else fp32. `deterministic` is kept for
+    callers; it no longer changes the answer."""
     if amp_dtype is not None:
         return "bf16" if amp_dtype == torch.bfloat16 else "fp16"
-    return "fp32" if deterministic or not cuda else "tf32"
+    return "tf32" if cuda else "fp32"

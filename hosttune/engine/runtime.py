@@ -144,7 +144,7 @@ class Runtime:
 
     def barrier(self) -> None:
         if self.world > 1:
-            dist.barrier(device_ids=[self.local_rank]) if self.cuda else dist.barrier()
+            dist.barrier(device_ids=[self.device.index]) if self.cuda else dist.barrier()
 
     def all_reduce(self, tensor: torch.Tensor, op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM,
                    group: Optional[dist.ProcessGroup] = None) -> None:
@@ -184,7 +184,7 @@ def setup(cfg: Config) -> Runtime:
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise EngineError("device=cuda but torch sees no CUDA device (CPU-only torch build, or no driver)")
     use_cuda = cfg.device != "cpu" and torch.cuda.is_available()
-    device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
+    device = rank_device(local_rank, torch.cuda.device_count()) if use_cuda else torch.device("cpu")
     deterministic = deterministic_setting(cfg)
     if deterministic and cfg.cudnn_benchmark:
         raise EngineError("cudnn_benchmark=true contradicts deterministic mode (HOSTTUNE_DETERMINISTIC=1 from the "
@@ -217,6 +217,15 @@ def setup(cfg: Config) -> Runtime:
     return rt
 
 
+def rank_device(local_rank: int, visible: int) -> torch.device:
+    """This rank's GPU: the one the plan gives it (hosttune.plan: local rank modulo the GPUs CUDA_VISIBLE_DEVICES
+    leaves), not cuda:LOCAL_RANK, which assumes every GPU is visible to every rank. A launcher that gives each rank
+    one GPU (CUDA_VISIBLE_DEVICES of one device, Slurm's --gpus-per-task) leaves each rank its cuda:0."""
+    if visible < 1:
+        raise EngineError("torch sees no CUDA device (CUDA_VISIBLE_DEVICES hides them all?)")
+    return torch.device("cuda", local_rank % visible)
+
+
 def determinism_switches(cfg: Config, deterministic: bool, cuda: bool) -> None:
     """torch's process-wide switches that trade speed for run-to-run equality."""
     # Autotuned kernels are fastest but may differ run to run; with varying input shapes each new shape is
@@ -226,9 +235,10 @@ def determinism_switches(cfg: Config, deterministic: bool, cuda: bool) -> None:
     torch.backends.cudnn.deterministic = deterministic
     torch.use_deterministic_algorithms(deterministic)
     if cuda:
-        # TF32 matmuls on Ampere+: ~8x the fp32 rate for the parts autocast leaves in fp32.
-        torch.backends.cuda.matmul.allow_tf32 = not deterministic
-        torch.backends.cudnn.allow_tf32 = not deterministic
+        # TF32 matmuls on Ampere+: ~8x the fp32 rate for the parts autocast leaves in fp32. Deterministic mode
+        # keeps them: TF32 changes the precision, not the run-to-run equality (the same inputs round the same way).
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
 
 
 def teardown(rt: Runtime, finished: bool = False) -> None:

@@ -183,7 +183,10 @@ def log_interval(cfg: Config, task: Task, rt: Runtime, tr: Trainer, iv: Interval
         rec["tokens_per_s"] = round((data.tokens - data.pad_tokens) * world / dt, 1)
         data.pad_tokens = data.tokens = 0
     if tr.flops_per_step and tr.peak_tflops:
+        # MFU: the model's FLOPs; HFU (only when they differ: activation checkpointing) also counts the recompute.
         rec["mfu"] = round(tr.flops_per_step / rec["step_time_s"] / (tr.peak_tflops * 1e12), 5)
+        if tr.hardware_flops_per_step != tr.flops_per_step:
+            rec["hfu"] = round(tr.hardware_flops_per_step / rec["step_time_s"] / (tr.peak_tflops * 1e12), 5)
     metrics.write(rec)
     metrics.progress(iv.steps, mean_loss)
     iv.reset(now)
