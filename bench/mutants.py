@@ -223,21 +223,25 @@ M("launch-rankvars-mpi-first", "hosttune/launch/rankvars.py",
 M("launch-rankvars-world", "hosttune/launch/rankvars.py",
   "size = world if world is not None and world > rank else None", "size = world if world is not None else None",
   "tests/test_rankvars.py tests/test_exec_rankhook.py -k 'rank or place'",
-  "a WORLD_SIZE smaller than LOCAL_RANK is taken as the size (then refused)")
+  "a WORLD_SIZE smaller than LOCAL_RANK is taken as the size (then refused)",
+  pins="tests/test_launch_pins.py -k cover_local_rank")
 M("launch-rankvars-checked", "hosttune/launch/rankvars.py",
   "    if size < 1 or not 0 <= rank < size:", "    if size < 1 or not 0 <= rank <= size:",
-  "tests/test_exec_rankhook.py tests/test_rankvars.py -k 'bad_rank or rank'", "a local rank equal to the size passes")
+  "tests/test_exec_rankhook.py tests/test_rankvars.py -k 'bad_rank or rank'", "a local rank equal to the size passes",
+  pins="tests/test_launch_pins.py -k equal_to_its_size")
 M("launch-mpirun-hostfile", "hosttune/launch/launchers/mpirun.py",
   'single = not scan.values.get("hostfile") and hosts', "single = hosts",
   "tests/test_launch_launchers.py -k hostfile", "mpirun --hostfile taken as one node")
 M("launch-mpirun-slurm-nodes", "hosttune/launch/launchers/mpirun.py",
   '    if nnodes and nnodes.strip() != "1":\n        single = False', '    if nnodes and nnodes.strip() == "1":\n        single = False',
   "tests/test_launch_launchers.py tests/test_launchers.py -k 'mpirun or slurm'",
-  "mpirun inside a multi-node allocation counted as one node")
+  "mpirun inside a multi-node allocation counted as one node",
+  pins="tests/test_launch_pins.py -k multi_node")
 M("launch-mpirun-cap-np", "hosttune/launch/launchers/mpirun.py",
   "    elif np_n is not None and local > np_n:\n        local = np_n", "    elif np_n is not None and local > np_n:\n        pass",
   "tests/test_launch_launchers.py tests/test_launchers.py -k 'mpirun or npernode'",
-  "more local ranks than -np asks for")
+  "more local ranks than -np asks for",
+  pins="tests/test_launch_pins.py -k capped_at_np")
 M("launch-last-value", "hosttune/launch/launchers/base.py",
   "    return got[-1] if got else None", "    return got[0] if got else None",
   "tests/test_launch_launchers.py -k repeated", "a repeated launcher option takes the first value")
