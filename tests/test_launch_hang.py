@@ -316,3 +316,23 @@ def test_root_arms_nothing_in_a_directory_the_other_user_owns(tmp_path: Path, ot
     res = _arm_in(str(theirs))
     assert res.stdout.strip() == "None", res.stderr
     assert not list(theirs.iterdir())
+
+
+def test_a_hang_directory_swapped_after_the_start_changes_nothing_hosttune_reads_or_removes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    env: dict = {}
+    w = hang.Watch.start(5.0, "4242-abcd", env)
+    made = Path(env["HOSTTUNE_HANG_DIR"])
+    assert made.parent == tmp_path and (made.stat().st_mode & 0o777) == 0o700
+    assert env["PYTHONUNBUFFERED"] == "1" and env["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"].startswith(str(made) + "/")
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "stacks-rank0-pid1.txt").write_text("not hosttune's")
+    made.rename(tmp_path / "moved")
+    made.symlink_to(other)  # the name now leads elsewhere
+    assert w._names("") == []  # hosttune still sees its own (empty) directory
+    w.finish()
+    assert (other / "stacks-rank0-pid1.txt").exists() and made.is_symlink()
+    with pytest.raises(Exception, match="cannot make"):
+        hang.Watch.start(5.0, "4242-abcd", {})  # a name already there is never reused

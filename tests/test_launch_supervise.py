@@ -80,6 +80,21 @@ def test_sighup_reaches_every_torchrun_rank_and_the_job_leaves_nothing_behind(tm
     assert sorted(got.values()) == [signal.SIGHUP, signal.SIGHUP], got
 
 
+def test_under_the_hang_watch_a_signal_still_reaches_every_rank_and_the_status_is_128_plus_it(tmp_path: Path) -> None:
+    """--hang-timeout pipes the job's output through hosttune and supervises plain jobs too; a signal is still the
+    job's (128+N, not the hang status) and the job's hang directory is gone with it."""
+    (tmp_path / "rank.py").write_text(RANK_SCRIPT)
+    got = signal_job(tmp_path, [*TORCHRUN, "--nproc_per_node=2", str(tmp_path / "rank.py")], 2, signal.SIGTERM,
+                     extra=["--hang-timeout", "1h"])
+    assert sorted(got.values()) == [signal.SIGTERM, signal.SIGTERM], got
+    assert not list(tmp_path.glob("hosttune-hang-*"))
+    (tmp_path / "plain").mkdir()
+    got = signal_job(tmp_path / "plain", [PY, str(tmp_path / "rank.py")], 1, signal.SIGINT,
+                     extra=["--hang-timeout", "1h"])
+    assert list(got.values()) == [signal.SIGINT], got
+    assert not list((tmp_path / "plain").glob("hosttune-hang-*"))
+
+
 def test_a_signal_reaches_the_whole_job_when_verify_runs_a_wrapper_script(tmp_path: Path) -> None:
     """The rank is the wrapper's child: only a signal to the job's process group reaches it as SIGHUP (the final
     sweep would reach it too, but with SIGTERM, after the wrapper has gone)."""
