@@ -63,10 +63,11 @@ def test_a_slurm_v1_controller_wins_over_the_unified_line_of_the_same_process() 
 
 # ---- processes: real cgroups where the test may make them, else a /proc tree ------------------------------------
 def _writable_hierarchies() -> List[Path]:
-    """Mounted cgroup hierarchies (v2, and v1 pids) where this process can make a directory."""
+    """Mounted cgroup hierarchies where this process can make a directory: v2 first (Slurm's cgroup/v2 paths go
+    there), then v1's pids (its cgroup/v1 paths), so each layout lands where Slurm would put it when both exist."""
     if os.geteuid() != 0:
         return []
-    found: List[Path] = []
+    found: List[Tuple[bool, Path]] = []
     try:
         mounts = Path("/proc/self/mounts").read_text().splitlines()
     except OSError:
@@ -83,8 +84,8 @@ def _writable_hierarchies() -> List[Path]:
             probe.rmdir()
         except OSError:
             continue
-        found.append(Path(parts[1]))
-    return found
+        found.append((parts[2] != "cgroup2", Path(parts[1])))
+    return [path for _v1, path in sorted(found)]
 
 
 class Procs:
