@@ -73,7 +73,10 @@ class TrainState:
         if written in shard.SHARDED:  # ZeroRedundancyOptimizer hands its own groups' lr to the inner optimizer
             for group, lr in zip(self.optimizer.param_groups, self.scheduler.get_last_lr()):
                 group["lr"] = lr
-        self.scaler.load_state_dict(state["scaler"])
+        if state["scaler"] or not self.scaler.is_enabled():  # a disabled scaler ignores what it is given
+            self.scaler.load_state_dict(state["scaler"])
+        # else: written without fp16's scaler (bf16 or fp32) and resumed with fp16: it starts at its initial scale
+        # (load_checkpoint says so), rather than refusing an empty state as a checkpoint of another model.
         self.step, self.epoch = state["step"], state["epoch"]
 
     def load_rank(self, rng: Dict[str, Any], cuda: bool) -> bool:
@@ -120,6 +123,7 @@ def load_checkpoint(state: TrainState, cfg: Config, rt: Runtime, metrics: Metric
         metrics.say(f"hosttune.engine: no checkpoint in {ckpt_dir}; starting from step 0")
         return None
     restore(saved, last, cfg, state)
+    precision_change(saved, state, metrics.say)
     state.samples = resume_offset(saved, last, cfg, rt, state, metrics.say)
     if epoch_len is not None:
         state.samples = min(state.samples, epoch_len)
@@ -155,6 +159,35 @@ def restore(state: Dict[str, Any], where: Path, cfg: Config, train_state: TrainS
         raise EngineError(f"checkpoint {where} does not fit this model: {brief(first, 200)[1:-1]}") from None
 
 
+def precision_change(saved: Dict[str, Any], state: TrainState, say: Callable[[str], None]) -> None:
+    """Say when the resume changes whether fp16's loss scaler is used (amp bf16/off <-> fp16)."""
+    was = saved.get("config", {}).get("amp", "?")
+    if not saved["scaler"] and state.scaler.is_enabled():
+        say(f"hosttune.engine: warning: the checkpoint was written without fp16's loss scaler (amp={brief(was)}); "
+            f"this run uses fp16, and its loss scale starts at {state.scaler.get_scale():g}")
+    elif saved["scaler"] and not state.scaler.is_enabled():
+        say(f"hosttune.engine: warning: the checkpoint was written with fp16 (amp={brief(was)}); this run does not "
+            f"use fp16, so its loss scale is dropped")
+
+
+def effective_batch(saved_mbs: int, saved_accum: int, saved_world: int, cfg: Config, world: int) -> str:
+    """How the effective batch (micro-batch x accumulation x ranks) compares with the checkpoint's, in words."""
+    before, after = saved_mbs * saved_accum * saved_world, cfg.micro_batch_size * cfg.grad_accum * world
+    now = f"{cfg.micro_batch_size} x {cfg.grad_accum} x {world}"
+    if before == after:
+        return f"the effective batch stays {after} samples per step ({saved_mbs} x {saved_accum} x {saved_world} " \
+               f"then, {now} now)"
+    keep = before // (cfg.micro_batch_size * world) if before % (cfg.micro_batch_size * world) == 0 else 0
+    hint = f"; grad_accum={keep} keeps it" if keep and keep != cfg.grad_accum else ""
+    return (f"the effective batch changes from {saved_mbs} x {saved_accum} x {saved_world} = {before} to {now} = "
+            f"{after} samples per step (the learning rate and schedule stay as set){hint}")
+
+
+def _saved_int(saved_cfg: Dict[str, Any], key: str, default: int) -> int:
+    value = saved_cfg.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else default
+
+
 def resume_offset(state: Dict[str, Any], where: Path, cfg: Config, rt: Runtime, train_state: TrainState,
                   say: Callable[[str], None]) -> int:
     """Where in its epoch this rank continues (samples consumed), with its RNG streams put back; warns about
@@ -163,13 +196,13 @@ def resume_offset(state: Dict[str, Any], where: Path, cfg: Config, rt: Runtime, 
     saved_cfg = state.get("config", {})
     world, rank = rt.world, rt.rank
     saved_world = state.get("world_size", world)
-    saved_mbs = saved_cfg.get("micro_batch_size")
-    if not isinstance(saved_mbs, int) or isinstance(saved_mbs, bool) or saved_mbs < 1:
-        saved_mbs = cfg.micro_batch_size
+    saved_mbs = _saved_int(saved_cfg, "micro_batch_size", cfg.micro_batch_size)
+    saved_accum = _saved_int(saved_cfg, "grad_accum", cfg.grad_accum)
+    batch = effective_batch(saved_mbs, saved_accum, saved_world, cfg, world)
     offset = state.get("samples", state["pos"] * saved_mbs)  # checkpoints before `samples` have only `pos`
     if saved_world != world:  # a different world size reshards the data: continue, but not bit-exactly
         say(f"hosttune.engine: warning: checkpoint was written by {saved_world} rank(s), this run has {world}: "
-            f"data order and RNG streams restart")
+            f"data order and RNG streams restart; {batch}")
         offset = offset * saved_world // world
     elif state["rng"] is None or not train_state.load_rank(state["rng"], rt.cuda):
         seed_all(cfg.seed + rank)  # a half-applied state must not linger
@@ -181,7 +214,8 @@ def resume_offset(state: Dict[str, Any], where: Path, cfg: Config, rt: Runtime, 
     if saved_mbs != cfg.micro_batch_size:
         say(f"hosttune.engine: warning: micro_batch_size changed from {saved_mbs} (checkpoint) to "
             f"{cfg.micro_batch_size}: continuing at sample {offset} of epoch {state['epoch']}, so no sample is "
-            f"skipped or repeated; the effective batch changes from {saved_mbs} x "
-            f"{brief(saved_cfg.get('grad_accum', cfg.grad_accum))} x {saved_world} to {cfg.micro_batch_size} x "
-            f"{cfg.grad_accum} x {world}")
+            f"skipped or repeated; {batch}")
+    elif saved_accum != cfg.grad_accum and saved_world == world:
+        say(f"hosttune.engine: warning: grad_accum changed from {saved_accum} (checkpoint) to {cfg.grad_accum}: "
+            f"{batch}")
     return offset
