@@ -49,6 +49,15 @@ KUBE_SYSTEMD = (f"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod
     ("/process_api/dc010476eec77444e0c9c2ac302b5a07", None),  # 32 hex: no container id
     ("/system.slice/slurmstepd.scope/system", None),  # slurmstepd itself, in no job
     ("/myjob_7/step_0", None),  # "job_" outside Slurm's tree
+    # what a pod makes below its own cgroup is the pod's
+    (f"/kubepods/besteffort/pod{POD_UID}/{CID}/slurm/uid_0/job_4242/step_0",
+     {"kind": "kubernetes", "job": POD_UID, "container": CID[:12]}),
+    # a user's delegated subtree names no Slurm job or pod, whatever it spells; a rootless container is theirs
+    ("/user.slice/user-1000.slice/user@1000.service/app.slice/slurm/uid_0/job_4242/step_0", None),
+    (f"/user.slice/user-1000.slice/user@1000.service/kubepods/pod{POD_UID}/{CID}", {"kind": "container",
+                                                                                      "job": CID[:12]}),
+    (f"/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-{CID}.scope",
+     {"kind": "container", "job": CID[:12]}),
 ])
 def test_cgroup_paths_as_slurm_the_kubelet_and_container_runtimes_make_them(
         path: str, want: Optional[Dict[str, str]]) -> None:

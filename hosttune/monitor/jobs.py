@@ -12,6 +12,8 @@ The cgroup paths are the ones the job managers make (cgroup v1 and v2, systemd a
   `libpod-<id>.scope`, `cri-containerd-<id>.scope`, `crio-<id>.scope`: the job is the short (12 hex) container id.
 A monitor in its own cgroup namespace sees other processes' paths relative to its own (`/../../kubepods...`): the
 patterns are searched anywhere in the path. A process in none of them (a login shell's CUDA program) has no job.
+Below a user's own systemd manager (`user@1000.service`, which delegates its subtree to that user) a path names no
+Slurm job or pod: the user could have spelt one there to pass their GPU time off as another job's.
 
 Per sample this reads one small file per GPU process (/proc/PID/cgroup) and stats /proc/PID for its owner; the
 uid -> user name lookups are remembered.
@@ -26,17 +28,21 @@ _SLURM = re.compile(r"slurm[^/]*/(?:.*/)?job_(\d+)(?:/|$)")
 _POD = re.compile(r"kubepods.*?pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")
 _CONTAINER = re.compile(r"(?:^|/)(?:docker-|libpod-|cri-containerd-|crio-|containerd-)?([0-9a-f]{64})(?:\.scope)?"
                         r"(?:/|$)")
+# A user's own systemd manager (user@UID.service) may make any cgroup below it: a path there names no Slurm job or
+# pod, whatever it spells (a rootless Podman container there is still that user's container).
+_DELEGATED = re.compile(r"(?:^|/)user@\d+\.service(?:/|$)")
 MAX_CGROUP_BYTES = 64 * 1024  # /proc/PID/cgroup is one line per hierarchy: a few hundred bytes
 
 
 def classify(path: str) -> Optional[Dict[str, str]]:
     """The job one cgroup path belongs to: {"kind": "slurm" | "kubernetes" | "container", "job": id}, with the
     container id beside a pod's UID; None when the path is no job's."""
-    m = _SLURM.search(path)
-    if m:
-        return {"kind": "slurm", "job": m.group(1)}
+    delegated = _DELEGATED.search(path) is not None
+    slurm = None if delegated else _SLURM.search(path)
+    m = None if delegated else _POD.search(path)
+    if slurm and not (m and m.start() < slurm.start()):  # the outer manager's: a pod may nest cgroups of its own
+        return {"kind": "slurm", "job": slurm.group(1)}
     container = _CONTAINER.search(path)
-    m = _POD.search(path)
     if m:
         out = {"kind": "kubernetes", "job": m.group(1).replace("_", "-")}
         if container:
