@@ -116,7 +116,8 @@ M("execcache-racy", "hosttune/execcache/recorder.py",
   "tests/test_exec_speed.py -k 'racy or recent or young'", "a file changed just now is recorded (racily clean)")
 M("execcache-max-entries", "hosttune/execcache/store.py",
   "for n in names[: len(names) - pkg.MAX_ENTRIES]:", "for n in names[: len(names) - pkg.MAX_ENTRIES - 1]:",
-  "tests/test_exec_speed.py -k 'prune or entries'", "the cache keeps one entry more than MAX_ENTRIES")
+  "tests/test_exec_speed.py -k 'prune or entries'", "the cache keeps one entry more than MAX_ENTRIES",
+  pins="tests/test_execcache_pins.py -k pruned")
 
 # ---- engine ---------------------------------------------------------------------------------------------------
 _PINS = "tests/test_engine_pins.py -k"
@@ -324,31 +325,31 @@ M("yaml-seq-depth", "hosttune/yamlio.py",
   "tests/test_yamlio.py -k 'levels or limit or depth'", "nesting inside lists not counted")
 
 # ---- safety nets: CUDA_VISIBLE_DEVICES, cgroup limit, tune's marker line ---------------------------------------
-_CV = "tests/test_cuda_visible.py tests/test_plan_env.py -k 'index or visible or cuda'"
+_CV = "tests/test_cuda_visible.py tests/test_foundation.py -k 'cuda_visible or mig'"
 M("cuda-visible-index-eq-count", "hosttune/policy/cuda_visible.py",
   "            if idx >= len(order):", "            if idx > len(order):",
   "tests/test_cuda_visible.py", "a CUDA_VISIBLE_DEVICES index equal to the GPU count (IndexError traceback)")
 M("cuda-visible-empty-entry", "hosttune/policy/cuda_visible.py",
   '        if not item:\n            return Visible(raw, tuple(out), item, "an empty entry", tuple(notes))',
   '        if not item:\n            continue',
-  "tests/test_cuda_visible.py tests/test_doctor_torch.py tests/test_detect_torchenv.py tests/test_plan_env.py",
+  _CV,
   "a blank entry does not stop CUDA's list")
 M("cuda-visible-twice", "hosttune/policy/cuda_visible.py",
   "        if gpu in out:\n            return Visible(raw, tuple(out), item, \"names a GPU twice\", tuple(notes))",
   "        if False:\n            return Visible(raw, tuple(out), item, \"names a GPU twice\", tuple(notes))",
-  "tests/test_cuda_visible.py tests/test_doctor_torch.py tests/test_detect_torchenv.py tests/test_plan_env.py",
+  _CV,
   "a GPU named twice is counted twice")
 M("cuda-visible-ambiguous", "hosttune/policy/cuda_visible.py",
   "            if len(hits) != 1:", "            if not hits:",
-  "tests/test_cuda_visible.py tests/test_doctor_torch.py tests/test_detect_torchenv.py tests/test_plan_env.py",
+  _CV,
   "an ambiguous UUID prefix picks the first GPU")
 M("cuda-visible-bus-order", "hosttune/policy/cuda_visible.py",
   "return tuple(sorted(with_bus, key=lambda g: g.pci_bus_id)) if with_bus else tuple(gpus)", "return tuple(gpus)",
-  "tests/test_cuda_visible.py tests/test_doctor_torch.py tests/test_detect_torchenv.py tests/test_plan_env.py tests/test_nvml.py",
+  _CV,
   "indices read in detection order, not PCI bus order")
 M("cuda-visible-hides-all", "hosttune/policy/cuda_visible.py",
   "        return self.raw is not None and not self.gpus", "        return not self.gpus",
-  "tests/test_cuda_visible.py tests/test_doctor_torch.py tests/test_detect_torchenv.py tests/test_plan_env.py",
+  _CV,
   "unset CUDA_VISIBLE_DEVICES on a GPU-less host said to hide every GPU")
 M("cgroup-one-short", "hosttune/doctor/checks/cpu.py",
   "    if eff >= cpu.logical:", "    if eff >= cpu.logical - 1:",
@@ -381,7 +382,7 @@ M("tune-marker-anyline", "hosttune/tune/tuned.py",
   "a file that quotes the marker anywhere is taken as hosttune's")
 
 # ---- trust.py ---------------------------------------------------------------------------------------------------
-_TR = "tests/test_trust.py tests/test_trust_private.py tests/test_boundary.py"
+_TR = "tests/test_trust.py tests/test_trust_private.py tests/test_foundation.py -k 'trust or private or library or interpreter'"
 M("trust-owners-root", "hosttune/trust.py",
   "    return frozenset({0}) if uid == 0 else frozenset({0, uid})", "    return frozenset({0, uid})",
   f"{_TR} tests/test_capture.py", "as root, the root-only owner set",

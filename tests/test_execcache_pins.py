@@ -135,3 +135,15 @@ def test_the_keys_bounded_read_never_follows_a_link(tmp_path: Path) -> None:
     (tmp_path / "l").symlink_to(target)
     assert execcache._read(str(target)) == b"x\n"
     assert execcache._read(str(tmp_path / "l")) is None
+
+
+def test_the_cache_is_pruned_to_exactly_max_entries_newest_kept(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(execcache, "MAX_ENTRIES", 2)
+    folder = tmp_path / "runtime" / "cache"
+    entry = (execcache.VERSION, b"d" * 32, (), (), "/bin/true", ("true",), (), (), None, None, "", False)
+    names = [f"{i:032x}" for i in range(4)]
+    for i, name in enumerate(names):
+        execcache._store(str(folder / name), entry)
+        os.utime(folder / name, (PAST + i, PAST + i))  # entry i is older than entry i + 1
+    assert sorted(os.listdir(folder)) == names[2:]
