@@ -201,13 +201,16 @@ M("deep-p2p-nopeer", "hosttune/doctor/deep/findings.py",
 M("deep-cpu-matmul", "hosttune/doctor/deep/findings.py",
   "    if gflops < peak * cpu_peak.MATMUL_WARN_FRACTION:", "    if gflops < peak * cpu_peak.MATMUL_WARN_FRACTION / 10:",
   "tests/test_doctor_deep.py tests/test_doctor_cpu.py -k 'cpu and (matmul or peak or slow)'",
-  "a CPU matmul far below the line passes")
+  "a CPU matmul far below the line passes",
+  pins="tests/test_doctor_deep_pins.py -k cpu_matmul")
 M("deep-membw", "hosttune/doctor/deep/findings.py",
   "    if gbps < floor:", "    if gbps < floor / 10:",
-  "tests/test_doctor_deep.py tests/test_doctor_cpu.py -k 'membw or triad or memory'", "a slow memory triad passes")
+  "tests/test_doctor_deep.py tests/test_doctor_cpu.py -k 'membw or triad or memory'", "a slow memory triad passes",
+  pins="tests/test_doctor_deep_pins.py -k triad")
 M("deep-bf16-slow", "hosttune/doctor/deep/findings.py",
   "    if ratio < cpu_peak.BF16_SLOW_RATIO:", "    if ratio > cpu_peak.BF16_SLOW_RATIO:",
-  "tests/test_doctor_deep.py tests/test_doctor_cpu.py -k 'bf16'", "the bf16-slower-than-fp32 trap inverted")
+  "tests/test_doctor_deep.py tests/test_doctor_cpu.py -k 'bf16'", "the bf16-slower-than-fp32 trap inverted",
+  pins="tests/test_doctor_deep_pins.py -k bf16")
 M("deep-disk-min", "hosttune/doctor/deep/findings.py",
   "        if nbytes < MIN_DISK_BYTES or secs <= 0:", "        if secs <= 0:",
   "tests/test_doctor_deep.py tests/test_doctor_storage.py -k 'disk or storage or read'",

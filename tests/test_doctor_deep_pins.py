@@ -50,3 +50,37 @@ def test_a_read_too_small_to_time_is_not_a_measurement() -> None:
     big = dict(row, bytes=float(findings.MIN_DISK_BYTES) * 4, seconds=1.0)  # 32 MB/s: a slow disk, measured
     f = findings.disk_finding(job_of(big, name="disk"), {"/data": "hdd"})
     assert "MB/s over" in f.actual and f.status == "warn", f
+
+
+def test_a_cpu_matmul_below_its_line_warns_and_above_passes() -> None:
+    from hosttune.policy import cpu_peak
+
+    peak, _how = cpu_peak.peak_gflops(4, 3.0, ["avx2", "fma"], "GenuineIntel", "x86_64")
+    line = peak * cpu_peak.MATMUL_WARN_FRACTION
+
+    def at(gflops: float) -> str:
+        row = {"what": "cpu_matmul", "flops": gflops * 1e9, "seconds": 1.0, "n": 1024, "threads": 4}
+        return findings.cpu_matmul_finding(job_of(row, name="cpu"), 4, 3.0, ["avx2", "fma"], "GenuineIntel",
+                                           "x86_64").status
+
+    assert (at(line * 1.01), at(line * 0.99), at(line * 0.2)) == ("pass", "warn", "warn")
+
+
+def test_a_memory_triad_below_its_floor_warns() -> None:
+    from hosttune.policy import cpu_peak
+
+    floor = cpu_peak.MEMBW_PER_THREAD_GBPS * 4
+
+    def at(gbps: float) -> str:
+        row = {"what": "cpu_triad", "bytes": gbps * 1e9, "seconds": 1.0, "threads": 4, "elems": 1 << 20}
+        return findings.membw_finding(job_of(row, name="cpu")).status
+
+    assert (at(floor * 1.01), at(floor * 0.99), at(floor * 0.2)) == ("pass", "warn", "warn")
+
+
+def test_bf16_slower_than_fp32_warns_and_as_fast_passes() -> None:
+    def at(ratio: float) -> str:
+        row = {"what": "cpu_bf16", "fp32_gflops": 100.0, "bf16_gflops": 100.0 * ratio}
+        return findings.bf16_finding(job_of(row, name="cpu"), ["avx2"]).status
+
+    assert (at(0.1), at(0.79), at(0.81), at(2.0)) == ("warn", "warn", "pass", "pass")
