@@ -3,7 +3,7 @@
 
     python3 bench/bench_autotune.py                    # GPT-like job, --budget 20m, 5 rounds of the four arms
     python3 bench/bench_autotune.py --job cnn          # the CNN job instead
-    python3 bench/bench_autotune.py --quick            # 1 candidate (unbound), --budget 9m, 2 rounds (~13 min)
+    python3 bench/bench_autotune.py --quick            # 1 candidate (unbound), --budget 9m, 2 rounds (~13-17 min)
     python3 bench/bench_autotune.py --candidates unbound,glibc --budget 8m --rounds 4
 
 The jobs are bench_launch.py's: a small GPT-like transformer or a small CNN, 2 ranks under torchrun, DDP over gloo,
@@ -11,7 +11,8 @@ synthetic data, rank 0 printing `RESULT {"samples_per_s": ...}` after its warm-u
 
 1. `hosttune autotune --budget B --metric '"samples_per_s": ([0-9.]+)' --warmup 0 --output W -- torchrun ...`
    (its whole output is shown). W is written only when a candidate provably won; otherwise the default stays and
-   the measured arm below is the default plan again (said so).
+   the measured arm below is the default plan again (said so). On a busy host autotune adds up to 8 confirmation
+   rounds within the budget (its table says how many), so a busy --quick run takes up to the whole 9 minutes.
 2. One interleaved measurement of four arms, every round running each arm once (the order reversed every other
    round, so no arm always follows another):
      plain     torchrun --nproc_per_node=2 workload.py ...            (the launcher alone)
