@@ -360,29 +360,36 @@ M("cgroup-one-short", "hosttune/doctor/checks/cpu.py",
 M("cgroup-quota-floor", "hosttune/policy/cpu.py",
   "    return max(1, int(math.floor(q + 1e-9)))", "    return max(1, int(math.ceil(q - 1e-9)))",
   "tests/test_doctor_cpu.py tests/test_plan.py tests/test_detect_cgroup.py -k 'quota'",
-  "a 2.5-CPU quota gets 3 threads (throttled every period)")
+  "a 2.5-CPU quota gets 3 threads (throttled every period)",
+  pins="tests/test_policy_cpu_pins.py -k rounds_down")
 M("cgroup-quota-zero", "hosttune/policy/cpu.py",
   "    return q if q is not None and q > 0 else None", "    return q",
   "tests/test_doctor_cpu.py tests/test_plan.py tests/test_detect_cgroup.py -k 'quota or cgroup'",
-  "a zero/negative quota taken as a limit")
+  "a zero/negative quota taken as a limit",
+  pins="tests/test_policy_cpu_pins.py -k zero")
 M("cgroup-cap-by-quota", "hosttune/policy/cpu.py",
   "    return min(threads, quota_threads(q)) if q is not None else threads", "    return threads",
-  "tests/test_doctor_cpu.py -k 'quota'", "the cgroup quota never caps threads")
+  "tests/test_doctor_cpu.py -k 'quota'", "the cgroup quota never caps threads",
+  pins="tests/test_policy_cpu_pins.py -k rounds_down")
 M("cgroup-allowed-count", "hosttune/policy/cpu.py",
   "    allowed = len(cpu.allowed_cpus) or cpu.logical\n", "    allowed = cpu.logical\n",
-  "tests/test_doctor_cpu.py -k 'cpuset'", "a cpuset narrower than the host is not seen")
+  "tests/test_doctor_cpu.py -k 'cpuset'", "a cpuset narrower than the host is not seen",
+  pins="tests/test_policy_cpu_pins.py -k narrower")
 M("tune-marker-state", "hosttune/tune/state.py",
   '    return text is not None and text.split("\\n", 1)[0] == MARKER',
   '    return text is not None',
-  "tests/test_tune_rootfs.py -k 'admins_file'", "tune apply overwrites an admin's file at hosttune's name")
+  "tests/test_tune_rootfs.py -k 'admins_file'", "tune apply overwrites an admin's file at hosttune's name",
+  pins="tests/test_tune_pins.py -k first_line")
 M("tune-marker-tuned", "hosttune/tune/tuned.py",
   "    if ours(tree, rel) is False:", "    if ours(tree, rel) is None:",
   "tests/test_tune_rootfs.py tests/test_tune_tuned.py -k 'admin'",
-  "tune apply overwrites an admin's own tuned profile at hosttune's name")
+  "tune apply overwrites an admin's own tuned profile at hosttune's name",
+  pins="tests/test_tune_pins.py -k quoting")
 M("tune-marker-anyline", "hosttune/tune/tuned.py",
   '    return text.split("\\n", 1)[0] == MARKER', '    return MARKER in text',
   "tests/test_tune_rootfs.py tests/test_tune_tuned.py -k 'admin'",
-  "a file that quotes the marker anywhere is taken as hosttune's")
+  "a file that quotes the marker anywhere is taken as hosttune's",
+  pins="tests/test_tune_pins.py")
 
 # ---- trust.py ---------------------------------------------------------------------------------------------------
 _TR = "tests/test_trust.py tests/test_trust_private.py tests/test_foundation.py -k 'trust or private or library or interpreter'"
