@@ -462,58 +462,76 @@ M("trust-interp-env", "hosttune/trust.py",
 _ST = "tests/test_profile_settings.py tests/test_profile.py tests/test_profile_load.py"
 M("settings-text-type", "hosttune/profile/settings.py",
   "        if v is not None and not isinstance(v, str):\n            raise bad(key, f\"must be a string",
-  "        if False:\n            raise bad(key, f\"must be a string", _ST, "a number accepted where text is needed")
+  "        if False:\n            raise bad(key, f\"must be a string", _ST, "a number accepted where text is needed",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-nul", "hosttune/profile/settings.py",
   '        if isinstance(v, str) and "\\x00" in v:\n            raise bad(key, "must not contain a NUL byte", sect)',
-  '        if False:\n            raise bad(key, "must not contain a NUL byte", sect)', _ST, "a NUL byte accepted in a text value")
+  '        if False:\n            raise bad(key, "must not contain a NUL byte", sect)', _ST, "a NUL byte accepted in a text value",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-abs-path", "hosttune/profile/settings.py",
   'if s.kind == "path" and v is not None and not v.startswith("/"):', 'if s.kind == "path" and v is None:',
-  _ST, "a relative allocator_path accepted")
+  _ST, "a relative allocator_path accepted",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-pattern-fullmatch", "hosttune/profile/settings.py",
   "if s.pattern and v is not None and not re.fullmatch(s.pattern, v):",
   "if s.pattern and v is not None and not re.match(s.pattern, v):",
-  f"{_ST} tests/test_tune.py tests/test_tune_kinds.py", "a tune value with trailing junk (newline, comma) passes its pattern")
+  f"{_ST} tests/test_tune.py tests/test_tune_kinds.py", "a tune value with trailing junk (newline, comma) passes its pattern",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-choice", "hosttune/profile/settings.py",
   "        if not isinstance(v, str) or v not in s.choices:", "        if not isinstance(v, str):",
-  _ST, "an unknown choice (binding: nosuch) accepted")
+  _ST, "an unknown choice (binding: nosuch) accepted",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-no-as-none", "hosttune/profile/settings.py",
   '        if v is False and s.name == "memory_policy":  # YAML 1.1 reads a bare `no` as false\n            v = "none"',
   '        if v is False and s.name == "memory_policy":  # YAML 1.1 reads a bare `no` as false\n            v = "no"',
-  _ST, "memory_policy: no refused")
+  _ST, "memory_policy: no refused",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-count-low", "hosttune/profile/settings.py",
-  "(_is_int(v) and s.low <= v <= s.high)", "(_is_int(v) and s.low <= v)", _ST, "a count above its maximum accepted")
+  "(_is_int(v) and s.low <= v <= s.high)", "(_is_int(v) and s.low <= v)", _ST, "a count above its maximum accepted",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-count-high", "hosttune/profile/settings.py",
-  "(_is_int(v) and s.low <= v <= s.high)", "(_is_int(v) and s.low - 1 <= v <= s.high)", _ST, "a count one below its minimum accepted")
+  "(_is_int(v) and s.low <= v <= s.high)", "(_is_int(v) and s.low - 1 <= v <= s.high)", _ST, "a count one below its minimum accepted",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-count-bool", "hosttune/profile/settings.py",
   "    return isinstance(v, int) and not isinstance(v, bool)", "    return isinstance(v, int)",
-  _ST, "threads: true accepted as 1")
+  _ST, "threads: true accepted as 1",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-bool", "hosttune/profile/settings.py",
   "        if not isinstance(v, bool):\n            raise bad(key, f\"must be true or false",
-  "        if v is None:\n            raise bad(key, f\"must be true or false", _ST, "a string accepted for a true/false key")
+  "        if v is None:\n            raise bad(key, f\"must be true or false", _ST, "a string accepted for a true/false key",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-tristate", "hosttune/profile/settings.py",
   '        if not (v == "auto" or isinstance(v, bool)):', '        if not (v == "auto" or v is not None):',
-  _ST, "a string accepted for an auto/true/false key")
+  _ST, "a string accepted for an auto/true/false key",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-env-name", "hosttune/profile/settings.py",
   "        if not isinstance(name, str) or not _ENV_NAME.match(name):", "        if not isinstance(name, str):",
-  _ST, "an env name like 'A B' or 'X=1' accepted")
+  _ST, "an env name like 'A B' or 'X=1' accepted",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-env-managed", "hosttune/profile/settings.py",
   '        if sect == "env" and name in _MANAGED_ENV:', '        if sect == "env" and name in _MANAGED_ENV[:1]:',
-  f"{_ST} tests/test_boundary.py", "LD_AUDIT accepted in a profile's env")
+  f"{_ST} tests/test_boundary.py", "LD_AUDIT accepted in a profile's env",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-env-value-type", "hosttune/profile/settings.py",
   "        if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):",
-  "        if value is None or not isinstance(value, (str, int, float)):", _ST, "an env value true/false accepted (YAML bool)")
+  "        if value is None or not isinstance(value, (str, int, float)):", _ST, "an env value true/false accepted (YAML bool)",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-unknown-top", "hosttune/profile/settings.py",
   "        if not isinstance(key, str) or key not in _TOP_KEYS:\n            raise unknown(key, _TOP_KEYS, None)",
-  "        if not isinstance(key, str):\n            raise unknown(key, _TOP_KEYS, None)", _ST, "an unknown (misspelt) top-level key accepted")
+  "        if not isinstance(key, str):\n            raise unknown(key, _TOP_KEYS, None)", _ST, "an unknown (misspelt) top-level key accepted",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-unknown-section", "hosttune/profile/settings.py",
   "                if not isinstance(key, str) or key not in SECTIONS[top]:",
-  "                if not isinstance(key, str) or key not in SECTIONS[top] and False:", _ST, "an unknown key inside a section accepted")
+  "                if not isinstance(key, str) or key not in SECTIONS[top] and False:", _ST, "an unknown key inside a section accepted",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-tcmalloc", "hosttune/profile/settings.py",
   '        if sect == "tcmalloc" and not name.startswith("TCMALLOC_"):', '        if sect == "tcmalloc" and not name:',
-  _ST, "a non-TCMALLOC_ variable accepted under tcmalloc:")
+  _ST, "a non-TCMALLOC_ variable accepted under tcmalloc:",
+  pins="tests/test_profile_settings_pins.py")
 M("settings-tune-check", "hosttune/profile/settings.py",
   "        check_tune(self)\n", "        pass\n",
-  f"{_ST} tests/test_tune.py tests/test_tune_state.py -k 'tune or refus or break'", "a Tune made outside a profile is not validated")
+  f"{_ST} tests/test_tune.py tests/test_tune_state.py -k 'tune or refus or break'", "a Tune made outside a profile is not validated",
+  pins="tests/test_profile_settings_pins.py")
 
 # ---- plan/layout.py ---------------------------------------------------------------------------------------------
 _LY = "tests/test_plan_layout.py tests/test_plan.py"
