@@ -19,6 +19,7 @@ class KnownLauncher:
     argv: Tuple[str, ...]  # the command to run (mpirun: with `--bind-to none` when hosttune binds instead)
     notes: Tuple[str, ...] = field(default=())  # one line each, for --dry-run
     rank_arg: Optional[str] = None  # the argument each rank also gets its local rank as (`--local-rank`)
+    endpoint: Any = None  # plan.network.Endpoint: where the job's nodes meet, when the command line tells
 
     @property
     def binds(self) -> bool:

@@ -1,10 +1,13 @@
 """`mpirun`/`mpiexec`/`orterun`/`prterun` (Open MPI 4/5 orterun/prterun, MPICH Hydra, Intel MPI): the ranks it
 starts here, and the binding decided once: Open MPI binds every rank by default, so for Python ranks (which the
-per-rank hook binds) hosttune adds `--bind-to none`; a binding the user asks MPI for is MPI's."""
+per-rank hook binds) hosttune adds `--bind-to none`; a binding the user asks MPI for is MPI's. The job's endpoint
+(plan.network) is the MASTER_ADDR it exports or the caller's, else the first host of -H/--hostfile (read through
+fsio.read_user_text)."""
 
 import os
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from hosttune.errors import UserError
 from hosttune.launch.launchers.base import KnownLauncher, _count, _last, _Scan, _scan
 from hosttune.launch.pythons import is_python
 
@@ -134,20 +137,69 @@ def _mpirun(argv: Sequence[str], start: int, environ: Mapping[str, str], flavour
         notes.append("MPI flavour unknown: hosttune binds each rank; if it binds too, add --bind-to none")
     if threads:
         notes.append(f"OMP_NUM_THREADS={threads} exported by the command line: each rank keeps it")
-    return KnownLauncher("mpirun", local, bound_by, threads, tuple(out), tuple(notes))
+    endpoint = _endpoint(scan, environ, notes)
+    return KnownLauncher("mpirun", local, bound_by, threads, tuple(out), tuple(notes), endpoint=endpoint)
+
+
+def _exported(scan: _Scan, key: str) -> Optional[str]:
+    """A variable the command line exports to the ranks (-x K=V, Hydra -env/-genv K V); the last one wins."""
+    found: Optional[str] = None
+    for value in scan.values.get("export", []):
+        k, eq, v = value.partition("=")
+        if k == key and eq:
+            found = v
+    for value in scan.values.get("env", []):
+        k, _, v = value.partition("\0")
+        if k == key:
+            found = v
+    return found
+
+
+def _hosts(scan: _Scan, notes: List[str]) -> Tuple[List[str], str]:
+    """The job's hosts in order (-H/--host, else the hostfile's first word per line), and the option they came
+    from. Rank 0 runs on the first (mpirun's default mapping fills the first host's slots first). A hostfile
+    hosttune cannot read is mpirun's to refuse: a note, and no hosts."""
+    from hosttune import fsio
+
+    hosts: List[str] = [h.split(":")[0] for v in scan.values.get("host", []) for h in v.split(",") if h.strip()]
+    if hosts:
+        return hosts, "mpirun --host"
+    path = _last(scan, "hostfile")
+    if path is None:
+        return [], ""
+    try:
+        text = fsio.read_user_text(path, "mpirun hostfile", limit=1 << 20)
+    except UserError as exc:
+        notes.append(f"{exc}: no network interface chosen from it")
+        return [], ""
+    for line in text.splitlines():
+        words = line.split("#", 1)[0].split()
+        if words:
+            hosts.append(words[0].split(":")[0])
+    return hosts, "mpirun --hostfile"
+
+
+def _endpoint(scan: _Scan, environ: Mapping[str, str], notes: List[str]) -> Any:
+    """Where the job's torch ranks meet: MASTER_ADDR the command line exports, else (when the caller's own
+    MASTER_ADDR, which the planner reads itself, is not set) the first host of -H/--hostfile."""
+    from dataclasses import replace
+
+    from hosttune.plan.network import Endpoint, from_environ, host_of
+
+    hosts, source = _hosts(scan, notes)
+    nodes = len(dict.fromkeys(hosts)) or None
+    addr = _exported(scan, "MASTER_ADDR")
+    if addr:
+        return Endpoint(host_of(addr), "mpirun -x MASTER_ADDR", nodes)
+    yours = from_environ(environ)
+    if yours is not None:
+        return replace(yours, nodes=nodes or yours.nodes)
+    return Endpoint(hosts[0], f"{source} (rank 0's host)", nodes) if hosts else None
 
 
 
 def _mpi_threads(tool: str, scan: _Scan) -> Optional[int]:
     """OMP_NUM_THREADS that the command line exports to the ranks (-x K=V, Hydra -env/-genv K V)."""
-    found: Optional[str] = None
-    for value in scan.values.get("export", []):
-        key, eq, val = value.partition("=")
-        if key == "OMP_NUM_THREADS" and eq:
-            found = val
-    for value in scan.values.get("env", []):
-        key, _, val = value.partition("\0")
-        if key == "OMP_NUM_THREADS":
-            found = val
+    found = _exported(scan, "OMP_NUM_THREADS")
     return _count(tool, "OMP_NUM_THREADS", found, high=1 << 16) if found is not None else None
 
