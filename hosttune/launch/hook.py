@@ -27,6 +27,9 @@ What a process does, by what it finds (`role`):
   torch.set_num_threads when torch is loaded). It also counts torch.multiprocessing.spawn's processes.
 - none: anything else (no handoff, or a helper Python with no rank). Nothing is changed.
 
+With a hang watch ($HOSTTUNE_HANG_DIR, `exec --hang-timeout`), every role but none also arms faulthandler on a
+real-time signal (arm_stacks): hang.py takes the job's stacks with it when the job stops making progress.
+
 Every role then leaves as it found things: HOOK_DIR is removed from sys.path, this module's `sitecustomize` is
 dropped from sys.modules and the next `sitecustomize` on the path is imported (a user's own, or the distro's);
 `usercustomize` runs after it as Python would run it. The hosttune modules the hook loaded are dropped from
