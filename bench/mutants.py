@@ -573,26 +573,35 @@ M("layout-nearest", "hosttune/plan/layout.py",
 # ---- cpulist.py -------------------------------------------------------------------------------------------------
 _CL = "tests/test_cpulist.py tests/test_detect_parsers.py tests/test_foundation.py"
 M("cpulist-reversed-range", "hosttune/cpulist.py",
-  "        if lo is None or hi is None or hi < lo:", "        if lo is None or hi is None:", _CL, "a reversed range 7-3 is not dropped")
+  "        if lo is None or hi is None or hi < lo:", "        if lo is None or hi is None:", _CL, "a reversed range 7-3 is not dropped",
+  pins="tests/test_cpulist_pins.py")
 M("cpulist-cap", "hosttune/cpulist.py",
   "        if lo >= MAX_CPUS:\n            dropped += 1\n            continue", "        if lo > MAX_CPUS:\n            dropped += 1\n            continue",
-  _CL, "CPU id MAX_CPUS itself kept")
+  _CL, "CPU id MAX_CPUS itself kept",
+  pins="tests/test_cpulist_pins.py")
 M("cpulist-range-cap", "hosttune/cpulist.py",
-  "            hi = MAX_CPUS - 1", "            hi = MAX_CPUS", _CL, "a range past the limit keeps id MAX_CPUS")
+  "            hi = MAX_CPUS - 1", "            hi = MAX_CPUS", _CL, "a range past the limit keeps id MAX_CPUS",
+  pins="tests/test_cpulist_pins.py")
 M("cpulist-merge", "hosttune/cpulist.py",
-  "            if a > cur_hi + 1:", "            if a > cur_hi + 2:", _CL, "ranges with a one-CPU gap merged")
+  "            if a > cur_hi + 1:", "            if a > cur_hi + 2:", _CL, "ranges with a one-CPU gap merged",
+  pins="tests/test_cpulist_pins.py")
 M("cpulist-stride", "hosttune/cpulist.py",
-  "            stride = max(1, got)", "            stride = 1", _CL, "the stride form 0-7:2 expands to every CPU")
+  "            stride = max(1, got)", "            stride = 1", _CL, "the stride form 0-7:2 expands to every CPU",
+  pins="tests/test_cpulist_pins.py")
 M("cpulist-range-end", "hosttune/cpulist.py",
   "            out.update(range(a * stride + r, b * stride + r + 1, stride))",
-  "            out.update(range(a * stride + r, b * stride + r, stride))", _CL, "a range drops its last CPU")
+  "            out.update(range(a * stride + r, b * stride + r, stride))", _CL, "a range drops its last CPU",
+  pins="tests/test_cpulist_pins.py")
 M("cpumask-bits", "hosttune/cpulist.py",
-  "                out.append(4 * i + bit)", "                out.append(4 * i + 3 - bit)", _CL, "cpumask bits read in the wrong order")
+  "                out.append(4 * i + bit)", "                out.append(4 * i + 3 - bit)", _CL, "cpumask bits read in the wrong order",
+  pins="tests/test_cpulist_pins.py")
 M("cpumask-nonhex", "hosttune/cpulist.py",
-  "    if not digits or digits.strip(_HEX):", "    if not digits:", _CL, "a cpumask with junk parsed")
+  "    if not digits or digits.strip(_HEX):", "    if not digits:", _CL, "a cpumask with junk parsed",
+  pins="tests/test_cpulist_pins.py")
 M("cpulist-format", "hosttune/cpulist.py",
   "        while j + 1 < len(items) and items[j + 1] == items[j] + 1:", "        while j + 1 < len(items) and items[j + 1] <= items[j] + 2:",
-  _CL, "format_cpulist joins 0,2 into 0-2")
+  _CL, "format_cpulist joins 0,2 into 0-2",
+  pins="tests/test_cpulist_pins.py")
 
 # ---- autotune/stats.py + search.py ----------------------------------------------------------------------------
 _AT = "tests/test_autotune.py"
