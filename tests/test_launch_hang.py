@@ -336,3 +336,30 @@ def test_a_hang_directory_swapped_after_the_start_changes_nothing_hosttune_reads
     assert (other / "stacks-rank0-pid1.txt").exists() and made.is_symlink()
     with pytest.raises(Exception, match="cannot make"):
         hang.Watch.start(5.0, "4242-abcd", {})  # a name already there is never reused
+
+
+def test_the_flight_recorder_is_asked_through_each_ranks_pipe_that_has_a_reader(tmp_path: Path) -> None:
+    """ProcessGroupNCCL's DumpPipe: a FIFO `<TORCH_NCCL_DEBUG_INFO_PIPE_FILE><rank>.pipe` it reads non-blocking; a
+    write asks for the dump. Played here by a reader of our own (no GPU needed to check what hosttune writes)."""
+    env: dict = {}
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        w = hang.Watch.start(5.0, "77-pipes", env)
+    finally:
+        os.chdir(old)
+    stem = env["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"]
+    os.mkfifo(f"{stem}0.pipe", 0o666)
+    reader = os.open(f"{stem}0.pipe", os.O_RDONLY | os.O_NONBLOCK)  # rank 0's process group is alive
+    os.mkfifo(f"{stem}1.pipe", 0o666)  # rank 1's is gone: nobody reads
+    Path(f"{stem}2.pipe").write_text("")  # not a FIFO: never written
+    try:
+        assert w._poke_nccl() == 1
+        assert os.read(reader, 10) == b"1\n"
+    finally:
+        os.close(reader)
+    assert Path(f"{stem}2.pipe").read_text() == ""
+    assert env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] == env["TORCH_FR_DUMP_TEMP_FILE"] == os.path.join(
+        env["HOSTTUNE_HANG_DIR"], hang.NCCL_TRACE)
+    w.finish()  # no hang: the pipes go, a file the job left (here the non-FIFO) keeps the directory
+    assert sorted(os.listdir(env["HOSTTUNE_HANG_DIR"])) == [os.path.basename(f"{stem}2.pipe")]
