@@ -536,39 +536,51 @@ M("settings-tune-check", "hosttune/profile/settings.py",
 # ---- plan/layout.py ---------------------------------------------------------------------------------------------
 _LY = "tests/test_plan_layout.py tests/test_plan.py"
 M("layout-chunks-larger-first", "hosttune/plan/layout.py",
-  "        size = q + (1 if k < r else 0)", "        size = q + (1 if k >= n - r else 0)", _LY, "the larger chunks go last")
+  "        size = q + (1 if k < r else 0)", "        size = q + (1 if k >= n - r else 0)", _LY, "the larger chunks go last",
+  pins="tests/test_plan_layout_pins.py")
 M("layout-share-roundrobin", "hosttune/plan/layout.py",
   "    if n > len(flat):  # more ranks than cores", "    if n > len(flat) + 1:  # more ranks than cores", _LY,
-  "one rank more than cores is not marked shared")
+  "one rank more than cores is not marked shared",
+  pins="tests/test_plan_layout_pins.py")
 M("layout-shared-flag", "hosttune/plan/layout.py",
   "        return [[flat[r % len(flat)]] for r in range(n)], True", "        return [[flat[r % len(flat)]] for r in range(n)], False",
-  _LY, "ranks sharing cores are not marked shared (they get every core's threads)")
+  _LY, "ranks sharing cores are not marked shared (they get every core's threads)",
+  pins="tests/test_plan_layout_pins.py")
 M("layout-nodes-le", "hosttune/plan/layout.py",
-  "    if n <= k:\n", "    if n < k:\n", _LY, "as many ranks as nodes not split node by node")
+  "    if n <= k:\n", "    if n < k:\n", _LY, "as many ranks as nodes not split node by node",
+  equivalent="with as many ranks as nodes the proportional split gives each node exactly one rank: whole nodes either way")
 M("layout-alloc-min", "hosttune/plan/layout.py",
   "    alloc = [min(len(g), max(1, n * len(g) // total)) for g in groups]",
-  "    alloc = [min(len(g), max(0, n * len(g) // total)) for g in groups]", _LY, "a small node gets no rank")
+  "    alloc = [min(len(g), max(0, n * len(g) // total)) for g in groups]", _LY, "a small node gets no rank",
+  pins="tests/test_plan_layout_pins.py")
 M("layout-threads-none", "hosttune/plan/layout.py",
   "        per = max(1, len(topo.cores) // n) if topo.cores else 1", "        per = max(1, len(topo.cores)) if topo.cores else 1",
-  _LY, "binding: none gives every rank all the cores' threads (oversubscribed)")
+  _LY, "binding: none gives every rank all the cores' threads (oversubscribed)",
+  pins="tests/test_plan_layout_pins.py")
 M("layout-threads-shared", "hosttune/plan/layout.py",
   "        want = [1 if s.shared else max(1, len(s.cores)) for s in slots]", "        want = [max(1, len(s.cores)) for s in slots]",
-  _LY, "shared-core ranks not held to one thread")
+  _LY, "shared-core ranks not held to one thread",
+  equivalent="a shared slot always holds exactly one core (_balanced and _layout give shared ranks one core each): max(1, 1) == 1")
 M("layout-threads-cap", "hosttune/plan/layout.py",
   "        capped = [min(asked, w) for w in want]", "        capped = [asked for w in want]", _LY,
-  "threads: N above the rank's cores is not capped")
+  "threads: N above the rank's cores is not capped",
+  pins="tests/test_plan_layout_pins.py")
 M("layout-quota-cap", "hosttune/plan/layout.py",
   "        if sum(want) > limit:\n            total = sum(want)", "        if sum(want) > limit + 1:\n            total = sum(want)",
-  f"{_LY} tests/test_detect_cgroup.py -k 'quota or layout or threads'", "one thread more than the quota")
+  f"{_LY} tests/test_detect_cgroup.py -k 'quota or layout or threads'", "one thread more than the quota",
+  pins="tests/test_plan_layout_pins.py")
 M("layout-mems-allowed", "hosttune/plan/layout.py",
   "if (not facts.numa.allowed_mems or n.id in facts.numa.allowed_mems) and (n.memory_mb > 0 or not known_mem)",
-  "if (n.memory_mb > 0 or not known_mem)", _LY, "memory nodes outside Mems_allowed planned")
+  "if (n.memory_mb > 0 or not known_mem)", _LY, "memory nodes outside Mems_allowed planned",
+  pins="tests/test_plan_layout_pins.py")
 M("layout-memless", "hosttune/plan/layout.py",
   "and (n.memory_mb > 0 or not known_mem)", "and (n.memory_mb >= 0 or not known_mem)", _LY,
-  "memory-less nodes planned for memory binding")
+  "memory-less nodes planned for memory binding",
+  pins="tests/test_plan_layout_pins.py")
 M("layout-nearest", "hosttune/plan/layout.py",
   "    return min(cands)[1] if cands else None", "    return max(cands)[1] if cands else None", _LY,
-  "a CPU-less GPU node binds to the farthest node")
+  "a CPU-less GPU node binds to the farthest node",
+  pins="tests/test_plan_layout_pins.py")
 
 # ---- cpulist.py -------------------------------------------------------------------------------------------------
 _CL = "tests/test_cpulist.py tests/test_detect_parsers.py tests/test_foundation.py"
