@@ -619,34 +619,44 @@ M("cpulist-format", "hosttune/cpulist.py",
 _AT = "tests/test_autotune.py"
 M("stats-median-even", "hosttune/autotune/stats.py",
   "    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2", "    return s[n // 2]", _AT,
-  "the median of an even count is the upper middle")
+  "the median of an even count is the upper middle",
+  pins="tests/test_autotune_stats_pins.py")
 M("stats-wins-lo", "hosttune/autotune/stats.py",
   "    return s.rounds >= MIN_ROUNDS and s.lo > 1.0 + min_gain and sign_p(above, s.rounds) <= alpha",
   "    return s.rounds >= MIN_ROUNDS and s.median > 1.0 + min_gain and sign_p(above, s.rounds) <= alpha", _AT,
-  "a winner by median alone: an interval reaching below the gain wins")
+  "a winner by median alone: an interval reaching below the gain wins",
+  pins="tests/test_autotune_stats_pins.py")
 M("stats-wins-sign", "hosttune/autotune/stats.py",
   "    return s.rounds >= MIN_ROUNDS and s.lo > 1.0 + min_gain and sign_p(above, s.rounds) <= alpha",
-  "    return s.rounds >= MIN_ROUNDS and s.lo > 1.0 + min_gain", _AT, "the sign test dropped")
+  "    return s.rounds >= MIN_ROUNDS and s.lo > 1.0 + min_gain", _AT, "the sign test dropped",
+  pins="tests/test_autotune_stats_pins.py")
 M("stats-wins-rounds", "hosttune/autotune/stats.py",
-  "    return s.rounds >= MIN_ROUNDS and s.lo", "    return s.rounds >= 1 and s.lo", _AT, "a winner from too few rounds")
+  "    return s.rounds >= MIN_ROUNDS and s.lo", "    return s.rounds >= 1 and s.lo", _AT, "a winner from too few rounds",
+  pins="tests/test_autotune_stats_pins.py")
 M("stats-sign-p", "hosttune/autotune/stats.py",
   "    return sum(math.comb(n, k) for k in range(above, n + 1)) / 2 ** n if n else 1.0",
-  "    return sum(math.comb(n, k) for k in range(above + 1, n + 1)) / 2 ** n if n else 1.0", _AT, "the sign test's p off by one")
+  "    return sum(math.comb(n, k) for k in range(above + 1, n + 1)) / 2 ** n if n else 1.0", _AT, "the sign test's p off by one",
+  pins="tests/test_autotune_stats_pins.py")
 M("stats-adjacent-geo", "hosttune/autotune/stats.py",
   "    return score / math.exp(sum(math.log(d) for d in sides) / len(sides))", "    return score / max(sides)", _AT,
-  "a candidate compared with the faster neighbouring default only")
+  "a candidate compared with the faster neighbouring default only",
+  pins="tests/test_autotune_stats_pins.py")
 M("stats-ci-level", "hosttune/autotune/stats.py",
-  "    hi = meds[int(math.ceil((1 + level) / 2 * (n - 1)))]", "    hi = meds[-1]", _AT, "the interval's upper end is the maximum")
+  "    hi = meds[int(math.ceil((1 + level) / 2 * (n - 1)))]", "    hi = meds[-1]", _AT, "the interval's upper end is the maximum",
+  pins="tests/test_autotune_stats_pins.py")
 M("stats-widen", "hosttune/autotune/stats.py",
   "    return dataclasses.replace(s, lo=s.lo / factor, hi=s.hi * factor)", "    return s", _AT,
-  "a busy machine's swing does not widen the interval")
+  "a busy machine's swing does not widen the interval",
+  pins="tests/test_autotune_stats_pins.py")
 M("stats-fragile", "hosttune/autotune/stats.py",
   "    return bool(busy_ratios) and min(busy_ratios) < floor_of(busy_pairs) * (1.0 - degrade)",
   "    return bool(busy_ratios) and max(busy_ratios) < floor_of(busy_pairs) * (1.0 - degrade)", _AT,
-  "a candidate that collapses under load in one round is not fragile")
+  "a candidate that collapses under load in one round is not fragile",
+  pins="tests/test_autotune_stats_pins.py")
 M("stats-ranked", "hosttune/autotune/stats.py",
   "key=lambda s: (s.rounds == 0, -(s.median if s.rounds else 0.0), s.name))",
-  "key=lambda s: (s.rounds == 0, (s.median if s.rounds else 0.0), s.name))", _AT, "candidates ranked slowest first")
+  "key=lambda s: (s.rounds == 0, (s.median if s.rounds else 0.0), s.name))", _AT, "candidates ranked slowest first",
+  pins="tests/test_autotune_stats_pins.py")
 M("search-halve", "hosttune/autotune/search.py",
   "        alive = alive[:max(2, math.ceil(len(alive) / 2))] if len(alive) > 2 else alive",
   "        alive = alive[:max(1, math.ceil(len(alive) / 2))] if len(alive) > 2 else alive", _AT,
