@@ -696,28 +696,35 @@ M("sinks-trusted-dir", "hosttune/monitor/sinks.py",
 M("sinks-rotate-size", "hosttune/monitor/sinks.py",
   "        if self.size > 0 and self.size + len(data) > self.max_bytes:", "        if self.size > 0 and self.size > self.max_bytes:",
   "tests/test_monitor_sinks.py tests/test_monitor.py tests/test_monitor_daemon.py -k 'rotat or max_bytes or size'",
-  "the JSONL log grows past max_bytes before rotating")
+  "the JSONL log grows past max_bytes before rotating",
+  pins="tests/test_monitor_sinks_pins.py")
 M("sinks-rotate-order", "hosttune/monitor/sinks.py",
   "            for n in range(self.backups - 1, 0, -1):", "            for n in range(1, self.backups):",
   "tests/test_monitor_sinks.py tests/test_monitor.py tests/test_monitor_daemon.py -k 'rotat or backup'",
-  "rotation renames .1 to .2 before .2 to .3: old logs lost")
+  "rotation renames .1 to .2 before .2 to .3: old logs lost",
+  pins="tests/test_monitor_sinks_pins.py")
 M("sinks-short-write", "hosttune/monitor/sinks.py",
   "        if written != len(data):\n            self._cut(before)", "        if False:\n            self._cut(before)",
   "tests/test_monitor_sinks.py tests/test_monitor.py tests/test_monitor_daemon.py -k 'short or full or ENOSPC or partial'",
-  "a short write leaves a partial line in the JSONL")
+  "a short write leaves a partial line in the JSONL",
+  pins="tests/test_monitor_sinks_pins.py")
 M("sinks-deleted", "hosttune/monitor/sinks.py",
   "        if st.st_nlink == 0:\n            self.reopen()", "        if st.st_nlink < 0:\n            self.reopen()",
   "tests/test_monitor_sinks.py tests/test_monitor.py tests/test_monitor_daemon.py -k 'delet or reopen or logrotate'",
-  "a log deleted under the monitor is written into the void")
+  "a log deleted under the monitor is written into the void",
+  pins="tests/test_monitor_sinks_pins.py")
 M("sinks-escape", "hosttune/monitor/sinks.py",
   """    return str(value).replace("\\\\", "\\\\\\\\").replace("\\n", "\\\\n").replace('"', '\\\\"')""",
   """    return str(value).replace("\\n", "\\\\n").replace('"', '\\\\"')""",
   "tests/test_monitor_sinks.py tests/test_monitor.py tests/test_monitor_textfile.py -k 'escape or label or textfile or exposition'",
-  "a backslash in a label value not escaped (a broken exposition)")
+  "a backslash in a label value not escaped (a broken exposition)",
+  pins="tests/test_monitor_sinks_pins.py")
 M("sinks-num-bool", "hosttune/monitor/sinks.py",
   '    if isinstance(value, bool):\n        return "1" if value else "0"', '    if isinstance(value, bool):\n        return str(value)',
-  "tests/test_monitor_sinks.py tests/test_monitor.py -k 'textfile or sample or exposition'", "a boolean metric written as True/False")
+  "tests/test_monitor_sinks.py tests/test_monitor.py -k 'textfile or sample or exposition'", "a boolean metric written as True/False",
+  pins="tests/test_monitor_sinks_pins.py")
 M("sinks-textfile-mode", "hosttune/monitor/sinks.py",
   "        fsio.atomic_write(self.path, text, 0o644, durable=False)", "        fsio.atomic_write(self.path, text, 0o600, durable=False)",
   "tests/test_monitor_sinks.py tests/test_monitor.py tests/test_monitor_textfile.py -k 'mode or textfile or 0644 or node_exporter'",
-  "the textfile not readable by node_exporter's user")
+  "the textfile not readable by node_exporter's user",
+  pins="tests/test_monitor_sinks_pins.py")
