@@ -73,7 +73,7 @@ def _hang_dir(tmp: Path) -> Path:
 def test_a_rank_that_never_reaches_the_collective_is_named_and_the_job_stopped_with_124(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     (tmp_path / "job.py").write_text(HANG_JOB)
-    res = _exec(tmp_path, [*TORCHRUN, "--nproc_per_node=2", str(tmp_path / "job.py")])
+    res = _exec(tmp_path, [*TORCHRUN, "--nproc_per_node=2", str(tmp_path / "job.py")], timeout="10s")
     assert res.returncode == hang.EXIT_HUNG, res.stderr[-3000:]
     assert "alive" in res.stdout  # the job's own output went through hosttune
     d = _hang_dir(tmp_path)
@@ -92,7 +92,7 @@ def test_a_rank_that_never_reaches_the_collective_is_named_and_the_job_stopped_w
 @pytest.mark.integration
 def test_a_plain_job_is_watched_too_and_its_one_process_named(tmp_path: Path) -> None:
     (tmp_path / "job.py").write_text(PLAIN_JOB)
-    res = _exec(tmp_path, [PY, str(tmp_path / "job.py")], timeout="2")
+    res = _exec(tmp_path, [PY, str(tmp_path / "job.py")], timeout="5")
     assert res.returncode == hang.EXIT_HUNG, res.stderr[-3000:]
     assert "started" in res.stdout
     d = _hang_dir(tmp_path)
