@@ -280,11 +280,13 @@ M("fsio-read-nofollow", "hosttune/fsio.py",
   "tests/test_fsio.py -k nofollow", "read_bounded(nofollow=True) follows a link")
 M("fsio-read-limit", "hosttune/fsio.py",
   "    if len(blob) > limit:\n        raise TooLarge", "    if len(blob) > limit + 1:\n        raise TooLarge",
-  "tests/test_fsio.py tests/test_foundation.py -k 'bounded or large or limit'", "a file one byte over the limit is read")
+  "tests/test_fsio.py tests/test_foundation.py -k 'bounded or large or limit'", "a file one byte over the limit is read",
+  pins="tests/test_fsio_pins.py -k bounded")
 M("fsio-read-nonreg", "hosttune/fsio.py",
   "    if not stat.S_ISREG(st.st_mode):\n        raise OSError(errno.EINVAL, \"not a regular file\", name)\n    chunks",
   "    chunks",
-  "tests/test_fsio.py tests/test_foundation.py -k 'fifo or regular or bounded'", "a FIFO or device is read (blocks)")
+  "tests/test_fsio.py tests/test_foundation.py -k 'fifo or regular or bounded'", "a FIFO or device is read (blocks)",
+  pins="tests/test_fsio_pins.py -k fifo")
 M("fsio-file-fsync", "hosttune/fsio.py",
   "            if durable:\n                os.fsync(fh.fileno())", "            if False:\n                os.fsync(fh.fileno())",
   "tests/test_fsio.py -k sync", "the atomic write's file fsync dropped")
@@ -293,21 +295,25 @@ M("fsio-dir-fsync", "hosttune/fsio.py",
   "tests/test_fsio.py -k sync", "the atomic write's directory fsync dropped")
 M("fsio-fchmod", "hosttune/fsio.py",
   "            os.fchmod(fh.fileno(), mode)\n", "",
-  "tests/test_fsio.py tests/test_foundation.py -k 'mode or atomic'", "an atomic write keeps mkstemp's 0600, not the mode asked")
+  "tests/test_fsio.py tests/test_foundation.py -k 'mode or atomic'", "an atomic write keeps mkstemp's 0600, not the mode asked",
+  pins="tests/test_fsio_pins.py -k mode")
 M("fsio-exclusive", "hosttune/fsio.py",
   "        if exclusive:\n            try:\n                os.link(tmp, p)", "        if False:\n            try:\n                os.link(tmp, p)",
-  "tests/test_fsio.py tests/test_foundation.py -k 'exclusive or atomic'", "exclusive=True replaces an existing file")
+  "tests/test_fsio.py tests/test_foundation.py -k 'exclusive or atomic'", "exclusive=True replaces an existing file",
+  pins="tests/test_fsio_pins.py -k exclusive")
 M("fsio-makedirs-chmod", "hosttune/fsio.py",
   "    os.chmod(p, mode)  # mkdir applies the umask; chmod does not", "    pass",
   "tests/test_fsio.py -k makedirs_private", "makedirs_private under a narrowing/loose umask gets the umask's mode")
 M("fsio-append-nofollow", "hosttune/fsio.py",
   "os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC", "os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC",
   "tests/test_fsio.py tests/test_foundation.py tests/test_monitor_daemon.py -k 'append or link or log'",
-  "a log opened for append follows a planted link")
+  "a log opened for append follows a planted link",
+  pins="tests/test_fsio_pins.py -k append")
 M("fsio-user-text-decode", "hosttune/fsio.py",
   "        return blob.decode(\"utf-8\")", "        return blob.decode(\"utf-8\", \"replace\")",
   "tests/test_fsio.py tests/test_foundation.py tests/test_profile.py -k 'utf or UTF or binary'",
-  "a non-UTF-8 config is read with replacement characters")
+  "a non-UTF-8 config is read with replacement characters",
+  pins="tests/test_fsio_pins.py -k utf8")
 M("yaml-depth-off-by-one", "hosttune/yamlio.py",
   "        if depth > MAX_DEPTH:", "        if depth > MAX_DEPTH + 1:",
   "tests/test_yamlio.py -k 'levels or limit or depth'", "the nesting limit off by one")
