@@ -27,8 +27,12 @@ def summarize(cfg: Config, task: Task, rt: Runtime, tr: Trainer, res: LoopResult
                                "steps_this_run": step - res.start_step, "world_size": rt.world,
                                "train_s": round(res.train_s, 2), "final_train_loss": round(res.last_loss, 5),
                                "stopped_early": stopped_early, "run_dir": str(rt.run_dir), **task.notes}
-    if step > res.start_step:
-        summary["samples_per_s"] = round((step - res.start_step) * res.samples_per_step / res.train_s, 2)
+    timed_steps, timed_s = step - res.start_step, res.train_s
+    if res.compile_s is not None:  # compile=true: throughput after the compiling first step; its time apart
+        summary["compile_s"] = round(res.compile_s, 2)
+        timed_steps, timed_s = timed_steps - 1, timed_s - res.compile_s
+    if timed_steps > 0:
+        summary["samples_per_s"] = round(timed_steps * res.samples_per_step / timed_s, 2)
     if task.val_set is not None and not stopped_early:
         summary.update(evaluate(tr.model, task, cfg, rt, tr.data.to_device))
     return summary
@@ -71,8 +75,10 @@ def evaluate(model: nn.Module, task: Task, cfg: Config, rt: Runtime,
 def summary_line(s: Dict[str, Any]) -> str:
     parts = [f"hosttune.engine: {'stopped' if s['stopped_early'] else 'done'}: {s['model']} step {s['step']} "
              f"on {s['world_size']} rank(s) in {s['train_s']}s"]
+    if "compile_s" in s:
+        parts.append(f"{s['compile_s']}s of it compiling (the first step)")
     if "samples_per_s" in s:
-        parts.append(f"{s['samples_per_s']} samples/s")
+        parts.append(f"{s['samples_per_s']} samples/s" + (" after it" if "compile_s" in s else ""))
     parts.append(f"train loss {s['final_train_loss']:.4f}")
     if "val_loss" in s:
         parts.append(f"val loss {s['val_loss']:.4f}")

@@ -90,6 +90,7 @@ class LoopResult:
     train_s: float
     last_loss: float
     samples_per_step: int
+    compile_s: Optional[float] = None  # compile=true: the first step of this run (it compiles), outside throughput
 
 
 @dataclass
@@ -101,10 +102,11 @@ class Interval:
     wait_s: float = 0.0  # waiting for data
     ckpt_s: float = 0.0  # writing checkpoints: not training time
     steps: int = 0
+    compile_s: Optional[float] = None  # the compiling first step's time, when it is in this interval
 
     def reset(self, now: float) -> None:
         self.loss_sum.zero_()
-        self.t_log, self.wait_s, self.ckpt_s, self.steps = now, 0.0, 0.0, 0
+        self.t_log, self.wait_s, self.ckpt_s, self.steps, self.compile_s = now, 0.0, 0.0, 0, None
 
 
 def train_loop(cfg: Config, task: Task, rt: Runtime, tr: Trainer, metrics: Metrics,
@@ -117,12 +119,16 @@ def train_loop(cfg: Config, task: Task, rt: Runtime, tr: Trainer, metrics: Metri
     start_step = st.step
     last_loss = float("nan")
     samples_per_step = cfg.micro_batch_size * cfg.grad_accum * rt.world
+    compile_s: Optional[float] = None
     while st.step < cfg.steps:
+        t_step = time.perf_counter()
         micro_steps(cfg, task, rt, tr, iv)
         lr = st.optimizer.param_groups[0]["lr"]  # this step's; the scheduler moves on to the next one's
         grad_norm = optimizer_step(st, cfg)
         st.step += 1
         iv.steps += 1
+        if cfg.compile and compile_s is None:  # torch.compile compiles in the first forward and backward
+            compile_s = iv.compile_s = time.perf_counter() - t_step
         prof = profiler_step(prof, prof_end, st.step)
         # Every step, all ranks agree whether any got SIGTERM, so all stop (and checkpoint) at this same step.
         stopping = rt.any_rank(stop["requested"])
@@ -136,7 +142,7 @@ def train_loop(cfg: Config, task: Task, rt: Runtime, tr: Trainer, metrics: Metri
             iv.ckpt_s += time.perf_counter() - t_ckpt
     if prof is not None:
         prof.stop()
-    return LoopResult(start_step, time.perf_counter() - t_start, last_loss, samples_per_step)
+    return LoopResult(start_step, time.perf_counter() - t_start, last_loss, samples_per_step, compile_s)
 
 
 def micro_steps(cfg: Config, task: Task, rt: Runtime, tr: Trainer, iv: Interval) -> None:
@@ -158,7 +164,7 @@ def micro_steps(cfg: Config, task: Task, rt: Runtime, tr: Trainer, iv: Interval)
 def log_interval(cfg: Config, task: Task, rt: Runtime, tr: Trainer, iv: Interval, lr: float,
                  grad_norm: torch.Tensor, metrics: Metrics) -> float:
     """Write the interval's metrics line and start the next interval; the interval's mean loss (over ranks)."""
-    world, data = rt.world, tr.data
+    world = rt.world
     # The only device sync of the step: the interval's loss (averaged over ranks) and grad norm.
     stats = torch.stack([iv.loss_sum, grad_norm.float()])
     if world > 1:
@@ -167,15 +173,32 @@ def log_interval(cfg: Config, task: Task, rt: Runtime, tr: Trainer, iv: Interval
     mean_loss, gnorm = stats.tolist()
     mean_loss /= iv.steps
     now = time.perf_counter()
-    dt = now - iv.t_log - iv.ckpt_s  # checkpoint writes are not training time
+    # Checkpoint writes and the compiling first step (compile=true) are not training time: rates leave them out.
+    dt = now - iv.t_log - iv.ckpt_s - (iv.compile_s or 0.0)
+    timed = iv.steps - (iv.compile_s is not None)
     samples_per_step = cfg.micro_batch_size * cfg.grad_accum * world
-    rec: Dict[str, Any] = {
-        "step": tr.state.step, "epoch": tr.state.epoch, "loss": round(mean_loss, 5), "lr": lr,
-        "samples_per_s": round(iv.steps * samples_per_step / dt, 2),
-        "step_time_s": round(dt / iv.steps, 5), "data_wait_frac": round(iv.wait_s / dt, 4),
-        "grad_norm": round(gnorm, 5), "peak_mem_mb": round(peak_memory_mb(rt.device), 1)}
+    rec: Dict[str, Any] = {"step": tr.state.step, "epoch": tr.state.epoch, "loss": round(mean_loss, 5), "lr": lr}
+    if timed:
+        rec.update(samples_per_s=round(timed * samples_per_step / dt, 2), step_time_s=round(dt / timed, 5),
+                   data_wait_frac=round(iv.wait_s / dt, 4))
+    rec.update(grad_norm=round(gnorm, 5), peak_mem_mb=round(peak_memory_mb(rt.device), 1))
     if iv.ckpt_s:
         rec["checkpoint_s"] = round(iv.ckpt_s, 3)
+    if iv.compile_s is not None:
+        rec["compile_s"] = round(iv.compile_s, 3)
+    log_rates(rec, task, tr, world, dt)
+    metrics.write(rec)
+    metrics.progress(iv.steps, mean_loss)
+    iv.reset(now)
+    return mean_loss
+
+
+def log_rates(rec: Dict[str, Any], task: Task, tr: Trainer, world: int, dt: float) -> None:
+    """The interval's token rate, padding and MFU/HFU (none for an interval of only the compiling step)."""
+    data = tr.data
+    if "samples_per_s" not in rec:
+        data.pad_tokens = data.tokens = 0
+        return
     if task.tokens_per_sample:
         rec["tokens_per_s"] = round(rec["samples_per_s"] * task.tokens_per_sample, 1)
     if data.padded and data.tokens:  # rank 0's share, scaled: ranks see batches of similar lengths
@@ -187,10 +210,6 @@ def log_interval(cfg: Config, task: Task, rt: Runtime, tr: Trainer, iv: Interval
         rec["mfu"] = round(tr.flops_per_step / rec["step_time_s"] / (tr.peak_tflops * 1e12), 5)
         if tr.hardware_flops_per_step != tr.flops_per_step:
             rec["hfu"] = round(tr.hardware_flops_per_step / rec["step_time_s"] / (tr.peak_tflops * 1e12), 5)
-    metrics.write(rec)
-    metrics.progress(iv.steps, mean_loss)
-    iv.reset(now)
-    return mean_loss
 
 
 def start_profiler(cfg: Config, rt: Runtime, step: int) -> Tuple[Optional[torch.profiler.profile], int]:
