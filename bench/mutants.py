@@ -177,7 +177,7 @@ M("deep-allreduce-default", "hosttune/doctor/deep/findings.py",
   f"{_DEEP} 'correctness_answer'", "an all-reduce without a correctness answer passes")
 M("deep-allreduce-slow", "hosttune/doctor/deep/findings.py",
   "    if expected_busbw and busbw < expected_busbw:", "    if expected_busbw and busbw < expected_busbw / 2:",
-  f"{_DEEP} 'allreduce or nccl'", "an all-reduce at half the expected bus bandwidth passes",
+  f"{_DEEP} 'allreduce_with or correctness_answer or nccl_tests'", "an all-reduce at half the expected bus bandwidth passes",
   pins="tests/test_doctor_deep_pins.py -k expected_bus")
 M("deep-matmul-70", "hosttune/doctor/deep/findings.py",
   "COMPUTE_WARN_FRACTION = 0.70", "COMPUTE_WARN_FRACTION = 0.69",
@@ -200,20 +200,20 @@ M("deep-p2p-nopeer", "hosttune/doctor/deep/findings.py",
   pins="tests/test_doctor_deep_pins.py -k peer_access")
 M("deep-cpu-matmul", "hosttune/doctor/deep/findings.py",
   "    if gflops < peak * cpu_peak.MATMUL_WARN_FRACTION:", "    if gflops < peak * cpu_peak.MATMUL_WARN_FRACTION / 10:",
-  "tests/test_doctor_deep.py tests/test_doctor_cpu.py -k 'cpu and (matmul or peak or slow)'",
+  "tests/test_doctor_deep.py -k 'cpu_peak or cpu_clock'",
   "a CPU matmul far below the line passes",
   pins="tests/test_doctor_deep_pins.py -k cpu_matmul")
 M("deep-membw", "hosttune/doctor/deep/findings.py",
   "    if gbps < floor:", "    if gbps < floor / 10:",
-  "tests/test_doctor_deep.py tests/test_doctor_cpu.py -k 'membw or triad or memory'", "a slow memory triad passes",
+  "tests/test_doctor_deep.py tests/test_doctor_cpu.py -k 'cpu_peak or quota'", "a slow memory triad passes",
   pins="tests/test_doctor_deep_pins.py -k triad")
 M("deep-bf16-slow", "hosttune/doctor/deep/findings.py",
   "    if ratio < cpu_peak.BF16_SLOW_RATIO:", "    if ratio > cpu_peak.BF16_SLOW_RATIO:",
-  "tests/test_doctor_deep.py tests/test_doctor_cpu.py -k 'bf16'", "the bf16-slower-than-fp32 trap inverted",
+  "tests/test_doctor_deep.py -k 'bf16 and not trap'", "the bf16-slower-than-fp32 trap inverted",
   pins="tests/test_doctor_deep_pins.py -k bf16")
 M("deep-disk-min", "hosttune/doctor/deep/findings.py",
   "        if nbytes < MIN_DISK_BYTES or secs <= 0:", "        if secs <= 0:",
-  "tests/test_doctor_deep.py tests/test_doctor_storage.py -k 'disk or storage or read'",
+  "tests/test_doctor_deep.py tests/test_doctor_storage.py -k 'read_without_o_direct or disk'",
   "a tiny read is taken as a throughput measurement",
   pins="tests/test_doctor_deep_pins.py -k too_small")
 
@@ -226,12 +226,12 @@ M("launch-rankvars-mpi-first", "hosttune/launch/rankvars.py",
   "tests/test_rankvars.py", "MPI/PMI local-rank variables win over LOCAL_RANK")
 M("launch-rankvars-world", "hosttune/launch/rankvars.py",
   "size = world if world is not None and world > rank else None", "size = world if world is not None else None",
-  "tests/test_rankvars.py tests/test_exec_rankhook.py -k 'rank or place'",
+  "tests/test_rankvars.py tests/test_exec_rankhook.py -k 'local_rank or mpi or each_launchers or bad_rank'",
   "a WORLD_SIZE smaller than LOCAL_RANK is taken as the size (then refused)",
   pins="tests/test_launch_pins.py -k cover_local_rank")
 M("launch-rankvars-checked", "hosttune/launch/rankvars.py",
   "    if size < 1 or not 0 <= rank < size:", "    if size < 1 or not 0 <= rank <= size:",
-  "tests/test_exec_rankhook.py tests/test_rankvars.py -k 'bad_rank or rank'", "a local rank equal to the size passes",
+  "tests/test_exec_rankhook.py tests/test_rankvars.py -k 'bad_rank or each_launchers or local_rank or mpi'", "a local rank equal to the size passes",
   pins="tests/test_launch_pins.py -k equal_to_its_size")
 M("launch-mpirun-hostfile", "hosttune/launch/launchers/mpirun.py",
   'single = not scan.values.get("hostfile") and hosts', "single = hosts",
@@ -252,7 +252,7 @@ M("launch-last-value", "hosttune/launch/launchers/base.py",
 M("launch-omp-user", "hosttune/launch/job.py",
   'if "OMP_NUM_THREADS" not in job.env_in and ranks and "OMP_NUM_THREADS" in ranks[0].env:',
   'if ranks and "OMP_NUM_THREADS" in ranks[0].env:',
-  "tests/test_launch_torchrun.py tests/test_launch_job.py tests/test_exec_userwins.py -k 'omp or OMP or user or threads'",
+  "tests/test_launch_torchrun.py tests/test_launch_job.py tests/test_exec_userwins.py -k 'omp or OMP or threads'",
   "the user's own OMP_NUM_THREADS replaced by the plan's share")
 M("launch-mems-allowed", "hosttune/launch/binding.py",
   "nodes = tuple(sorted(set(plan.mems) & set(allowed))) if allowed else tuple(sorted(plan.mems))",
@@ -306,7 +306,7 @@ M("fsio-makedirs-chmod", "hosttune/fsio.py",
   "tests/test_fsio.py -k makedirs_private", "makedirs_private under a narrowing/loose umask gets the umask's mode")
 M("fsio-append-nofollow", "hosttune/fsio.py",
   "os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC", "os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC",
-  "tests/test_fsio.py tests/test_foundation.py tests/test_monitor_daemon.py -k 'append or link or log'",
+  "tests/test_fsio.py tests/test_foundation.py -k 'append or link or log'",
   "a log opened for append follows a planted link",
   pins="tests/test_fsio_pins.py -k append")
 M("fsio-user-text-decode", "hosttune/fsio.py",
@@ -408,7 +408,8 @@ M("trust-owner-check", "hosttune/trust.py",
   _TR, "a file another user owns is trusted as root")
 M("trust-group-writable", "hosttune/trust.py",
   "    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):", "    if st.st_mode & stat.S_IWOTH:",
-  _TR, "a group-writable file is trusted")
+  _TR, "a group-writable file is trusted",
+  pins="tests/test_trust_pins.py -k group_writable")
 M("trust-sticky-first", "hosttune/trust.py",
   'sticky_ok=not first or kind == "dir")', "sticky_ok=True)",
   _TR, "a file directly inside a sticky world-writable directory (/tmp) is trusted")
@@ -434,35 +435,43 @@ M("trust-code-env", "hosttune/trust.py",
 M("trust-ld-prefix", "hosttune/trust.py",
   'or (name.startswith("LD_") and name not in PATH_LIST_ENV))', ")",
   "tests/test_trust.py tests/test_boundary.py tests/test_profile.py -k 'code or LD_ or refus'",
-  "an unknown LD_ variable is not code-valued")
+  "an unknown LD_ variable is not code-valued",
+  pins="tests/test_trust_pins.py -k unknown_ld")
 M("trust-names-path", "hosttune/trust.py",
   "        if names_a_path(value):\n            raise Untrusted", "        if False:\n            raise Untrusted",
   "tests/test_trust.py tests/test_boundary.py tests/test_profile.py -k 'path or refus'",
-  "an unknown variable naming a path passes as root")
+  "an unknown variable naming a path passes as root",
+  pins="tests/test_trust_pins.py -k path_in")
 M("trust-empty-entry", "hosttune/trust.py",
   '            if name in ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH"):', '            if name in ("PYTHONPATH",):',
   "tests/test_trust.py tests/test_boundary.py tests/test_profile.py -k 'empty or PATH or refus'",
-  "an empty PATH entry (the current directory) passes as root")
+  "an empty PATH entry (the current directory) passes as root",
+  pins="tests/test_trust_pins.py -k path_entries")
 M("trust-relative-entry", "hosttune/trust.py",
   '        if not part.startswith("/"):\n            hint', '        if part.startswith("//"):\n            hint',
   "tests/test_trust.py tests/test_boundary.py tests/test_profile.py -k 'absolute or relative or refus'",
-  "a relative path entry passes as root")
+  "a relative path entry passes as root",
+  pins="tests/test_trust_pins.py -k path_entries")
 M("trust-elf", "hosttune/trust.py",
   "        return os.read(fd, 4) == ELF_MAGIC", "        return True",
   "tests/test_trust.py tests/test_boundary.py tests/test_profile.py tests/test_detect_allocators.py -k 'elf or ELF or library or preload'",
-  "a non-ELF file accepted as a preload library")
+  "a non-ELF file accepted as a preload library",
+  pins="tests/test_trust_pins.py -k elf_file")
 M("trust-links-owner", "hosttune/trust.py",
   "        if why is None and st.st_uid not in owners:", "        if why is None and st.st_uid in ():",
   "tests/test_trust.py tests/test_boundary.py tests/test_profile.py tests/test_detect_allocators.py -k 'link'",
-  "a library reached through another user's link is trusted")
+  "a library reached through another user's link is trusted",
+  pins="tests/test_trust_pins.py -k another_users_link")
 M("trust-written-alone", "hosttune/trust.py",
   'return _mode_problem("", st, frozenset({os.geteuid()}), sticky_ok=False) is None',
   'return st.st_uid == os.geteuid()', "tests/test_trust_private.py",
-  "a group-writable file counted as written by me alone")
+  "a group-writable file counted as written by me alone",
+  pins="tests/test_trust_pins.py -k group_writable")
 M("trust-interp-env", "hosttune/trust.py",
   "        del env[name]\n        dropped.append(name)", "        dropped.append(name)",
   "tests/test_trust.py tests/test_boundary.py tests/test_programs.py tests/test_exec.py -k 'interpreter or PYTHON or drop'",
-  "an untrusted PYTHONPATH/PYTHONHOME left for the interpreter root starts")
+  "an untrusted PYTHONPATH/PYTHONHOME left for the interpreter root starts",
+  pins="tests/test_trust_pins.py -k interpreter")
 
 # ---- profile/settings.py validation -------------------------------------------------------------------------------
 _ST = "tests/test_profile_settings.py tests/test_profile.py tests/test_profile_load.py"
