@@ -89,7 +89,8 @@ class Config:
     # -- bookkeeping --
     run_dir: str = ""  # default runs/<preset>-<time>
     log_interval: int = 10
-    eval_batches: int = 16  # per rank, at the end
+    eval_samples: int = 512  # validation samples at the end, in all (split between ranks; fewer if the set is smaller)
+    eval_batches: Optional[int] = None  # also stop each rank after this many micro-batches (None: no such cap)
     ckpt_interval: int = 0  # steps between checkpoints; 0 = only at the end (and on SIGTERM)
     keep_checkpoints: int = 3
     resume: bool = False
@@ -103,7 +104,7 @@ class Config:
         _check(self.amp in AMP_MODES, f"amp must be one of {', '.join(AMP_MODES)}, got {brief(self.amp)}")
         _check(self.device in DEVICES, f"device must be one of {', '.join(DEVICES)}, got {brief(self.device)}")
         for name in ("steps", "micro_batch_size", "grad_accum", "log_interval", "keep_checkpoints", "n_layer",
-                     "n_head", "n_embd", "block_size", "width", "num_classes", "image_size", "eval_batches"):
+                     "n_head", "n_embd", "block_size", "width", "num_classes", "image_size", "eval_samples"):
             _check(getattr(self, name) >= 1, f"{name} must be >= 1, got {brief(getattr(self, name))}")
         for name in ("warmup_steps", "ckpt_interval", "weight_decay", "grad_clip", "dropout", "peak_tflops"):
             _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {brief(getattr(self, name))}")
@@ -114,6 +115,8 @@ class Config:
         _check(self.num_classes >= 2, f"num_classes must be >= 2, got {brief(self.num_classes)}")
         _check(self.train_samples >= self.num_classes and self.val_samples >= 1,
                "train_samples must be >= num_classes and val_samples >= 1")
+        _check(self.eval_batches is None or self.eval_batches >= 1,
+               f"eval_batches must be >= 1 or null, got {brief(self.eval_batches)}")
         _check(self.num_workers is None or self.num_workers >= 0,
                f"num_workers must be >= 0, got {brief(self.num_workers)}")
         _check(not (self.device == "cpu" and self.amp == "fp16"),

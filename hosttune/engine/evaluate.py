@@ -41,7 +41,9 @@ def summarize(cfg: Config, task: Task, rt: Runtime, tr: Trainer, res: LoopResult
 @torch.no_grad()
 def evaluate(model: nn.Module, task: Task, cfg: Config, rt: Runtime,
              to_device: Callable[[torch.Tensor], torch.Tensor]) -> Dict[str, Any]:
-    """Mean loss (and accuracy) over each rank's shard of the validation set, summed over ranks."""
+    """Mean loss (and accuracy) over each rank's shard of the validation set, summed over ranks: the first
+    eval_samples // world samples of each shard, so what is evaluated does not depend on the micro-batch size
+    (eval_batches, when set, caps the batches too)."""
     assert task.val_set is not None
     collate = getattr(task.val_set, "collate", None)
     loader: Iterable[Any]
@@ -51,11 +53,13 @@ def evaluate(model: nn.Module, task: Task, cfg: Config, rt: Runtime,
         sampler = ResumableSampler(task.val_set, rt.world, rt.rank, cfg.seed, shuffle=False)
         loader = DataLoader(task.val_set, batch_size=cfg.micro_batch_size, sampler=sampler, collate_fn=collate)
     totals = torch.zeros(3, device=rt.device, dtype=torch.float64)  # loss*n, correct, n
+    left = max(1, cfg.eval_samples // rt.world)  # this rank's samples still to evaluate
     model.eval()
     for i, (x, y) in enumerate(loader):
-        if i == cfg.eval_batches:
+        if i == cfg.eval_batches or left <= 0:
             break
-        x, y = to_device(x), y.to(rt.device)
+        x, y = to_device(x[:left]), y[:left].to(rt.device)
+        left -= y.shape[0]
         with rt.autocast():
             out = model(x)
         totals[0] += task.loss_fn(out, y).double() * y.shape[0]  # per-sample mean losses, weighted by samples
