@@ -92,7 +92,7 @@ pytest-py39:
 	@if [ -z "$(PY39)" ]; then echo "pytest-py39: no Python 3.9 on this machine: skipped"; exit 0; fi; \
 	set -e; $(PY39) -m venv build/py39; \
 	build/py39/bin/pip install -q --disable-pip-version-check click==7.1.2 pyyaml==5.3.1 psutil==5.8.0 \
-	  distro==1.5.0 nvidia-ml-py pytest pytest-random-order pytest-xdist import-linter hypothesis prometheus_client "setuptools>=64"; \
+	  distro==1.5.0 nvidia-ml-py pytest pytest-random-order pytest-xdist import-linter hypothesis prometheus_client kubernetes-validate "setuptools>=64"; \
 	build/py39/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .; \
 	echo "pytest-py39: tests in random order, seed $(SEED) (replay: make $(or $(MAKECMDGOALS),pytest-py39) SEED=$(SEED))"; \
 	PYTHONPATH=$(CURDIR) build/py39/bin/python -m pytest -q -p no:cacheprovider $(RANDOM_ORDER) $(XDIST) \

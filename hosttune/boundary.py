@@ -267,6 +267,11 @@ ROWS: Tuple[Row, ...] = (
     Row("monitor logs (report)", FILE, "hosttune/monitor/logread.py",
         "a link, FIFO or device at a log name is refused; malformed lines counted, never a traceback",
         "tests/test_monitor_report.py::test_report_counts_malformed_deep_and_overlong_lines"),
+    Row("/proc/PID/cgroup of a GPU's processes", FILE, "hosttune/monitor/jobs.py",
+        "the monitor (may run as root) reads it for each process NVML lists on a GPU, bounded (64 KiB) and no-follow "
+        "by fd; the text only picks a job id by pattern (Slurm, kubepods, container id); a path below a user's own "
+        "user@UID.service (delegated to them) is never a Slurm job or pod; nothing is executed or written from it",
+        "tests/test_monitor_jobs.py::test_cgroup_paths_as_slurm_the_kubelet_and_container_runtimes_make_them"),
     # ---- values that reach a privileged file or command ----------------------------------------------------
     Row("a profile's env:", VALUE, "hosttune/trust.py::check_env_value",
         "as root an allow-list: code-valued variables refused, library variables must name root's ELF files, path "
