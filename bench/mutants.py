@@ -692,10 +692,12 @@ M("textfile-link-dir-mode", "hosttune/monitor/textfile.py",
   "a root link in a directory another user can write (swap) is followed")
 M("textfile-made-chmod", "hosttune/monitor/textfile.py",
   "            if made:\n                os.fchmod(fd, DIR_MODE)", "            if False:\n                os.fchmod(fd, DIR_MODE)",
-  "tests/test_monitor_textfile.py -k 'links_its_own or starts_beside'", "a directory made on the way keeps the umask's mode")
+  "tests/test_monitor_textfile.py -k 'links_its_own or starts_beside'", "a directory made on the way keeps the umask's mode",
+  pins="tests/test_monitor_textfile_pins.py -k dir_mode")
 M("textfile-hardlink", "hosttune/monitor/textfile.py",
   "if st is not None and (not stat.S_ISREG(st.st_mode) or st.st_nlink != 1):",
-  "if st is not None and not stat.S_ISREG(st.st_mode):", _MT, "root chowns a hard link the previous user made at the name")
+  "if st is not None and not stat.S_ISREG(st.st_mode):", _MT, "root chowns a hard link the previous user made at the name",
+  pins="tests/test_monitor_textfile_pins.py -k hard_link")
 M("textfile-link-reuse", "hosttune/monitor/textfile.py",
   "        if (lst is not None and stat.S_ISLNK(lst.st_mode) and lst.st_uid == 0\n",
   "        if (lst is not None and stat.S_ISLNK(lst.st_mode)\n", _MT,
