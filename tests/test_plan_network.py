@@ -118,10 +118,11 @@ def test_a_captured_host_names_no_interface() -> None:
 
 
 def _plan_in(ns: str, host: str, environ: Dict[str, str]) -> dict:
-    """plan.resolve run inside namespace `ns` for a 2-node torchrun job meeting at `host`."""
+    """plan.resolve run inside namespace `ns` for a 2-node torchrun job meeting at `host` (no host: the job's
+    endpoint is whatever `environ` says, as for an srun task)."""
     code = ("import json, sys\nfrom _profilehelp import small_facts\nfrom hosttune import plan, profile\n"
             "from hosttune.plan.network import Endpoint\n"
-            "ep = Endpoint(sys.argv[1], 'torchrun --rdzv-endpoint', 2, torchrun=True)\n"
+            "ep = Endpoint(sys.argv[1], 'torchrun --rdzv-endpoint', 2, torchrun=True) if sys.argv[1] else None\n"
             "rp = plan.resolve(small_facts(), profile.load_text('base: throughput\\n'), 0, 1, "
             "environ=json.loads(sys.argv[2]), endpoint=ep)\n"
             "print(json.dumps({'env': rp.env, 'reasons': rp.reasons, 'kept': dict(rp.kept)}))\n")
@@ -177,3 +178,12 @@ def test_a_c10d_endpoint_on_this_hosts_second_address_makes_this_node_the_store_
         assert network.RDZV_CONF not in decide(other, FakeRoutes(named=["192.168.1.5"])).env
     found = decide(own, FakeRoutes(named=["10.0.0.2"]))  # torch finds it by the host name itself
     assert network.RDZV_CONF not in found.env
+
+
+def test_an_srun_task_with_master_addr_gets_the_interface_too() -> None:
+    with two_nodes() as nodes:
+        env = {"MASTER_ADDR": nodes.addr[0], "SLURM_JOB_NUM_NODES": "2", "SLURM_NODEID": "1", "SLURM_LOCALID": "0"}
+        got = _plan_in(nodes.ns[1], "", env)
+        assert got["env"]["GLOO_SOCKET_IFNAME"] == nodes.ifname[1]
+        assert any(f"MASTER_ADDR {nodes.addr[0]}" in r for r in got["reasons"])
+        assert LOCAL_ADDR not in got["env"]  # not torchrun: nothing reads it
