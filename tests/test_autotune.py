@@ -470,6 +470,9 @@ def test_a_busy_host_gets_extra_confirmation_rounds_within_the_budget_and_says_s
     assert tight.extra_rounds == 3 and tight.spent <= 230
     assert "3 extra confirmation round(s) run before deciding (of 8; the budget held no more)" in \
         tight.contention_line()
+    cut = search.search(["c"], ScriptedRunner(_swinging_default(1.4), lambda i: 0.4), 100, 10.0)
+    assert cut.stopped and cut.extra_rounds == 0 and "0 extra confirmation round(s) run before deciding (of 8; the " \
+        "budget held no more)" in cut.contention_line()
     quiet = search.search(["c"], ScriptedRunner(_swinging_default(1.4), lambda i: 0.0), BIG, 10.0)
     assert (quiet.extra_planned, quiet.extra_rounds) == (0, 0) and len(quiet.confirm["c"]) == search.CONFIRM
     none = search.search(["c"], ScriptedRunner(_swinging_default(1.4), lambda i: 0.4), BIG, 10.0, extra=0)

@@ -261,9 +261,11 @@ def search(names: Sequence[str], runner: Runner, budget_s: float, trial_s: float
 def _more_if_busy(s: _Search, extra: int) -> None:
     """On a busy host, more confirmation rounds for the finalists, while the budget holds them."""
     res = s.res
-    if res.stopped or extra <= 0 or not res.busy() or not s.alive(res.finalists):
+    if extra <= 0 or not res.busy() or not s.alive(res.finalists):
         return
     res.extra_planned = extra
+    if res.stopped:  # the budget did not even hold the planned rounds: the line says none could be added
+        return
     for _ in range(extra):
         finalists = s.alive(res.finalists)
         if not finalists or not s.fits(len(finalists)):
