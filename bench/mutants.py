@@ -272,7 +272,8 @@ M("launch-numactl-flag", "hosttune/launch/binding.py",
 M("launch-spawn-share", "hosttune/launch/hook.py",
   "    if job_threads < 1:\n        job_threads = len(os.sched_getaffinity(0))", "    if job_threads < 1:\n        job_threads = 1",
   "tests/test_exec_rankhook.py -k 'share or spawn or multiprocessing'",
-  "a multiprocessing child without OMP_NUM_THREADS gets one thread instead of a share of the CPUs")
+  "a multiprocessing child without OMP_NUM_THREADS gets one thread instead of a share of the CPUs",
+  pins="tests/test_launch_pins.py -k multiprocessing")
 
 # ---- safety nets: fsio, yamlio ------------------------------------------------------------------------------------
 M("fsio-read-nofollow", "hosttune/fsio.py",
@@ -328,7 +329,8 @@ M("yaml-alias", "hosttune/yamlio.py",
   "tests/test_yamlio.py", "aliases of lists/mappings (billion laughs) accepted")
 M("yaml-dup-key", "hosttune/yamlio.py",
   "                    if first is not None:", "                    if first is not None and False:",
-  "tests/test_yamlio.py tests/test_profile.py -k 'duplicate'", "a duplicate key silently keeps the last value")
+  "tests/test_yamlio.py tests/test_profile.py -k 'duplicate'", "a duplicate key silently keeps the last value",
+  pins="tests/test_yamlio_pins.py")
 M("yaml-seq-depth", "hosttune/yamlio.py",
   "            stack.extend((v, depth + 1) for v in node.value)", "            stack.extend((v, depth) for v in node.value)",
   "tests/test_yamlio.py -k 'levels or limit or depth'", "nesting inside lists not counted")
@@ -359,7 +361,8 @@ M("cuda-visible-bus-order", "hosttune/policy/cuda_visible.py",
 M("cuda-visible-hides-all", "hosttune/policy/cuda_visible.py",
   "        return self.raw is not None and not self.gpus", "        return not self.gpus",
   _CV,
-  "unset CUDA_VISIBLE_DEVICES on a GPU-less host said to hide every GPU")
+  "unset CUDA_VISIBLE_DEVICES on a GPU-less host said to hide every GPU",
+  pins="tests/test_cuda_visible_pins.py")
 M("cgroup-one-short", "hosttune/doctor/checks/cpu.py",
   "    if eff >= cpu.logical:", "    if eff >= cpu.logical - 1:",
   "tests/test_doctor_cpu.py -k short", "a cgroup limit one CPU short of the host passes doctor")

@@ -40,3 +40,17 @@ def test_mpirun_in_a_multi_node_allocation_is_not_one_node(var: str) -> None:
 
 def test_npernode_above_np_is_capped_at_np() -> None:
     assert ident("mpirun", "-np", "2", "-npernode", "4", "python", "t.py").local_ranks == 2
+
+
+def test_a_multiprocessing_childs_share_is_of_the_allowed_cpus_when_no_thread_count_is_set() -> None:
+    import os
+
+    from hosttune.launch import hook
+    from hosttune.policy import names
+
+    cpus = len(os.sched_getaffinity(0))
+    assert hook.spawn_share({}, {})[2] == cpus
+    assert hook.spawn_share({}, {"OMP_NUM_THREADS": "6"})[2] == 6
+    assert hook.spawn_share({"top_env": {"OMP_NUM_THREADS": "4"}}, {"OMP_NUM_THREADS": "6"})[2] == 4
+    threads, counted, job = hook.spawn_share({}, {"OMP_NUM_THREADS": "8", names.SPAWN_PROCS: "4"})
+    assert job == 8 and counted >= 4 and threads == max(1, 8 // counted)  # siblings spawned here count too
