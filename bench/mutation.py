@@ -43,7 +43,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -156,13 +156,17 @@ class Runner:
             print(out[-3000:], file=sys.stderr)
         return row
 
-    def check_baselines(self, rows: List[Dict[str, object]]) -> None:
+    def check_baselines(self, rows: List[Dict[str, object]], save: Callable[[], None]) -> None:
         """A caught mutant whose catching selection fails on the unmutated clone too is an error, not a catch."""
         for row in rows:
-            if row["status"] in ("caught", "timeout"):
-                base, why = self.selection_ok(str(row["by"]))
+            if row["status"] in ("caught", "timeout") and not row.get("baseline"):
+                selection = str(row.get("by") or row["tests"])
+                base, why = self.selection_ok(selection)
+                row["baseline"] = base
                 if base != "survived":
                     row.update(status="error", detail=f"its tests fail without the mutant too ({base}): {why}")
+                print(f"baseline {row['id']}: {base} ({selection})", file=sys.stderr, flush=True)
+                save()
 
 
 def sig(m: Mutant) -> str:
@@ -296,7 +300,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 return 2
         if not args.no_baseline:
             print("mutation: re-running each catching selection on the unmutated clone", file=sys.stderr, flush=True)
-            runner.check_baselines(rows)
+            runner.check_baselines(rows, lambda: args.json and args.json != "-" and write_json(
+                args.json, rows, {"partial": "baseline", "rev": head}))
         summary = score(rows)
         summary.update(rev=head, mutants=len(rows), minutes=round((time.monotonic() - t0) / 60, 1),
                        pins=not args.no_pins, baseline=not args.no_baseline)
