@@ -121,6 +121,11 @@ ROWS: Tuple[Row, ...] = (
     Row("PYTHONPATH", ENV, "hosttune/trust.py::interpreter_env",
         "as root dropped from every interpreter hosttune starts unless each entry passes the trust rule",
         "tests/test_detect_torchenv.py::test_pythonpath_naming_another_users_directory_is_dropped_as_root"),
+    Row("HOSTTUNE_HANG_DIR", ENV, "hosttune/launch/hook.py::arm_stacks",
+        "set by hosttune's launcher for its own job (exec --hang-timeout); a rank creates its stacks file (O_EXCL, "
+        "no-follow, 0600) only in a directory opened without following a link that is its user's private one "
+        "(owner = euid, mode 0700); anything else arms nothing",
+        "tests/test_launch_hang.py::test_root_arms_nothing_in_a_directory_the_other_user_owns"),
     Row("RUNTIME_DIRECTORY", ENV, "hosttune/monitor/daemon.py (the monitor's own runtime directory)",
         "systemd's value for the monitor unit; never root's /run/hosttune, a relative value falls back",
         "tests/test_monitor_tune.py::test_the_monitors_runtime_dir_comes_from_systemd_and_is_never_roots"),
@@ -272,6 +277,10 @@ ROWS: Tuple[Row, ...] = (
         "by fd; the text only picks a job id by pattern (Slurm, kubepods, container id); a path below a user's own "
         "user@UID.service (delegated to them) is never a Slurm job or pod; nothing is executed or written from it",
         "tests/test_monitor_jobs.py::test_cgroup_paths_as_slurm_the_kubelet_and_container_runtimes_make_them"),
+    Row("the hang directory's stacks files", FILE, "hosttune/launch/hang.py::Watch (fsio.read_bounded, no-follow)",
+        "read back, bounded, through the descriptor of the 0700 directory hosttune made with mkdir (never one that "
+        "was there): a rename or a link swapped in by the directory's owner changes nothing read, written or removed",
+        "tests/test_launch_hang.py::test_a_hang_directory_swapped_after_the_start_changes_nothing_hosttune_reads_or_removes"),
     # ---- values that reach a privileged file or command ----------------------------------------------------
     Row("a profile's env:", VALUE, "hosttune/trust.py::check_env_value",
         "as root an allow-list: code-valued variables refused, library variables must name root's ELF files, path "

@@ -453,7 +453,7 @@ def arm_top(data: Mapping[str, Any]) -> None:
 
 # ---- the hang watch's stacks (hosttune exec --hang-timeout; the launcher side is hang.py) ---------------------
 
-HANG_DIR = "HOSTTUNE_HANG_DIR"  # the job's hang directory (launch/hang.py makes it, private to the job's user)
+HANG_DIR = names.HANG_DIR  # the job's hang directory (launch/hang.py makes it, private to the job's user)
 STACKS_PREFIX = "stacks-"  # stacks-rank<R>-pid<P>.txt (or stacks-proc-pid<P>.txt without a rank variable)
 
 

@@ -33,6 +33,7 @@ from hosttune.cpulist import format_cpulist as _cpulist
 from hosttune.errors import UserError
 from hosttune.launch import rankvars
 from hosttune.launch.torchrun import TorchrunArgv, nproc_per_node, parse_torchrun, rewrite_torchrun
+from hosttune.launch.torchrun import endpoint as torchrun_endpoint
 
 
 @dataclass
@@ -115,16 +116,16 @@ def prepare(
     return launch
 
 
-def _plans(job: _Inputs, n: int, plan_env: Mapping[str, str],
-           bound_by: Optional[str]) -> Tuple[List[Any], Dict[str, str]]:
+def _plans(job: _Inputs, n: int, plan_env: Mapping[str, str], bound_by: Optional[str],
+           endpoint: Any = None) -> Tuple[List[Any], Dict[str, str]]:
     """The n ranks' plans and the env common to them, planned from `plan_env`. Torchrun and
     torch.distributed.launch force OMP_NUM_THREADS=1 (and warn) when it is unset: the common env carries rank 0's
     share instead, so that a rank the hook or shim cannot reach (a binary, `python -I`) still gets it, not 1."""
     from hosttune import plan as planmod
 
-    ranks = [planmod.resolve(job.facts, job.prof, r, n, environ=plan_env, override=job.override, bound_by=bound_by)
-             for r in range(n)]
-    common = dict(planmod.common_env(job.facts, job.prof, environ=plan_env, override=job.override))
+    ranks = [planmod.resolve(job.facts, job.prof, r, n, environ=plan_env, override=job.override, bound_by=bound_by,
+                             endpoint=endpoint) for r in range(n)]
+    common = dict(planmod.common_env(job.facts, job.prof, environ=plan_env, override=job.override, endpoint=endpoint))
     if "OMP_NUM_THREADS" not in job.env_in and ranks and "OMP_NUM_THREADS" in ranks[0].env:
         common["OMP_NUM_THREADS"] = ranks[0].env["OMP_NUM_THREADS"]
     return ranks, common
@@ -137,7 +138,7 @@ def _torchrun_job(job: _Inputs, command: Sequence[str], t: TorchrunArgv, shim_py
     n = nproc_per_node(t, env_in, job.facts)
     mode = t.value("numa_binding", env_in, "")
     bound_by = f"torchrun --numa-binding={mode}" if mode else None  # torchrun binds: we must not on top
-    ranks, common = _plans(job, n, env_in, bound_by)
+    ranks, common = _plans(job, n, env_in, bound_by, torchrun_endpoint(t, env_in))
     hooked = t.mode != "no_python" and bool(hook.job_env(env_in))
     argv = list(command) if hooked else rewrite_torchrun(t, env_in, shim_python or sys.executable)
     return Launch(kind="torchrun", argv=argv, ranks=ranks, env=common, touched={k: env_in.get(k) for k in common},
@@ -151,8 +152,8 @@ def _launcher_job(job: _Inputs, known: Any) -> Launch:
     # A thread count given to the launcher (accelerate --num_cpu_threads_per_process, mpirun -x
     # OMP_NUM_THREADS=N) is the user's own OMP_NUM_THREADS for every rank: it wins like one set in the env.
     plan_env = job.env_in if known.threads is None else {**job.env_in, "OMP_NUM_THREADS": str(known.threads)}
-    ranks, common = _plans(job, n or 0, plan_env, bound_by)
-    more = _foreseen(job.facts, job.prof, plan_env, job.override, bound_by, {n} if n else set())
+    ranks, common = _plans(job, n or 0, plan_env, bound_by, known.endpoint)
+    more = _foreseen(job.facts, job.prof, plan_env, job.override, bound_by, {n} if n else set(), known.endpoint)
     return Launch(kind="launcher", argv=list(known.argv), ranks=ranks, env=common,
                   touched={k: job.env_in.get(k) for k in common}, facts=job.facts, profile=job.prof,
                   no_bind=job.no_bind or bound_by is not None, override=job.override, bound_by=bound_by,
@@ -187,7 +188,7 @@ def _identify(command: Sequence[str], environ: Mapping[str, str], facts: Any) ->
 # one per GPU, one per NUMA node). Every other size is planned inside the rank from the handed facts, which costs
 # that rank an import of the planner (tens of ms); planning them all here would cost every job.
 def _foreseen(facts: Any, prof: Any, environ: Mapping[str, str], override: bool, bound_by: Optional[str],
-              known: "set[int]") -> List[Any]:
+              known: "set[int]", endpoint: Any = None) -> List[Any]:
     from hosttune import plan as planmod
     from hosttune.launch.torchrun import MAX_NPROC_PER_NODE
 
@@ -195,8 +196,8 @@ def _foreseen(facts: Any, prof: Any, environ: Mapping[str, str], override: bool,
     sizes = {2, len(facts.gpus), sum(1 for node in nodes if getattr(node, "cpus", ()))}
     out: List[Any] = []
     for n in sorted(s for s in sizes - known if 2 <= s <= MAX_NPROC_PER_NODE):
-        out.extend(planmod.resolve(facts, prof, r, n, environ=environ, override=override, bound_by=bound_by)
-                   for r in range(n))
+        out.extend(planmod.resolve(facts, prof, r, n, environ=environ, override=override, bound_by=bound_by,
+                                   endpoint=endpoint) for r in range(n))
     return out
 
 
@@ -204,6 +205,9 @@ def notices(launch: Launch) -> List[str]:
     """What `exec` says once on stderr when the job starts: who binds when it is not hosttune, and each variable
     the caller's own setting kept (the same line for every rank, said once)."""
     lines: List[str] = []
+    from hosttune.plan.network import WARNING
+
+    lines.extend(r for r in (launch.ranks[0].reasons if launch.ranks else ()) if r.startswith(WARNING))
     if launch.bound_by:
         lines.append(f"{launch.bound_by} binds the ranks; hosttune does not bind on top (it sets threads, "
                      f"allocator and env){_no_gpu_note(launch)}")
