@@ -87,9 +87,10 @@ def mirror() -> str:
     return "http://deb.debian.org/debian"
 
 
-def root_tarball(suite: str) -> Path:
-    """A minbase root of `suite` (+ ROOT_SPECS), made once with mmdebstrap and kept under CACHE."""
-    includes = ROOT_SPECS[suite]
+def root_tarball(suite: str, includes: Optional[List[str]] = None) -> Path:
+    """A minbase root of `suite` with `includes` (default: ROOT_SPECS[suite]), made once with mmdebstrap and kept
+    under CACHE (one tarball per suite, mirror and package list)."""
+    includes = ROOT_SPECS[suite] if includes is None else includes
     uri = mirror()
     key = hashlib.sha256(f"{suite} {uri} {' '.join(includes)}".encode()).hexdigest()[:10]
     tarball = CACHE / f"debian-{suite}-{key}.tar"
