@@ -17,9 +17,10 @@ the file is rewritten, `python3 -m pytest -q -x -p no:randomly -p no:cacheprovid
 clone's root under a per-mutant timeout (its process group killed when over), then the file is restored
 byte-for-byte. Mutants run serially, one pytest at a time.
 
-Statuses: caught (pytest exit 1: a test failed), survived (exit 0), timeout (over the limit: counted as caught, as
-a hang is noticed), error (any other exit: collection error, no test selected, ...; not counted), refused (snippet
-not found exactly once; not counted), equivalent (the catalogue marks it as no behaviour change; not counted).
+Statuses: caught (pytest exit 1: a test failed), survived (exit 0; or 5: its tests select nothing), timeout (over
+the limit: counted as caught, as a hang is noticed), error (any other exit: a collection error, ...; not counted),
+refused (snippet not found exactly once; not counted), equivalent (the catalogue marks it as no behaviour change;
+not counted).
 A mutant's `pins` (the tests written for it after a run it survived) run first, its catalogue tests only when the
 pins let it through; --no-pins measures the catalogue's tests alone (the score before pinning). After every mutant
 ran, each selection that caught one is re-run on the unmutated clone: one that fails there too turns its catches
@@ -92,7 +93,7 @@ def run_pytest(root: Path, env: Dict[str, str], tests: List[str], timeout: float
         out, _ = proc.communicate()
         return "timeout", -9, out, time.monotonic() - t0
     rc = proc.returncode
-    status = {0: "survived", 1: "caught"}.get(rc, "error")
+    status = {0: "survived", 1: "caught", 5: "survived"}.get(rc, "error")  # 5: no test selected, none caught it
     return status, rc, out, time.monotonic() - t0
 
 
