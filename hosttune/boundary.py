@@ -281,6 +281,11 @@ ROWS: Tuple[Row, ...] = (
         "read back, bounded, through the descriptor of the 0700 directory hosttune made with mkdir (never one that "
         "was there): a rename or a link swapped in by the directory's owner changes nothing read, written or removed",
         "tests/test_launch_hang.py::test_a_hang_directory_swapped_after_the_start_changes_nothing_hosttune_reads_or_removes"),
+    Row("mpirun --hostfile/-machinefile named in exec COMMAND", FILE,
+        "hosttune/launch/launchers/mpirun.py::_hosts (fsio.read_user_text)",
+        "bounded UTF-8 regular file; only each line's first word is used, as a host name for a route lookup; "
+        "unreadable is a note",
+        "tests/test_launch_mpirun.py::test_an_unreadable_hostfile_names_no_endpoint_and_says_so"),
     # ---- values that reach a privileged file or command ----------------------------------------------------
     Row("a profile's env:", VALUE, "hosttune/trust.py::check_env_value",
         "as root an allow-list: code-valued variables refused, library variables must name root's ELF files, path "
