@@ -733,6 +733,7 @@ def test_deb_remove_reverts_tune_apply(pkgs: Dict[str, Path], tmp_path: Path) ->
         assert not [p for p in before if p.startswith("/var/lib/hosttune")], before
         tune_apply(root)
         removed = root.run(["apt-get", "-y", "-q", "remove", "hosttune"])
+        print("\napt-get remove hosttune, after tune apply:\n" + "\n".join(said(removed)))
         assert said(removed) == REVERTED, removed.stdout + removed.stderr
         assert root.run(["dpkg-query", "-W", "-f", "${Status}", "hosttune"]).stdout == \
             "deinstall ok config-files"
@@ -756,6 +757,7 @@ def test_deb_purge_keeps_the_tune_state_when_revert_fails(pkgs: Dict[str, Path],
         sh(["mount", "-o", "remount,ro", str(vm)])
         purged = root.run(["apt-get", "-y", "-q", "purge", "hosttune"])
         lines = said(purged)
+        print("\napt-get purge hosttune, the revert failing:\n" + "\n".join(lines))
         assert revert_failed(lines[:-1]), purged.stdout + purged.stderr
         assert lines[-1].startswith(f"hosttune: purge kept {STATE} (the revert at removal failed)"), lines
         assert root.run(["dpkg-query", "-W", "hosttune"], check=False).returncode != 0  # purged all the same
