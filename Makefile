@@ -9,6 +9,8 @@ RUNTIME_APT := numactl libnuma1 libjemalloc2 libtcmalloc-minimal4
 # and the package stage's mmdebstrap/lintian/rpm/rpmlint/systemd-nspawn; a real single-node Slurm (munge, slurmctld,
 # slurmd, srun/scontrol) for `doctor --slurm` and srun + exec; prometheus-node-exporter scrapes the monitor's textfile;
 # openmpi-bin: real `mpirun -np 2` ranks under exec (tests/test_exec_launchers.py).
+# podman: the container image is built from the .deb for real (tests/test_container_image.py; its storage private to
+# the test, nothing pulled).
 # zsh, fish, man-db: the generated completions run in the real shells, the man pages render clean
 # (tests/test_cli_papercuts.py).
 # python3-click/yaml/psutil/distro: the .deb's own dependencies, so tests and bench/ can run hosttune as it ships (on
@@ -16,7 +18,7 @@ RUNTIME_APT := numactl libnuma1 libjemalloc2 libtcmalloc-minimal4
 TEST_APT := $(RUNTIME_APT) hwloc libgoogle-perftools4 systemd procps util-linux tuned \
 	python3-click python3-yaml python3-psutil python3-distro \
 	mmdebstrap lintian rpm rpmlint systemd-container munge slurmctld slurmd slurm-client prometheus-node-exporter \
-	openmpi-bin zsh fish man-db
+	openmpi-bin zsh fish man-db podman
 # promtool (checks the monitor's textfile and alert rules) from Debian's prometheus package, unpacked, never
 # installed: installing it would start a Prometheus server.
 PROMTOOL := build/promtool/usr/bin/promtool
@@ -120,7 +122,13 @@ packages:
 	$(PYTHON) packaging/build.py
 
 package-test: packages
-	$(PYTHON) -m pytest -q -m integration tests/test_packages.py
+	$(PYTHON) -m pytest -q -m integration tests/test_packages.py tests/test_container_image.py
+
+# The container image (contrib/container/Containerfile): the .deb just built, installed on Debian 12.
+.PHONY: image
+image: packages
+	rm -rf build/image && mkdir -p build/image && cp "$$(ls -t dist/hosttune_*_all.deb | head -1)" build/image/
+	podman build -f contrib/container/Containerfile -t localhost/hosttune:latest build/image
 
 # The README's samples (between <!-- sample: NAME --> markers), regenerated from real runs on this machine with
 # hosttune's directories in a temporary folder; `$(PYTHON) scripts/readme_samples.py NAME...` redoes some of them.

@@ -5,6 +5,7 @@ read from the tree are tuned profile names, and a file at hosttune's name that a
 "Outside" is a directory beside the tree standing in for the real host (a planted `etc/tuned -> /etc/tuned` in a
 captured tree would point at the host's own /etc/tuned): every test snapshots it and checks it did not change."""
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -224,3 +225,14 @@ def test_every_written_line_refuses_a_newline_or_control_character(tmp_path: Pat
         programs.remount_shm(f"size={value}")  # refused before any mount runs
     with pytest.raises(ValueError):
         tuned.render_profile("balanced", {"governor": f"performance{value}x"})
+
+
+def test_a_failed_attribute_write_names_the_whole_path(tmp_path: Path) -> None:
+    # The write goes through the directory's descriptor; the error must still say which file (the package's removal
+    # prints it when a revert fails), not the bare last name the kernel saw.
+    root = build_tree(tmp_path / "t", {"proc/sys/vm/swappiness": "60\n"})
+    tree = Tree(root)
+    with pytest.raises(OSError) as err:
+        tree.write_attr("proc/sys/vm/no_such_knob", "1")
+    assert err.value.filename == tree.path("proc/sys/vm/no_such_knob") and err.value.errno == errno.ENOENT
+    assert "proc/sys/vm/no_such_knob" in str(err.value)

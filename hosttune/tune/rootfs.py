@@ -132,13 +132,16 @@ class Tree:
                 old = self.read(rel) or ""
                 text = select(old, value) if _SELECTED.search(old) else value + ("\n" if old.endswith("\n") else "")
             flags = os.O_WRONLY | _NOFOLLOW | _CLOEXEC | (0 if self.live else os.O_TRUNC)
-            fd = os.open(parts[-1], flags, dir_fd=dfd)
             try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    raise OSError(errno.EINVAL, "not a regular file", self.path(rel))
-                os.write(fd, text.encode())
-            finally:
-                os.close(fd)
+                fd = os.open(parts[-1], flags, dir_fd=dfd)
+                try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        raise OSError(errno.EINVAL, "not a regular file", self.path(rel))
+                    os.write(fd, text.encode())
+                finally:
+                    os.close(fd)
+            except OSError as exc:  # name the whole path, not the bare name the dir_fd-relative call saw
+                raise OSError(exc.errno, exc.strerror, self.path(rel)) from exc
         finally:
             os.close(dfd)
 
