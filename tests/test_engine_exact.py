@@ -72,6 +72,7 @@ def test_amp_is_decided_after_set_device(monkeypatch: pytest.MonkeyPatch, tmp_pa
     """On rank 3, the capability query must come after set_device(3), or it opens a context on GPU 0."""
     calls = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)  # a 4-GPU host, every GPU visible to every rank
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
     monkeypatch.setattr(torch.cuda, "set_device", lambda d: calls.append(("set_device", torch.device(d).index)))
     monkeypatch.setattr(torch.cuda, "get_device_capability",
