@@ -51,6 +51,9 @@ def isatty() -> bool:
               help="Also measure: torch/CUDA for real, GPU matmul vs peak, copies, P2P, NCCL/gloo all-reduce, CPU "
                    "matmul, memory bandwidth, bf16 speed, --data reads, /dev/shm, containers (about a minute).")
 @click.option("--data", "data", metavar="PATH", multiple=True, help="A dataset/checkpoint path to check (repeat).")
+@click.option("--nodes", "nodes", metavar="HOST[,HOST]", multiple=True,
+              help="With --deep: the job's other nodes (names or addresses; repeat or comma-separate): check the "
+                   "network path to each (interface, MTU, speed, InfiniBand/RoCE ports).")
 @click.option("--root", "root", metavar="DIR", help="Check a captured host tree (proc/, sys/, etc/) instead.")
 @click.option("--only", "only", metavar="GROUP", help=f"Run one group: {', '.join(doctor.GROUPS)}.")
 @click.option("--explain", "explain", metavar="ID", help="Print what check ID looks at and why, then exit.")
@@ -64,7 +67,7 @@ def isatty() -> bool:
               help="node-problem-detector custom plugin: one line (<= 80 chars); exit 0 OK, 1 problem, 2 unknown.")
 def cmd(as_json: bool, python: Optional[str], deep: bool, data: Tuple[str, ...], root: Optional[str],
         only: Optional[str], explain: Optional[str], fail_on: str, skip: Tuple[str, ...], slurm: bool,
-        npd: bool) -> None:
+        npd: bool, nodes: Tuple[str, ...]) -> None:
     """Check the host for PyTorch training.
 
     Exit status: 0 nothing at or above --fail-on, 1 a check failed (or warned, with --fail-on warn), 2 bad usage.
@@ -77,6 +80,9 @@ def cmd(as_json: bool, python: Optional[str], deep: bool, data: Tuple[str, ...],
         else:
             click.echo(doctor.explain(explain))
         return
+    peers = parse_nodes(nodes)
+    if peers and not deep:
+        raise UserError("--nodes: needs --deep (it checks the network path to the other nodes as a measurement)")
     if python is not None:
         # The program gateway, before anything runs: as root another user's interpreter is one line, exit 2.
         from hosttune import programs
@@ -84,10 +90,10 @@ def cmd(as_json: bool, python: Optional[str], deep: bool, data: Tuple[str, ...],
         python = programs.resolve(python, "--python:")
     if slurm or npd:
         fleet_mode(slurm, npd, as_json, root, python=python, data=data, only=only, fail_on=fail_on, skip=skip,
-                   deep=deep_options() if deep else None)
+                   deep=deep_options(peers) if deep else None)
         return
     report = doctor.diagnose(root=root, python=python, data=data, only=only, skip=skip,
-                             deep=deep_options() if deep else None)
+                             deep=deep_options(peers) if deep else None)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:
@@ -96,11 +102,30 @@ def cmd(as_json: bool, python: Optional[str], deep: bool, data: Tuple[str, ...],
     ctx.exit(report.exit_code_at(fail_on))
 
 
-def deep_options() -> Any:
+def deep_options(nodes: Tuple[str, ...] = ()) -> Any:
     """What --deep measures with (tests shrink it); progress goes to stderr when that is a terminal."""
     from hosttune.doctor.deep import DeepOptions
 
-    return DeepOptions()
+    return DeepOptions(nodes=nodes)
+
+
+_HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:%")
+
+
+def parse_nodes(values: Tuple[str, ...]) -> Tuple[str, ...]:
+    """--nodes a,b --nodes c -> (a, b, c), each a host name or an address ([v6] brackets dropped); anything else is
+    one line, exit 2 (the value is only resolved and routed, never run or opened)."""
+    out = []
+    for value in values:
+        for part in value.split(","):
+            host = part.strip()
+            if host.startswith("[") and host.endswith("]"):
+                host = host[1:-1]
+            if not host or len(host) > 253 or not set(host) <= _HOST_CHARS or host.startswith("-"):
+                raise UserError(f"--nodes: {printable(part.strip())!r} is not a host name or an address")
+            if host not in out:
+                out.append(host)
+    return tuple(out)
 
 
 def fleet_mode(slurm: bool, npd: bool, as_json: bool, root: Optional[str], **run: Any) -> None:

@@ -10,7 +10,7 @@ from hosttune import nvml as nvmlmod
 from hosttune.detect.hostio import HostIO
 from hosttune.doctor.checks.storage import _mount_for
 from hosttune.doctor.context import GPU, Context, Need, gpus, live
-from hosttune.doctor.deep import findings, host
+from hosttune.doctor.deep import findings, host, network
 from hosttune.doctor.deep.session import DeepRun, nvml_index
 from hosttune.doctor.fixes import container_toolkit_install
 from hosttune.doctor.model import Check, Finding
@@ -205,6 +205,26 @@ def check_gloo(ctx: Context) -> Finding:
                                       "2 ranks finish with correct sums (loopback: no rated peak)")
 
 
+# ---- network ------------------------------------------------------------------------------------------------------
+def check_network(ctx: Context) -> Finding:
+    """For each host named by --nodes: the address it resolves to, the interface the kernel routes it through (the
+    same lookup as `ip route get`; what GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME should name) and that interface's
+    kind, link state, MTU and speed (/sys/class/net/IF), its NUMA node beside the GPUs', and on InfiniBand/RoCE
+    hosts the state and rate of the ports behind it (/sys/class/infiniband/DEV/ports/N).
+
+    Fails when the peer does not resolve, resolves to loopback, has no route, is reached through loopback or a
+    container bridge (the collectives never leave this host), the link is down or an IB port behind it is not
+    ACTIVE. Warns on an MTU below 1500 on Ethernet (a tunnel; a node with a different MTU drops the large packets
+    of the first big collective), a link below 10 Gb/s, or different MTUs on the interfaces that reach the peers.
+    A host of the list that is this host passes (the same --nodes list can be given on every node)."""
+    from hosttune.detect.netroute import LiveRoutes
+
+    routes = LiveRoutes()
+    ports = network.ib_ports(routes.io)
+    paths = [network.network_path(peer, routes, routes.io, ports) for peer in _run(ctx).options.nodes]
+    return network.nodes_finding(paths, [g.numa_node for g in gpus(ctx) if g.numa_node >= 0])
+
+
 # ---- storage ------------------------------------------------------------------------------------------------------
 def check_disk_read(ctx: Context) -> Finding:
     """Sequential read of each --data path (a file, or the largest files under a directory; up to 512 MiB or 2 s)
@@ -258,6 +278,8 @@ def check_container_toolkit(ctx: Context) -> Finding:
 
 NEEDS = (DEEP, LIVE)
 GPU_NEEDS = NEEDS + (GPU,)
+NODES = Need("nodes", lambda ctx: bool(_run(ctx).options.nodes), "no --nodes given",
+             "each peer routed over a NIC that is up")
 DATA = Need("data", lambda ctx: bool(ctx.data), "no --data PATH given", "sequential read at the disk kind's rate")
 
 DEEP_CHECKS: Tuple[Check, ...] = (
@@ -274,6 +296,8 @@ DEEP_CHECKS: Tuple[Check, ...] = (
           needs=GPU_NEEDS),
     Check("nvidia.deep_nvlink", "nvidia", "NVLink links up", check_nvlink,
           needs=GPU_NEEDS + (Need("nvml", lambda ctx: ctx.facts.nvidia.nvml == "ok", "NVML not available"),)),
+    Check("os.deep_network", "os", "Network path to the other nodes (--nodes)", check_network,
+          needs=NEEDS + (NODES,)),
     Check("storage.deep_read", "storage", "Data read throughput, page cache bypassed (measured)", check_disk_read,
           needs=NEEDS + (DATA,)),
     Check("storage.deep_shm", "storage", "/dev/shm throughput (measured)", check_shm_speed, needs=NEEDS),

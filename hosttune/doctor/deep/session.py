@@ -18,7 +18,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from hosttune import nvml as nvmlmod
 from hosttune import trust
@@ -56,6 +56,7 @@ class DeepOptions:
     timeouts: Dict[str, float] = field(default_factory=dict)  # job name -> seconds, over JOB_TIMEOUTS
     progress: Optional[bool] = None  # None: when stderr is a terminal
     python: Optional[str] = None  # the training interpreter; None: the one the facts probed
+    nodes: Tuple[str, ...] = ()  # --nodes: the job's other hosts (names or addresses), for the network path
 
 
 class DeepRun:
