@@ -12,7 +12,6 @@ instead, for `hosttune exec --profile FILE`.
 
 import dataclasses
 import json
-import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -119,14 +118,3 @@ def save(session: Any, res: search.Result, w: stats.Summary, output: Optional[st
     if output:
         prof = dataclasses.replace(prof, name=path.stem)
     return Path(profmod.write(prof, path, force=True))
-
-
-def parse_duration(text: str) -> float:
-    """`10m`, `90s`, `1h`, `600` (seconds) -> seconds; anything else is ValueError."""
-    t = text.strip().lower()
-    mult = {"s": 1, "m": 60, "h": 3600}.get(t[-1:], None) if t else None
-    num = t[:-1] if mult else t
-    value = float(num) * (mult or 1)
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(text)
-    return value

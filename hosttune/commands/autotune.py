@@ -143,10 +143,10 @@ def _spec(metric_re: Optional[str], engine: bool, lower: bool, warmup: Optional[
 
 
 def _budget(text: str) -> float:
-    from hosttune.autotune import report
+    from hosttune.profile.settings import duration_s
 
     try:
-        return report.parse_duration(text)
+        return duration_s(text)
     except ValueError:
         raise UserError(f"--budget {text!r}: a duration such as 600, 90s, 10m or 1h") from None
 
