@@ -180,3 +180,26 @@ def test_nodes_are_split_and_deduplicated() -> None:
     from hosttune.commands.doctor import parse_nodes
 
     assert parse_nodes(("a,b", " b , [fd00::2]", "10.0.0.1")) == ("a", "b", "fd00::2", "10.0.0.1")
+
+
+@pytest.mark.parametrize("paths,words", [
+    ([NetPath("b", "10.0.0.2", "10.0.0.1", "eth0", "other")], "this host is not in --nodes"),
+    ([NetPath("a", "10.0.0.1", "10.0.0.1", own=True)], "--nodes names only this host"),
+    ([NetPath("a", "10.0.0.1", "10.0.0.1", own=True), NetPath("b", "10.0.0.2", "10.0.0.9")], "no usable route to b"),
+    ([NetPath("a", "10.0.0.1", "10.0.0.1", own=True), NetPath("c", "172.17.0.2", "172.17.0.1", "docker0",
+                                                              "container-bridge")], "no usable route to c"),
+])
+def test_the_cross_node_allreduce_skips_without_starting_anything(paths: List[NetPath], words: str) -> None:
+    from hosttune.doctor import Context, run_checks
+    from hosttune.doctor.deep import DEEP_CHECKS, DeepOptions, DeepRun
+    from hosttune.facts import Facts
+
+    check = [c for c in DEEP_CHECKS if c.id == "os.deep_nodes_allreduce"]
+    ctx = Context(facts=Facts(), env={})
+    ctx.deep = DeepRun(ctx, DeepOptions(nodes=tuple(p.peer for p in paths), progress=False))
+    ctx.deep.paths = paths
+    try:
+        (r,) = run_checks(ctx, check).results
+    finally:
+        ctx.deep.close()
+    assert r.status == "skip" and words in r.actual and not ctx.deep.jobs, r

@@ -2,11 +2,13 @@
 the real command, inside one namespace, reads the kernel's route and that namespace's sysfs for the other."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Dict
 
+import pytest
 from _nethelp import in_ns, two_nodes
 from conftest import checkout_env
 
@@ -33,3 +35,32 @@ def test_network_path_to_the_other_node_over_veth(tmp_path: Path) -> None:
         subprocess.run(["ip", "-n", nodes.ns[0], "link", "set", nodes.ifname[0], "down"], check=True, timeout=60)
         got = doctor_in(nodes.ns[0], nodes.addr[1], tmp_path)["os.deep_network"]
         assert got["status"] == "fail", got
+
+
+def test_gloo_allreduce_across_two_nodes_through_torchrun(tmp_path: Path) -> None:
+    """The same command on both nodes (the same --nodes list): each node's doctor reports the same 2-rank all-reduce,
+    with correct sums and nccl-tests' busbw = algbw x 2(n-1)/n, which for 2 ranks equals algbw."""
+    pytest.importorskip("torch")
+    with two_nodes() as nodes:
+        peers = f"{nodes.addr[0]},{nodes.addr[1]}"
+        argv = [sys.executable, "-m", "hosttune", "doctor", "--deep", "--only", "os", "--json", "--python",
+                sys.executable, "--nodes", peers, "--skip", "os.deep_container"]
+        procs = [subprocess.Popen(in_ns(ns, argv), cwd=tmp_path, env=checkout_env(), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for ns in nodes.ns]
+        outs = []
+        try:
+            for p in procs:
+                out, err = p.communicate(timeout=300)
+                assert p.returncode in (0, 1), err
+                outs.append({f["id"]: f for f in json.loads(out)["findings"]})
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        for found in outs:
+            got = found["os.deep_nodes_allreduce"]
+            assert got["status"] == "pass", got
+            m = re.match(r"2 ranks, 16 MiB: busbw ([0-9.]+) GB/s \(algbw ([0-9.]+), ", got["actual"])
+            assert m and float(m.group(1)) == float(m.group(2)) and float(m.group(1)) > 0, got
+            assert found["os.deep_network"]["status"] == "pass", found["os.deep_network"]

@@ -54,6 +54,8 @@ def isatty() -> bool:
 @click.option("--nodes", "nodes", metavar="HOST[,HOST]", multiple=True,
               help="With --deep: the job's other nodes (names or addresses; repeat or comma-separate): check the "
                    "network path to each (interface, MTU, speed, InfiniBand/RoCE ports).")
+@click.option("--rdzv-port", "rdzv_port", type=click.IntRange(1, 65535), default=29400, show_default=True,
+              help="With --nodes: the port of the cross-node all-reduce's rendezvous on the first of --nodes.")
 @click.option("--root", "root", metavar="DIR", help="Check a captured host tree (proc/, sys/, etc/) instead.")
 @click.option("--only", "only", metavar="GROUP", help=f"Run one group: {', '.join(doctor.GROUPS)}.")
 @click.option("--explain", "explain", metavar="ID", help="Print what check ID looks at and why, then exit.")
@@ -67,7 +69,7 @@ def isatty() -> bool:
               help="node-problem-detector custom plugin: one line (<= 80 chars); exit 0 OK, 1 problem, 2 unknown.")
 def cmd(as_json: bool, python: Optional[str], deep: bool, data: Tuple[str, ...], root: Optional[str],
         only: Optional[str], explain: Optional[str], fail_on: str, skip: Tuple[str, ...], slurm: bool,
-        npd: bool, nodes: Tuple[str, ...]) -> None:
+        npd: bool, nodes: Tuple[str, ...], rdzv_port: int) -> None:
     """Check the host for PyTorch training.
 
     Exit status: 0 nothing at or above --fail-on, 1 a check failed (or warned, with --fail-on warn), 2 bad usage.
@@ -90,10 +92,10 @@ def cmd(as_json: bool, python: Optional[str], deep: bool, data: Tuple[str, ...],
         python = programs.resolve(python, "--python:")
     if slurm or npd:
         fleet_mode(slurm, npd, as_json, root, python=python, data=data, only=only, fail_on=fail_on, skip=skip,
-                   deep=deep_options(peers) if deep else None)
+                   deep=deep_options(peers, rdzv_port) if deep else None)
         return
     report = doctor.diagnose(root=root, python=python, data=data, only=only, skip=skip,
-                             deep=deep_options(peers) if deep else None)
+                             deep=deep_options(peers, rdzv_port) if deep else None)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:
@@ -102,11 +104,11 @@ def cmd(as_json: bool, python: Optional[str], deep: bool, data: Tuple[str, ...],
     ctx.exit(report.exit_code_at(fail_on))
 
 
-def deep_options(nodes: Tuple[str, ...] = ()) -> Any:
+def deep_options(nodes: Tuple[str, ...] = (), rdzv_port: int = 29400) -> Any:
     """What --deep measures with (tests shrink it); progress goes to stderr when that is a terminal."""
     from hosttune.doctor.deep import DeepOptions
 
-    return DeepOptions(nodes=nodes)
+    return DeepOptions(nodes=nodes, rdzv_port=rdzv_port)
 
 
 _HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:%")

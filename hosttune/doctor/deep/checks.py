@@ -217,12 +217,47 @@ def check_network(ctx: Context) -> Finding:
     ACTIVE. Warns on an MTU below 1500 on Ethernet (a tunnel; a node with a different MTU drops the large packets
     of the first big collective), a link below 10 Gb/s, or different MTUs on the interfaces that reach the peers.
     A host of the list that is this host passes (the same --nodes list can be given on every node)."""
-    from hosttune.detect.netroute import LiveRoutes
+    return network.nodes_finding(node_paths(ctx), [g.numa_node for g in gpus(ctx) if g.numa_node >= 0])
 
-    routes = LiveRoutes()
-    ports = network.ib_ports(routes.io)
-    paths = [network.network_path(peer, routes, routes.io, ports) for peer in _run(ctx).options.nodes]
-    return network.nodes_finding(paths, [g.numa_node for g in gpus(ctx) if g.numa_node >= 0])
+
+def node_paths(ctx: Context) -> list:
+    """network.NetPath for each --nodes host, read once per run."""
+    run = _run(ctx)
+    if run.paths is None:
+        from hosttune.detect.netroute import LiveRoutes
+
+        routes = LiveRoutes()
+        ports = network.ib_ports(routes.io)
+        run.paths = [network.network_path(peer, routes, routes.io, ports) for peer in run.options.nodes]
+    return run.paths
+
+
+def check_nodes_allreduce(ctx: Context) -> Finding:
+    """A gloo all-reduce across the nodes named by --nodes, one rank per node, through torchrun's c10d rendezvous
+    (the launcher the job itself uses). Give the same --nodes list on every node, this one included, and start
+    doctor --deep on all of them: the first host of the list hosts the rendezvous (--rdzv-port, 29400), gloo runs
+    over the interface the kernel routes the others through (GLOO_SOCKET_IFNAME) and each node advertises its
+    address on it (torchrun --local-addr). The bus bandwidth is nccl-tests' busbw = algbw x 2(n-1)/n (n ranks):
+    what the network carries per node, comparable whatever the node count. It must finish with correct sums;
+    gloo over TCP has no rated peak to hold it to, the network path's speed is in os.deep_network."""
+    paths = node_paths(ctx)
+    own = [p for p in paths if p.own]
+    others = [p for p in paths if not p.own]
+    if not own:
+        return Finding(status="skip", actual="this host is not in --nodes: give every node, this one included")
+    if not others:
+        return Finding(status="skip", actual="--nodes names only this host")
+    broken = [p.peer for p in others if p.ifname is None or p.kind in ("loopback", "container-bridge")]
+    if broken:
+        return Finding(status="skip", actual=f"no usable route to {', '.join(broken)} (see os.deep_network)")
+    first = paths[0]
+    host = f"[{first.address}]" if ":" in str(first.address) else str(first.address)
+    conf = f"is_host={int(first.own)},join_timeout=80"  # torch's own host test misses a second NIC
+    via = others[0]
+    job = _run(ctx).nodes_allreduce(f"{host}:{_run(ctx).options.rdzv_port}", len(paths), conf, str(via.source),
+                                    str(via.ifname))
+    return findings.allreduce_finding(job, "gloo", None,
+                                      f"{len(paths)} nodes, one rank each, finish with correct sums")
 
 
 # ---- storage ------------------------------------------------------------------------------------------------------
@@ -298,6 +333,8 @@ DEEP_CHECKS: Tuple[Check, ...] = (
           needs=GPU_NEEDS + (Need("nvml", lambda ctx: ctx.facts.nvidia.nvml == "ok", "NVML not available"),)),
     Check("os.deep_network", "os", "Network path to the other nodes (--nodes)", check_network,
           needs=NEEDS + (NODES,)),
+    Check("os.deep_nodes_allreduce", "os", "gloo all-reduce across the nodes (--nodes, measured)",
+          check_nodes_allreduce, needs=NEEDS + (NODES,)),
     Check("storage.deep_read", "storage", "Data read throughput, page cache bypassed (measured)", check_disk_read,
           needs=NEEDS + (DATA,)),
     Check("storage.deep_shm", "storage", "/dev/shm throughput (measured)", check_shm_speed, needs=NEEDS),

@@ -400,24 +400,34 @@ def run_torch_groups(groups, args):
     del torch
 
 
-def start_torchrun(nproc, argv):
+LAUNCH_OPTIONS = ("--torchrun", "--nnodes", "--rdzv-endpoint", "--rdzv-id", "--rdzv-conf", "--local-addr")
+
+
+def start_torchrun(nproc, argv, args):
     """torchrun from this interpreter (`python -I` ignores PYTHONPATH, so `python -m torch.distributed.run`
-    would miss a torch found through --path); its workers rerun this script without --torchrun."""
+    would miss a torch found through --path); its workers rerun this script without the launcher's options.
+    With --rdzv-endpoint: one node of a job over --nnodes nodes (c10d rendezvous), else --standalone."""
     rest, skip = [], False
     for a in argv:
         if skip:
             skip = False
             continue
-        if a == "--torchrun":
+        if a in LAUNCH_OPTIONS:
             skip = True
             continue
-        if a.startswith("--torchrun="):
+        if a.split("=", 1)[0] in LAUNCH_OPTIONS:
             continue
         rest.append(a)
     from torch.distributed.run import main as torchrun_main
 
-    torchrun_main(["--standalone", "--nnodes", "1", "--nproc_per_node", str(nproc), os.path.abspath(__file__)]
-                  + rest)
+    if args.rdzv_endpoint:
+        launch = ["--nnodes", str(args.nnodes), "--rdzv-backend", "c10d", "--rdzv-endpoint", args.rdzv_endpoint,
+                  "--rdzv-id", args.rdzv_id or "hosttune-doctor", "--max-restarts", "0"]
+        launch += ["--rdzv-conf", args.rdzv_conf] if args.rdzv_conf else []
+        launch += ["--local-addr", args.local_addr] if args.local_addr else []
+    else:
+        launch = ["--standalone", "--nnodes", "1"]
+    torchrun_main(launch + ["--nproc_per_node", str(nproc), os.path.abspath(__file__)] + rest)
     return 0
 
 
@@ -440,12 +450,17 @@ def main(argv=None):
                     "instead of reading with O_DIRECT")
     ap.add_argument("--torchrun", type=int, default=0, metavar="N",
                     help="start N local ranks of this script through torchrun (after applying --path)")
+    ap.add_argument("--nnodes", type=int, default=1, help="--torchrun: nodes of the job (with --rdzv-endpoint)")
+    ap.add_argument("--rdzv-endpoint", default="", help="--torchrun: HOST:PORT of the c10d rendezvous")
+    ap.add_argument("--rdzv-id", default="", help="--torchrun: the job's rendezvous id (the same on every node)")
+    ap.add_argument("--rdzv-conf", default="", help="--torchrun: torchrun's --rdzv-conf")
+    ap.add_argument("--local-addr", default="", help="--torchrun: the address this node advertises")
     args = ap.parse_args(argv)
     JSON = args.json
-    RANK = int(os.environ.get("RANK", "0"))
+    RANK = int(os.environ.get("LOCAL_RANK", os.environ.get("RANK", "0")))  # each node's first rank reports
     sys.path[0:0] = [p for i, p in enumerate(args.path) if p and p not in args.path[:i]]
     if args.torchrun:
-        return start_torchrun(args.torchrun, sys.argv[1:] if argv is None else list(argv))
+        return start_torchrun(args.torchrun, sys.argv[1:] if argv is None else list(argv), args)
     groups = set(g.strip() for g in args.measure.split(",") if g.strip())
     if groups & {"info", "cpu", "gpu_compute", "gpu_copies", "p2p"}:
         run_torch_groups(groups, args)

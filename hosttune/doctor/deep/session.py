@@ -57,6 +57,7 @@ class DeepOptions:
     progress: Optional[bool] = None  # None: when stderr is a terminal
     python: Optional[str] = None  # the training interpreter; None: the one the facts probed
     nodes: Tuple[str, ...] = ()  # --nodes: the job's other hosts (names or addresses), for the network path
+    rdzv_port: int = 29400  # --rdzv-port: the cross-node all-reduce's rendezvous port on the first of --nodes
 
 
 class DeepRun:
@@ -70,6 +71,7 @@ class DeepRun:
         self.progress = Progress(self.options.progress)
         self._dir: Optional[str] = None
         self._nvml: Optional[Any] = None
+        self.paths: Optional[List[Any]] = None  # --nodes: network.NetPath per node (checks.node_paths fills it)
 
     # ---- where and how ---------------------------------------------------------------------------------------
     def python(self) -> Optional[str]:
@@ -163,6 +165,22 @@ class DeepRun:
                                     "--measure", "allreduce", "--backend", backend, *extra],
                              JOB_TIMEOUTS["allreduce"], env=self.env(OMP_NUM_THREADS="1"))
         raise ValueError(f"no deep job {name!r}")
+
+    def nodes_allreduce(self, endpoint: str, nnodes: int, conf: str, local_addr: str, ifname: str) -> JobResult:
+        """One rank on this node of a gloo all-reduce over `nnodes` nodes: torchrun's c10d rendezvous at
+        `endpoint` (the same id on every node), gloo on `ifname`, this node advertised as `local_addr`."""
+        if "allreduce_nodes" not in self.jobs:
+            python = self.python()
+            if not python:
+                return JobResult(name="allreduce_nodes", start_error="no training interpreter: no python3 on PATH")
+            extra = ["--bytes", str(4 * MiB)] if self.options.small else []
+            argv = [python, "-I", self.script(), *self._common(), "--torchrun", "1", "--nnodes", str(nnodes),
+                    "--rdzv-endpoint", endpoint, "--rdzv-id", f"hosttune-doctor-{self.options.rdzv_port}",
+                    "--rdzv-conf", conf, "--local-addr", local_addr, "--measure", "allreduce", "--backend", "gloo",
+                    *extra]
+            env = self.env(OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME=ifname)
+            self.jobs["allreduce_nodes"] = self._run("allreduce_nodes", argv, JOB_TIMEOUTS["allreduce"], env=env)
+        return self.jobs["allreduce_nodes"]
 
     def allreduce_ranks(self, backend: str) -> int:
         if backend == "gloo":
