@@ -205,6 +205,24 @@ class Tuned:
 
 
 @dataclass(frozen=True)
+class Container:
+    """Whether hosttune runs inside a container, and what that means for the facts beside it: /proc/meminfo,
+    /proc/cpuinfo, the kernel's sysctls and the PCI tree are the host's; the cgroup limits and /dev are the
+    container's own."""
+
+    detected: bool = False
+    runtime: Optional[str] = None  # docker | podman | kubernetes | containerd | lxc | systemd-nspawn | cri-o | ...
+    evidence: Tuple[str, ...] = ()  # what said so: "/.dockerenv exists", "/proc/1/cgroup: .../kubepods/..." ...
+    proc_sys_readonly: Optional[bool] = None  # /proc/sys mounted read-only (None: no mount table)
+    sys_readonly: Optional[bool] = None  # /sys mounted read-only (THP, cpufreq governor)
+    nvidia_devices: Tuple[str, ...] = ()  # /dev/nvidia* nodes present here: nvidia0, nvidiactl, nvidia-uvm ...
+    gpu_nodes: Optional[int] = None  # /dev/nvidiaN nodes: the GPUs passed in (None: not in a container)
+    driver_gpus: Optional[int] = None  # /proc/driver/nvidia/gpus entries: the GPUs the driver has on the host
+    cgroup_limits: Tuple[str, ...] = ()  # the limits the container's cgroup sets: "cpus 0-3", "2 CPUs", "4096 MiB"
+    host_values: Tuple[str, ...] = ()  # what the facts beside this show of the host, not of the container
+
+
+@dataclass(frozen=True)
 class Facts:
     schema: str = SCHEMA
     root: str = "/"
@@ -222,6 +240,7 @@ class Facts:
     memory: Memory = field(default_factory=Memory)
     limits: Limits = field(default_factory=Limits)
     tuned: Tuned = field(default_factory=Tuned)
+    container: Container = field(default_factory=Container)
     missing: Tuple[str, ...] = ()  # "what: why" for each source that could not be read
 
     def to_dict(self) -> Dict[str, Any]:

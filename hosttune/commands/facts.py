@@ -28,7 +28,8 @@ Row = Tuple[str, object]
 
 def render(f: Facts) -> str:
     """A few aligned lines per section."""
-    rows: List[Row] = [*_os_rows(f), *_cpu_rows(f), *_gpu_rows(f), *_software_rows(f), *_storage_rows(f)]
+    rows: List[Row] = [*_os_rows(f), *_cpu_rows(f), *_gpu_rows(f), *_software_rows(f), *_storage_rows(f),
+                      *_container_rows(f)]
     rows += [("missing", gap) for gap in f.missing]
     # Every value came from the host (or a captured tree): a CPU model or os-release NAME holding ESC [ ... must not
     # drive the terminal. (The JSON is escaped by json.dumps.)
@@ -116,6 +117,22 @@ def _storage_rows(f: Facts) -> List[Row]:
         size = f"  {s.size_mb} MiB" if s.size_mb is not None else ""
         rows.append((f"storage {s.mount}", f"{s.kind} ({s.fstype}{', ' + s.device if s.device else ''}){size}"))
     return rows
+
+
+def _container_rows(f: Facts) -> List[Row]:
+    """What a container can and cannot see (nothing when this is not one)."""
+    c = f.container
+    if not c.detected:
+        return []
+    ro = [name for name, flag in (("/proc/sys", c.proc_sys_readonly), ("/sys", c.sys_readonly)) if flag]
+    rows: List[Row] = [("container", f"{c.runtime or 'unknown'} ({'; '.join(c.evidence)})"),
+                       ("container limits", ", ".join(c.cgroup_limits) or "none in its cgroup"),
+                       ("container host fs", f"{' and '.join(ro)} read-only" if ro else "/proc/sys and /sys writable")]
+    if c.nvidia_devices or c.driver_gpus:
+        of = f" of {c.driver_gpus} the driver has" if c.driver_gpus is not None else ""
+        nodes = " ".join(c.nvidia_devices) or "no /dev/nvidia*"
+        rows.append(("container gpus", f"{c.gpu_nodes} passed in{of}  ({nodes})"))
+    return rows + [("host's", note) for note in c.host_values]
 
 
 @click.command("facts")

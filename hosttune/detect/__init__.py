@@ -11,7 +11,21 @@ import socket
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence
 
-from hosttune.detect import allocators, cgroup, cpu, distro, gpu, kernel, limits, numa, nvidia, storage, torchenv, tuned
+from hosttune.detect import (
+    allocators,
+    cgroup,
+    container,
+    cpu,
+    distro,
+    gpu,
+    kernel,
+    limits,
+    numa,
+    nvidia,
+    storage,
+    torchenv,
+    tuned,
+)
 from hosttune.detect.hostio import HostIO
 from hosttune.facts import Facts, Gpu, TorchInstall
 from hosttune.policy import cuda_visible
@@ -74,6 +88,7 @@ def collect(root: Path = Path("/"), python: Optional[str] = None, *, probe_torch
         memory=storage.memory(io, shm),
         limits=limits.probe(io),
         tuned=tuned.probe(io),
+        container=container.probe(io, cg, cpu_facts.online),
         missing=tuple(io.missing),
     )
 

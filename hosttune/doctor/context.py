@@ -121,6 +121,38 @@ def is_vm(ctx: Context) -> bool:
     return "hypervisor" in ctx.facts.cpu.flags
 
 
+# Kubernetes lets a pod set only namespaced sysctls (kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*, net.*).
+_NAMESPACED_SYSCTL = ("kernel.shm", "kernel.msg", "kernel.sem", "fs.mqueue.", "net.")
+
+
+def in_container(ctx: Context) -> bool:
+    return ctx.facts.container.detected
+
+
+def host_setting_fix(ctx: Context, where: str, fix: str, sysctl: str = "") -> str:
+    """`fix` as a container should read it: the kernel setting under `where` ("/proc/sys" or "/sys") is the host's.
+    Read-only here (an unprivileged container): set it on the host, not here; writable (a privileged one): what it
+    does changes the host for every container on it, and only the host keeps it after a reboot. `sysctl` names the
+    key, so a pod is told whether its securityContext.sysctls can set it. Outside a container: `fix` unchanged."""
+    c = ctx.facts.container
+    if not c.detected:
+        return fix
+    runtime = c.runtime or "unknown runtime"
+    readonly = c.proc_sys_readonly if where == "/proc/sys" else c.sys_readonly
+    if sysctl and sysctl.startswith(_NAMESPACED_SYSCTL):
+        pod = f"or the pod's securityContext.sysctls ({sysctl} is namespaced)"
+    elif sysctl:
+        pod = f"a pod's securityContext.sysctls cannot: {sysctl} is not a namespaced sysctl"
+    else:
+        pod = f"{where} is the host's kernel, no pod setting reaches it"
+    if readonly:
+        head = f"read-only inside a container ({runtime}): set it on the host ({pod})"
+    else:
+        head = (f"inside a container ({runtime}) {where} is the host's: a change here changes it for every container "
+                f"on the host and is lost at its reboot; set it on the host ({pod})")
+    return f"{head}\non the host:\n{fix}"
+
+
 def version_tuple(text: Optional[str]) -> Tuple[int, ...]:
     out = []
     for part in re.split(r"[.+-]", text or ""):

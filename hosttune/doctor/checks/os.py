@@ -5,7 +5,7 @@ from typing import List
 
 from hosttune.detect.hostio import small_int
 from hosttune.doctor.checks.tunables import host, in_tree, want
-from hosttune.doctor.context import Context, version_tuple
+from hosttune.doctor.context import Context, host_setting_fix, version_tuple
 from hosttune.doctor.fixes import kernel_arg_fix, sysctl_fix, tune_fix
 from hosttune.doctor.model import Finding
 from hosttune.tune import rules
@@ -68,8 +68,9 @@ def check_numa_balancing(ctx: Context) -> Finding:
         return Finding(status="skip", actual="kernel.numa_balancing not readable", expected=need)
     if rules.ok("numa_balancing", str(k.numa_balancing), need):
         return Finding(status="pass", actual=f"{k.numa_balancing} ({nodes} nodes)", expected=need)
+    fix = tune_fix("numa_balancing", sysctl_fix("kernel.numa_balancing", need))
     return Finding(status="warn", actual=f"{k.numa_balancing} ({nodes} nodes)", expected=need,
-                   fix=tune_fix("numa_balancing", sysctl_fix("kernel.numa_balancing", need)))
+                   fix=host_setting_fix(ctx, "/proc/sys", fix, "kernel.numa_balancing"))
 
 
 def check_thp(ctx: Context) -> Finding:
@@ -98,7 +99,8 @@ def check_thp(ctx: Context) -> Finding:
     if bad_defrag:
         shell.append(f"echo {need_defrag} > {thp_dir}/defrag")
     actual = k.thp + (f", defrag {k.thp_defrag}" if bad_defrag else "")
-    return Finding(status="warn", actual=actual, expected=expected, fix=tune_fix("thp", "\n".join(shell)))
+    return Finding(status="warn", actual=actual, expected=expected,
+                   fix=host_setting_fix(ctx, "/sys", tune_fix("thp", "\n".join(shell))))
 
 
 def check_swappiness(ctx: Context) -> Finding:
@@ -120,7 +122,8 @@ def check_swappiness(ctx: Context) -> Finding:
     if rules.ok("swappiness", str(k.swappiness), need):
         return Finding(status="pass", actual=str(k.swappiness), expected=expected)
     return Finding(status="warn", actual=str(k.swappiness), expected=expected,
-                   fix=tune_fix("swappiness", sysctl_fix("vm.swappiness", need)))
+                   fix=host_setting_fix(ctx, "/proc/sys", tune_fix("swappiness", sysctl_fix("vm.swappiness", need)),
+                                        "vm.swappiness"))
 
 
 def check_governor(ctx: Context) -> Finding:
@@ -142,15 +145,15 @@ def check_governor(ctx: Context) -> Finding:
     if epp is not None and bad_epp and all(rules.ok("governor", g, need) for g in govs):
         return Finding(status="warn", actual=f"{','.join(govs)}, energy_performance_preference {epp.actual}",
                        expected=f"{need}, energy_performance_preference {epp.expected}",
-                       fix=tune_fix("epp", f"echo {epp.expected} | tee "
-                               "/sys/devices/system/cpu/cpufreq/policy*/energy_performance_preference"))
+                       fix=host_setting_fix(ctx, "/sys", tune_fix("epp", f"echo {epp.expected} | tee "
+                               "/sys/devices/system/cpu/cpufreq/policy*/energy_performance_preference")))
     now = f"echo {need} | tee /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
     if ctx.family == "rhel":
         keep = "tuned-adm profile throughput-performance   # keeps it after reboot"
     else:
         keep = (f"echo 'w /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor - - - - {need}' > "
                 "/etc/tmpfiles.d/90-hosttune-governor.conf   # keeps it after reboot")
-    fix = tune_fix("governor", f"{now}\n{keep}")
+    fix = host_setting_fix(ctx, "/sys", tune_fix("governor", f"{now}\n{keep}"))
     return Finding(status="warn", actual=",".join(govs), expected=need, fix=fix)
 
 
@@ -220,3 +223,25 @@ def check_tuned(ctx: Context) -> Finding:
            f"{tu.profile} with the training settings and switches tuned to it")
     return Finding(status="warn", actual=f"profile {tu.profile} ({state}) sets {'; '.join(bad)}", expected=expected,
                    fix=fix)
+
+
+def check_container(ctx: Context) -> Finding:
+    """Reports whether doctor runs inside a container, and what it can and cannot see from there.
+
+    Inside a container /proc/meminfo, /proc/cpuinfo, the kernel's sysctls, transparent hugepages and cpufreq are the
+    host's (usually read-only: the checks above then say to set them on the host), the CPU and memory limits that
+    apply are the container's cgroup's, and the GPUs it can use are the /dev/nvidiaN nodes passed in, which may be
+    fewer than the driver has. A report, not a judgement: running in a container is fine.
+    """
+    c = ctx.facts.container
+    if not c.detected:
+        return Finding(status="pass", actual="not a container", expected="reported")
+    ro = [name for name, flag in (("/proc/sys", c.proc_sys_readonly), ("/sys", c.sys_readonly)) if flag]
+    parts = [f"{c.runtime or 'unknown runtime'} ({c.evidence[0] if c.evidence else '?'})",
+             f"{' and '.join(ro)} read-only: host settings are the host's to change" if ro
+             else "/proc/sys and /sys writable (privileged): a change there changes the host",
+             "limits from its cgroup: " + (", ".join(c.cgroup_limits) or "none")]
+    if c.gpu_nodes or c.driver_gpus:
+        of = f" of the driver's {c.driver_gpus}" if c.driver_gpus is not None else ""
+        parts.append(f"{c.gpu_nodes} GPU device nodes passed in{of}")
+    return Finding(status="pass", actual="; ".join(parts), expected="reported")

@@ -6,7 +6,7 @@ values (a --root tree has no rlimits) are read by tune's own readers."""
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from hosttune.doctor.context import Context
+from hosttune.doctor.context import Context, in_container
 from hosttune.doctor.fixes import LIMITS_FILE, tune_fix
 from hosttune.doctor.model import Finding
 from hosttune.profile.settings import Tune
@@ -54,6 +54,11 @@ def _from_tree(st: "Status", fix: str, what: str = "") -> Finding:
     return Finding(status="pass", actual=actual, expected=expected)
 
 
+def _tune_fix(ctx: Context, tid: str, shell: str) -> str:
+    """`tune_fix`, except in a container: `tune apply` there writes limits files its processes never read."""
+    return shell if in_container(ctx) else tune_fix(tid, shell)
+
+
 def check_nofile(ctx: Context) -> Finding:
     """The open-files soft limit (`ulimit -n`) is at least the profile's `tune.nofile` (65536 by default).
 
@@ -67,9 +72,12 @@ def check_nofile(ctx: Context) -> Finding:
     expected = f">= {need}"
     persist = (f"printf '* soft nofile {need}\\n* hard nofile 1048576\\n' > {LIMITS_FILE}   # new logins; "
                f"systemd services: LimitNOFILE={need}; docker: --ulimit nofile={need}:1048576")
+    if in_container(ctx):  # a container's processes get their limits from the runtime, not from limits.d
+        persist = (f"in a container the runtime sets it: docker/podman run --ulimit nofile={need}:1048576; "
+                   "Kubernetes: the node's container runtime (LimitNOFILE of containerd's or cri-o's unit)")
     st = in_tree(ctx, "nofile") if lim.nofile_soft is None else None
     if st is not None:
-        return _from_tree(st, tune_fix("nofile", persist), " (limits files)")
+        return _from_tree(st, _tune_fix(ctx, "nofile", persist), " (limits files)")
     if lim.nofile_soft is None:
         return Finding(status="skip", actual="RLIMIT_NOFILE not readable (captured host?)", expected=expected)
     soft = "unlimited" if lim.nofile_soft == -1 else str(lim.nofile_soft)
@@ -80,7 +88,7 @@ def check_nofile(ctx: Context) -> Finding:
         fix = f"{persist}\n# this shell's hard limit is {hard}: only a new login (or root) gets more"
     else:
         fix = f"ulimit -n {need}   # this shell\n{persist}"
-    return Finding(status="warn", actual=soft, expected=expected, fix=tune_fix("nofile", fix))
+    return Finding(status="warn", actual=soft, expected=expected, fix=_tune_fix(ctx, "nofile", fix))
 
 
 def check_memlock(ctx: Context) -> Finding:
@@ -96,6 +104,9 @@ def check_memlock(ctx: Context) -> Finding:
         return Finding(status="pass", actual="no RDMA devices: not relevant", expected=f"{need} on RDMA hosts")
     fix = tune_fix("memlock", f"printf '* soft memlock {need}\\n* hard memlock {need}\\n' > {LIMITS_FILE}   # "
                    "then log in again; systemd services: LimitMEMLOCK=infinity; docker: --ulimit memlock=-1")
+    if in_container(ctx):
+        fix = ("in a container the runtime sets it: docker/podman run --ulimit memlock=-1; Kubernetes: the node's "
+               "container runtime (LimitMEMLOCK=infinity in containerd's or cri-o's unit)")
     st = in_tree(ctx, "memlock") if lim.memlock_soft is None else None
     if st is not None:
         return _from_tree(st, fix, f" (limits files) with {lim.rdma_devices} RDMA devices")
