@@ -58,6 +58,8 @@ def test_limits_in_a_container_come_from_the_runtime() -> None:
     f = run_one("cpu.nofile", boxed(low))
     assert f.status == "warn" and "--ulimit nofile=65536:1048576" in f.fix
     assert "limits.d" not in f.fix and "tune apply" not in f.fix
+    nspawn = run_one("cpu.nofile", boxed(low, R(DOCKER, runtime="systemd-nspawn")))
+    assert "systemd-nspawn --rlimit=RLIMIT_NOFILE=65536:1048576" in nspawn.fix
 
 
 def test_container_report() -> None:

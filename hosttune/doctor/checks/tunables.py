@@ -59,6 +59,13 @@ def _tune_fix(ctx: Context, tid: str, shell: str) -> str:
     return shell if in_container(ctx) else tune_fix(tid, shell)
 
 
+def _runtime_limit(ctx: Context, name: str, value: str) -> str:
+    """The option of the container's runtime that sets rlimit `name` ("nofile", "memlock") to `value` ("-1": none)."""
+    if ctx.facts.container.runtime == "systemd-nspawn":
+        return f"systemd-nspawn --rlimit=RLIMIT_{name.upper()}={'infinity' if value == '-1' else value}"
+    return f"docker/podman run --ulimit {name}={value}"
+
+
 def check_nofile(ctx: Context) -> Finding:
     """The open-files soft limit (`ulimit -n`) is at least the profile's `tune.nofile` (65536 by default).
 
@@ -73,7 +80,7 @@ def check_nofile(ctx: Context) -> Finding:
     persist = (f"printf '* soft nofile {need}\\n* hard nofile 1048576\\n' > {LIMITS_FILE}   # new logins; "
                f"systemd services: LimitNOFILE={need}; docker: --ulimit nofile={need}:1048576")
     if in_container(ctx):  # a container's processes get their limits from the runtime, not from limits.d
-        persist = (f"in a container the runtime sets it: docker/podman run --ulimit nofile={need}:1048576; "
+        persist = (f"in a container the runtime sets it: {_runtime_limit(ctx, 'nofile', f'{need}:1048576')}; "
                    "Kubernetes: the node's container runtime (LimitNOFILE of containerd's or cri-o's unit)")
     st = in_tree(ctx, "nofile") if lim.nofile_soft is None else None
     if st is not None:
@@ -105,8 +112,8 @@ def check_memlock(ctx: Context) -> Finding:
     fix = tune_fix("memlock", f"printf '* soft memlock {need}\\n* hard memlock {need}\\n' > {LIMITS_FILE}   # "
                    "then log in again; systemd services: LimitMEMLOCK=infinity; docker: --ulimit memlock=-1")
     if in_container(ctx):
-        fix = ("in a container the runtime sets it: docker/podman run --ulimit memlock=-1; Kubernetes: the node's "
-               "container runtime (LimitMEMLOCK=infinity in containerd's or cri-o's unit)")
+        fix = (f"in a container the runtime sets it: {_runtime_limit(ctx, 'memlock', '-1')}; Kubernetes: the "
+               "node's container runtime (LimitMEMLOCK=infinity in containerd's or cri-o's unit)")
     st = in_tree(ctx, "memlock") if lim.memlock_soft is None else None
     if st is not None:
         return _from_tree(st, fix, f" (limits files) with {lim.rdma_devices} RDMA devices")
