@@ -4,10 +4,15 @@ passed in against the GPUs the driver has, the limits of the container's cgroup;
 one itself; `facts` shows the section in text and JSON."""
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, Optional
 
+import pytest
 from _synthhost import cpu_files, hosttune
 from conftest import build_tree
 
@@ -137,3 +142,38 @@ def test_facts_cli_shows_the_container_section(tmp_path: Path) -> None:
     assert re.search(r"^container host fs +/proc/sys and /sys read-only$", text.stdout, re.MULTILINE), text.stdout
     assert re.search(r"^container gpus +1 passed in  \(nvidia0 nvidiactl\)$", text.stdout, re.MULTILINE)
     assert re.search(r"^host's +memory total/available is the host's /proc/meminfo", text.stdout, re.MULTILINE)
+
+
+def test_facts_under_systemd_nspawn_says_what_it_cannot_see(tmp_path: Path) -> None:
+    """A real container: systemd-nspawn over an almost empty root (this interpreter, /usr and the checkout bound in
+    read-only, as tests/test_container_image.py runs the image). nspawn mounts /proc/sys and /sys read-only and
+    gives PID 1 container=systemd-nspawn; `facts --json` must say so rather than show the host's values as its own."""
+    if os.geteuid() != 0 or shutil.which("systemd-nspawn") is None:
+        pytest.skip("needs root and systemd-nspawn")
+    repo = Path(__file__).resolve().parents[1]
+    root = tmp_path / "ns"
+    for d in ("etc", "usr", "tmp", "dev", "proc", "sys", "run"):
+        (root / d).mkdir(parents=True)
+    shutil.copy("/usr/lib/os-release" if Path("/usr/lib/os-release").exists() else "/etc/os-release",
+                root / "etc/os-release")
+    for top in ("bin", "lib", "lib64", "sbin"):
+        if os.path.islink(f"/{top}"):
+            (root / top).symlink_to(os.readlink(f"/{top}"))
+    binds = {"/usr", str(repo), os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)}
+    machine = f"hosttune-facts-{os.getpid()}"
+    cmd = ["systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--pipe", "--private-network",
+           f"--machine={machine}", f"--directory={root}", f"--chdir={repo}", f"--setenv=PYTHONPATH={repo}",
+           *[f"--bind-ro={b}" for b in sorted(binds) if not b.startswith("/usr/")],
+           "--", sys.executable, "-m", "hosttune", "facts", "--json"]
+    try:
+        done = subprocess.run(["timeout", "120", *cmd], capture_output=True, text=True, timeout=180)
+    finally:
+        propagate = Path("/run/systemd/nspawn/propagate") / machine
+        if propagate.is_dir() and not any(propagate.iterdir()):
+            propagate.rmdir()
+    if done.returncode != 0 and not done.stdout.strip():
+        pytest.skip(f"systemd-nspawn cannot run here: {done.stderr.strip()[-300:]}")
+    c = json.loads(done.stdout)["container"]
+    assert c["detected"] and c["runtime"] == "systemd-nspawn", c
+    assert "/proc/1/environ has container=systemd-nspawn" in c["evidence"]
+    assert c["proc_sys_readonly"] is True and c["sys_readonly"] is True
