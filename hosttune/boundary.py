@@ -287,6 +287,10 @@ ROWS: Tuple[Row, ...] = (
         "unreadable is a note",
         "tests/test_launch_mpirun.py::test_an_unreadable_hostfile_names_no_endpoint_and_says_so"),
     # ---- values that reach a privileged file or command ----------------------------------------------------
+    Row("a container runtime's name (doctor's fix text)", VALUE, "hosttune/detect/container.py (through HostIO)",
+        "read from /run/systemd/container, PID 1's container= and .containerenv's engine=; kept only as a plain word "
+        "([A-Za-z0-9._-], at most 32 characters), else 'unknown'; /proc/1/environ is parsed for container= alone",
+        "tests/test_detect_container.py::test_a_runtime_name_is_a_plain_word_or_unknown"),
     Row("a profile's env:", VALUE, "hosttune/trust.py::check_env_value",
         "as root an allow-list: code-valued variables refused, library variables must name root's ELF files, path "
         "variables only root's paths, any other value naming a path refused",

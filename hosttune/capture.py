@@ -65,6 +65,7 @@ LIVE_ONLY: Dict[str, str] = {
     "memory.available_mb": "changes by the second",
     "storage[].size_mb": "statvfs", "storage[].free_mb": "statvfs",
     "limits": "getrlimit",
+    "container": "/.dockerenv and /dev/nvidia* lie outside what a capture holds; /proc/1/environ is never captured",
     "tools.torchrun": "found on PATH (a venv); a replay looks in /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
                       "/sbin:/bin only",
 }

@@ -177,3 +177,12 @@ def test_facts_under_systemd_nspawn_says_what_it_cannot_see(tmp_path: Path) -> N
     assert c["detected"] and c["runtime"] == "systemd-nspawn", c
     assert "/proc/1/environ has container=systemd-nspawn" in c["evidence"]
     assert c["proc_sys_readonly"] is True and c["sys_readonly"] is True
+
+
+def test_a_runtime_name_is_a_plain_word_or_unknown(tmp_path: Path) -> None:
+    # The runtime's name reaches doctor's fix text: whatever a container's files spell, only a short plain word passes.
+    for i, marker in enumerate(("$(touch /tmp/x); rm -rf /\n", "\x1b[31mred\n", "a" * 200 + "\n")):
+        found = container_of(tree(tmp_path / str(i), HOST_MOUNTS, {"/run/systemd/container": marker}))
+        assert found.runtime is not None
+        assert found.runtime == "unknown" or re.fullmatch(r"[a-z0-9._-]{1,32}", found.runtime), found.runtime
+    assert container_of(tree(tmp_path / "x", HOST_MOUNTS, {"/run/systemd/container": "$(x)\n"})).runtime == "unknown"
