@@ -688,11 +688,13 @@ _MT = "tests/test_monitor_textfile.py tests/test_monitor_sinks.py"
 M("textfile-link-owner", "hosttune/monitor/textfile.py",
   "if st.st_uid != 0 or here.st_uid != 0 or here.st_mode & 0o022 or hops >= MAX_LINK_HOPS:",
   "if here.st_uid != 0 or here.st_mode & 0o022 or hops >= MAX_LINK_HOPS:", _MT,
-  "a link prometheus planted on the way to node_exporter's directory is followed")
+  "a link prometheus planted on the way to node_exporter's directory is followed",
+  pins="tests/test_monitor_textfile_pins.py -k on_the_way")
 M("textfile-link-dir-mode", "hosttune/monitor/textfile.py",
   "if st.st_uid != 0 or here.st_uid != 0 or here.st_mode & 0o022 or hops >= MAX_LINK_HOPS:",
   "if st.st_uid != 0 or hops >= MAX_LINK_HOPS:", _MT,
-  "a root link in a directory another user can write (swap) is followed")
+  "a root link in a directory another user can write (swap) is followed",
+  pins="tests/test_monitor_textfile_pins.py -k others_can_write")
 M("textfile-made-chmod", "hosttune/monitor/textfile.py",
   "            if made:\n                os.fchmod(fd, DIR_MODE)", "            if False:\n                os.fchmod(fd, DIR_MODE)",
   "tests/test_monitor_textfile.py -k 'links_its_own or starts_beside'", "a directory made on the way keeps the umask's mode",
@@ -704,7 +706,8 @@ M("textfile-hardlink", "hosttune/monitor/textfile.py",
 M("textfile-link-reuse", "hosttune/monitor/textfile.py",
   "        if (lst is not None and stat.S_ISLNK(lst.st_mode) and lst.st_uid == 0\n",
   "        if (lst is not None and stat.S_ISLNK(lst.st_mode)\n", _MT,
-  "a link another user made at the textfile name is kept")
+  "a link another user made at the textfile name is kept",
+  pins="tests/test_monitor_textfile_pins.py -k at_the_textfile_name")
 M("textfile-chown-nofollow", "hosttune/monitor/textfile.py",
   "    os.chown(store, uid, gid, follow_symlinks=False)", "    os.chown(store, uid, gid)",
   f"{_MT} tests/test_monitor_daemon.py", "chown of the store follows a link",
