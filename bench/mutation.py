@@ -142,6 +142,7 @@ class Runner:
             return row
         # the pins (fast, in process) first; the catalogue's tests only when the pins let the mutant through
         selections = ([m.pins] if use_pins and m.pins else []) + [m.tests]
+        row["pins_used"] = len(selections) > 1
         secs_all = 0.0
         try:
             path.write_bytes(original.replace(m.old.encode(), m.new.encode(), 1))
@@ -180,9 +181,11 @@ def change(m: Mutant) -> str:
     return _hash((m.file, m.old, m.new))
 
 
-def reusable(old: Dict[str, object], m: Mutant) -> bool:
-    """An earlier row still stands: the same entry (not refused), or a catch of the same planted change."""
-    if old.get("sig") == sig(m) and old["status"] != "refused":
+def reusable(old: Dict[str, object], m: Mutant, use_pins: bool) -> bool:
+    """An earlier row still stands: the same entry run the same way (pins or not; not refused), or a catch of the
+    same planted change."""
+    same_way = bool(old.get("pins_used", False)) == (use_pins and bool(m.pins))
+    if old.get("sig") == sig(m) and same_way and old["status"] != "refused":
         return True
     return old.get("change", change(m)) == change(m) and old["status"] == "caught"
 
@@ -286,7 +289,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         t0 = time.monotonic()
         for i, m in enumerate(mutants, 1):
             old = earlier.get(m.id)
-            if old is not None and not m.sanity and reusable(old, m):
+            if old is not None and not m.sanity and reusable(old, m, not args.no_pins):
                 row = old
             else:
                 row = runner.one(m, not args.no_pins)
