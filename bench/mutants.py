@@ -608,7 +608,7 @@ M("cpulist-reversed-range", "hosttune/cpulist.py",
 M("cpulist-cap", "hosttune/cpulist.py",
   "        if lo >= MAX_CPUS:\n            dropped += 1\n            continue", "        if lo > MAX_CPUS:\n            dropped += 1\n            continue",
   _CL, "CPU id MAX_CPUS itself kept",
-  pins="tests/test_cpulist_pins.py")
+  equivalent="an id of MAX_CPUS or more is still dropped (and counted) by the range cap below: hi becomes MAX_CPUS - 1 < lo, an empty range")
 M("cpulist-range-cap", "hosttune/cpulist.py",
   "            hi = MAX_CPUS - 1", "            hi = MAX_CPUS", _CL, "a range past the limit keeps id MAX_CPUS",
   pins="tests/test_cpulist_pins.py")
