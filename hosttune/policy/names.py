@@ -18,7 +18,7 @@ LOCAL_RANK = "HOSTTUNE_LOCAL_RANK"  # set on the rank's own process (after the s
 LOCAL_WORLD_SIZE = "HOSTTUNE_LOCAL_WORLD_SIZE"
 SPAWN_PROCS = "HOSTTUNE_SPAWN_PROCS"  # while torch.multiprocessing.spawn starts its processes: how many (hook.py)
 JOB_CPUS = "HOSTTUNE_JOB_CPUS"  # the CPUs a process that became rank 0 had before it rebound (hook.py)
-HANG_DIR = "HOSTTUNE_HANG_DIR"  # the job's hang directory, where each Python rank arms its stacks file (exec --hang-timeout)
+HANG_DIR = "HOSTTUNE_HANG_DIR"  # the hang directory where each Python rank arms its stacks file (exec --hang-timeout)
 
 # Set by a plan for the engine (and any training script that reads them)
 NUM_WORKERS = "HOSTTUNE_NUM_WORKERS"
