@@ -2,14 +2,19 @@
 route table, the decisions (pure), the check through the runner, and the option's bad input (one line, exit 2)."""
 
 import dataclasses
+import json
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 import pytest
 from conftest import run_cli
 
 from hosttune.detect.hostio import HostIO
+from hosttune.doctor.deep import network
 from hosttune.doctor.deep.network import IbPort, NetPath, ib_ports, network_path, nodes_finding, path_finding
+
+if TYPE_CHECKING:
+    from hosttune.doctor.deep.runner import JobResult
 
 
 class FakeRoutes:
@@ -203,3 +208,22 @@ def test_the_cross_node_allreduce_skips_without_starting_anything(paths: List[Ne
     finally:
         ctx.deep.close()
     assert r.status == "skip" and words in r.actual and not ctx.deep.jobs, r
+
+
+def _allreduce_job(tags: List[Dict[str, object]], correct: bool = True) -> "JobResult":
+    from hosttune.doctor.deep.runner import JobResult, parse_events
+
+    res = {"event": "result", "what": "allreduce gloo", "backend": "gloo", "world": 2, "bytes": 16.0 * (1 << 20),
+           "iters": 5, "seconds": 0.05, "correct": correct, "tags": tags}
+    return JobResult(name="allreduce_nodes", events=parse_events(json.dumps(res) + "\n"), returncode=0)
+
+
+def test_the_cross_node_allreduce_names_nodes_whose_mtus_differ() -> None:
+    same = [{"node": "10.0.0.1", "ifname": "eth0", "mtu": 9000}, {"node": "10.0.0.2", "ifname": "eth1", "mtu": 9000}]
+    f = network.nodes_allreduce_finding(_allreduce_job(same), 2)
+    # 16 MiB in 50 ms: algbw 0.34 GB/s; busbw = algbw x 2(n-1)/n = algbw for n = 2
+    assert f.status == "pass" and f.actual.startswith("2 ranks, 16 MiB: busbw 0.3 GB/s (algbw 0.3, 50.00 ms"), f
+    differ = [same[0], {**same[1], "mtu": 1500}]
+    f = network.nodes_allreduce_finding(_allreduce_job(differ), 2)
+    assert f.status == "warn" and "MTU differs across the nodes (10.0.0.1 eth0 9000, 10.0.0.2 eth1 1500)" in f.actual
+    assert network.nodes_allreduce_finding(_allreduce_job(differ, correct=False), 2).status == "fail"

@@ -2,6 +2,7 @@
 shared) and turns it into a Finding through hosttune.doctor.deep.findings. Same model, table and JSON as the
 inferred checks; each run function's docstring is its `--explain`."""
 
+import json
 import os
 from pathlib import Path
 from typing import Dict, Optional, Tuple
@@ -239,7 +240,9 @@ def check_nodes_allreduce(ctx: Context) -> Finding:
     over the interface the kernel routes the others through (GLOO_SOCKET_IFNAME) and each node advertises its
     address on it (torchrun --local-addr). The bus bandwidth is nccl-tests' busbw = algbw x 2(n-1)/n (n ranks):
     what the network carries per node, comparable whatever the node count. It must finish with correct sums;
-    gloo over TCP has no rated peak to hold it to, the network path's speed is in os.deep_network."""
+    gloo over TCP has no rated peak to hold it to, the network path's speed is in os.deep_network. Each node
+    also tells the others the MTU of its interface: nodes whose MTUs differ warn (the larger side's big packets
+    are dropped or fragmented on the way, which stalls RDMA and jumbo-frame traffic)."""
     paths = node_paths(ctx)
     own = [p for p in paths if p.own]
     others = [p for p in paths if not p.own]
@@ -254,10 +257,10 @@ def check_nodes_allreduce(ctx: Context) -> Finding:
     host = f"[{first.address}]" if ":" in str(first.address) else str(first.address)
     conf = f"is_host={int(first.own)},join_timeout=80"  # torch's own host test misses a second NIC
     via = others[0]
+    tag = json.dumps({"node": via.source, "ifname": via.ifname, "mtu": via.mtu})
     job = _run(ctx).nodes_allreduce(f"{host}:{_run(ctx).options.rdzv_port}", len(paths), conf, str(via.source),
-                                    str(via.ifname))
-    return findings.allreduce_finding(job, "gloo", None,
-                                      f"{len(paths)} nodes, one rank each, finish with correct sums")
+                                    str(via.ifname), tag)
+    return network.nodes_allreduce_finding(job, len(paths))
 
 
 # ---- storage ------------------------------------------------------------------------------------------------------

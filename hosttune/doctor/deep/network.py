@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Protocol, Sequence, Tuple
 
 from hosttune.detect.hostio import HostIO
+from hosttune.doctor.deep.findings import allreduce_finding
+from hosttune.doctor.deep.runner import JobResult
 from hosttune.doctor.model import Finding
 
 IB = "sys/class/infiniband"
@@ -209,4 +211,21 @@ def nodes_finding(paths: Sequence[NetPath], gpu_nodes: Sequence[int] = ()) -> Fi
     return Finding(status=worst, actual=actual, expected=expected, fix="\n".join(dict.fromkeys(fixes)))
 
 
-__all__ = ["IbPort", "NetPath", "Routes", "ib_ports", "network_path", "nodes_finding", "path_finding"]
+def nodes_allreduce_finding(job: JobResult, nodes: int) -> Finding:
+    """The cross-node all-reduce (findings.allreduce_finding: busbw, correct sums), and the MTU each node reported
+    for its interface: different MTUs across the nodes warn, naming each node's."""
+    f = allreduce_finding(job, "gloo", None, f"{nodes} nodes, one rank each, finish with correct sums")
+    r = job.result("allreduce gloo") or {}
+    tags = sorted((t for t in r.get("tags") or [] if isinstance(t, dict)), key=lambda t: str(t.get("node")))
+    mtus = {t.get("mtu") for t in tags}
+    if len(mtus) < 2 or f.status == "fail":
+        return f
+    said = ", ".join(f"{t.get('node')} {t.get('ifname')} {t.get('mtu')}" for t in tags)
+    return Finding(status="warn", actual=f"{f.actual}; MTU differs across the nodes ({said})",
+                   expected="one MTU on every node of the job's network",
+                   fix="set the same MTU on every node's interface of this network (ip link set dev IF mtu N, and "
+                       "the switch ports): a mismatch drops or fragments the larger side's packets")
+
+
+__all__ = ["IbPort", "NetPath", "Routes", "ib_ports", "network_path", "nodes_allreduce_finding", "nodes_finding",
+           "path_finding"]

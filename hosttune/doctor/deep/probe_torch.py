@@ -217,7 +217,7 @@ def p2p_copy(src, dst, nbytes, seconds):
 
 
 # ---- collectives (under torchrun) ----------------------------------------------------------------------------------
-def allreduce(backend, nbytes, iters):
+def allreduce(backend, nbytes, iters, tag=None):
     import datetime
 
     import torch
@@ -235,6 +235,10 @@ def allreduce(backend, nbytes, iters):
         check = torch.full((1024,), float(rank + 1), device=dev)
         dist.all_reduce(check)
         correct = bool((check == world * (world + 1) / 2.0).all().item())
+        tags = None
+        if tag is not None:  # what each node says of itself (its address, its interface's MTU), in rank order
+            tags = [None] * world
+            dist.all_gather_object(tags, tag)
         buf = torch.ones(nbytes // 4, dtype=torch.float32, device=dev)
         for _ in range(2 if backend == "gloo" else 5):
             dist.all_reduce(buf)
@@ -247,7 +251,7 @@ def allreduce(backend, nbytes, iters):
         took = torch.tensor([time.perf_counter() - start], dtype=torch.float64, device=dev)
         dist.all_reduce(took, op=dist.ReduceOp.MAX)  # the slowest rank's time is the collective's time
         return {"backend": backend, "world": world, "bytes": float(buf.numel() * 4), "iters": iters,
-                "seconds": float(took.item()) / iters, "correct": correct}
+                "seconds": float(took.item()) / iters, "correct": correct, **({"tags": tags} if tags else {})}
     finally:
         dist.destroy_process_group()
 
@@ -455,6 +459,7 @@ def main(argv=None):
     ap.add_argument("--rdzv-id", default="", help="--torchrun: the job's rendezvous id (the same on every node)")
     ap.add_argument("--rdzv-conf", default="", help="--torchrun: torchrun's --rdzv-conf")
     ap.add_argument("--local-addr", default="", help="--torchrun: the address this node advertises")
+    ap.add_argument("--tag", default="", help="allreduce: a JSON object each rank shares with the others")
     args = ap.parse_args(argv)
     JSON = args.json
     RANK = int(os.environ.get("LOCAL_RANK", os.environ.get("RANK", "0")))  # each node's first rank reports
@@ -467,7 +472,8 @@ def main(argv=None):
     if "allreduce" in groups:
         nccl = args.backend == "nccl"
         nbytes = args.bytes or ((256 if nccl else 16) * MiB)
-        measure("allreduce " + args.backend, allreduce, args.backend, nbytes, args.iters or (20 if nccl else 5))
+        measure("allreduce " + args.backend, allreduce, args.backend, nbytes, args.iters or (20 if nccl else 5),
+                json.loads(args.tag) if args.tag else None)
     if "disk" in groups:
         for path in args.file:
             measure("disk " + path, disk_read, path, args.bytes or 512 * MiB,

@@ -166,9 +166,11 @@ class DeepRun:
                              JOB_TIMEOUTS["allreduce"], env=self.env(OMP_NUM_THREADS="1"))
         raise ValueError(f"no deep job {name!r}")
 
-    def nodes_allreduce(self, endpoint: str, nnodes: int, conf: str, local_addr: str, ifname: str) -> JobResult:
+    def nodes_allreduce(self, endpoint: str, nnodes: int, conf: str, local_addr: str, ifname: str,
+                        tag: str) -> JobResult:
         """One rank on this node of a gloo all-reduce over `nnodes` nodes: torchrun's c10d rendezvous at
-        `endpoint` (the same id on every node), gloo on `ifname`, this node advertised as `local_addr`."""
+        `endpoint` (the same id on every node), gloo on `ifname`, this node advertised as `local_addr`; `tag` (JSON)
+        is what this node tells the others (the probe's result lists every node's, in rank order)."""
         if "allreduce_nodes" not in self.jobs:
             python = self.python()
             if not python:
@@ -176,8 +178,8 @@ class DeepRun:
             extra = ["--bytes", str(4 * MiB)] if self.options.small else []
             argv = [python, "-I", self.script(), *self._common(), "--torchrun", "1", "--nnodes", str(nnodes),
                     "--rdzv-endpoint", endpoint, "--rdzv-id", f"hosttune-doctor-{self.options.rdzv_port}",
-                    "--rdzv-conf", conf, "--local-addr", local_addr, "--measure", "allreduce", "--backend", "gloo",
-                    *extra]
+                    "--rdzv-conf", conf, "--local-addr", local_addr, "--tag", tag, "--measure", "allreduce",
+                    "--backend", "gloo", *extra]
             env = self.env(OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME=ifname)
             self.jobs["allreduce_nodes"] = self._run("allreduce_nodes", argv, JOB_TIMEOUTS["allreduce"], env=env)
         return self.jobs["allreduce_nodes"]
