@@ -23,8 +23,9 @@ refused (snippet not found exactly once; not counted), equivalent (the catalogue
 not counted).
 A mutant's `pins` (the tests written for it after a run it survived) run first, its catalogue tests only when the
 pins let it through; --no-pins measures the catalogue's tests alone (the score before pinning). After every mutant
-ran, each selection that caught one is re-run on the unmutated clone: one that fails there too turns its catches
-into errors (--no-baseline skips this). --json is rewritten after every mutant, so a run stopped early keeps what it
+ran, each selection that caught one is re-run on the unmutated clone: where the same test fails there too, the
+catch is an error (--no-baseline skips this; tests that fail in any fresh clone, e.g. test_plan's recorded fixture,
+show up here). --json is rewritten after every mutant, so a run stopped early keeps what it
 measured; --resume FILE keeps an earlier run's rows whose mutant is unchanged (same snippet, tests and pins), and
 its caught rows whose planted change is unchanged (pins added later cannot uncatch them).
 Score = (caught + timeout) / (caught + timeout + survived).
@@ -165,10 +166,18 @@ class Runner:
                 selection = str(row.get("by") or row["tests"])
                 base, why = self.selection_ok(selection)
                 row["baseline"] = base
-                if base != "survived":
+                # -x stops at the first failure: a catch by another test than the one that fails unmutated stands
+                if base != "survived" and _test_id(str(row.get("detail"))) == _test_id(why):
                     row.update(status="error", detail=f"its tests fail without the mutant too ({base}): {why}")
+                elif base != "survived":
+                    row["baseline_note"] = f"unmutated, {why} fails; the mutant failed another test first"
                 print(f"baseline {row['id']}: {base} ({selection})", file=sys.stderr, flush=True)
                 save()
+
+
+def _test_id(detail: str) -> str:
+    """The failing test's function name from a `failing_test` line (parameters and message dropped)."""
+    return detail.split(" - ")[0].split("[")[0].strip()
 
 
 def sig(m: Mutant) -> str:
