@@ -23,7 +23,7 @@ TEST_APT := $(RUNTIME_APT) hwloc libgoogle-perftools4 systemd procps util-linux 
 # installed: installing it would start a Prometheus server.
 PROMTOOL := build/promtool/usr/bin/promtool
 
-.PHONY: setup setup-demo demo test check lint typecheck pytest pytest-py39 bench soak readme
+.PHONY: setup setup-demo demo test check lint typecheck pytest pytest-py39 bench soak mutation readme
 
 # apt-install what is missing (root on Debian/Ubuntu only; elsewhere install the same packages yourself).
 define apt_install
@@ -111,6 +111,11 @@ bench: setup
 # `$(PYTHON) bench/soak.py --rev REV` measures the code of another commit the same way (the count before a fix).
 soak: setup
 	$(PYTHON) bench/soak.py --runs 50 --verbose
+
+# A bench, not CI (issue 21): each semantic change in bench/mutants.py planted alone in a clone of HEAD, its tests
+# run serially; caught/survived per mutant and the score as a table and build/mutation.json.
+mutation: setup
+	$(PYTHON) bench/mutation.py --json build/mutation.json
 
 # .deb/.rpm (issue 8): packaging/build.py -> dist/hosttune_<ver>_all.deb, dist/hosttune-<ver>-1.noarch.rpm;
 # package-test installs them into mmdebstrap roots (root only; caches roots in ~/.cache/hosttune-test).
