@@ -252,7 +252,7 @@ M("launch-last-value", "hosttune/launch/launchers/base.py",
 M("launch-omp-user", "hosttune/launch/job.py",
   'if "OMP_NUM_THREADS" not in job.env_in and ranks and "OMP_NUM_THREADS" in ranks[0].env:',
   'if ranks and "OMP_NUM_THREADS" in ranks[0].env:',
-  "tests/test_launch_torchrun.py tests/test_launch_job.py tests/test_exec_userwins.py -k 'omp or OMP or threads'",
+  "tests/test_launch_torchrun.py tests/test_launch_job.py tests/test_exec_userwins.py -k 'omp or OMP or thread'",
   "the user's own OMP_NUM_THREADS replaced by the plan's share")
 M("launch-mems-allowed", "hosttune/launch/binding.py",
   "nodes = tuple(sorted(set(plan.mems) & set(allowed))) if allowed else tuple(sorted(plan.mems))",
@@ -678,7 +678,9 @@ M("stats-ranked", "hosttune/autotune/stats.py",
 M("search-halve", "hosttune/autotune/search.py",
   "        alive = alive[:max(2, math.ceil(len(alive) / 2))] if len(alive) > 2 else alive",
   "        alive = alive[:max(1, math.ceil(len(alive) / 2))] if len(alive) > 2 else alive", _AT,
-  "successive halving may keep one finalist")
+  "successive halving may keep one finalist",
+  equivalent="the cut applies only when more than 2 are alive, and ceil(n / 2) >= 2 for every n > 2: max(1, ...) "
+  "and max(2, ...) keep the same number")
 M("search-winner-dropped", "hosttune/autotune/search.py",
   "stats.wins(s, min_gain, alpha) and s.name not in out]", "stats.wins(s, min_gain, alpha)]", _AT,
   "a dropped (fragile) candidate can still win")

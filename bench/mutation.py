@@ -276,6 +276,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="hosttune-mutation-"))
     root = work / "hosttune-clone"
     try:
+        # The layout the tests run in everywhere else (CI, a developer's tree): ../shared (the captured hosts) beside
+        # the checkout, and a path the other user of the root-safety tests can reach; without them some tests fail
+        # unmutated, and their catches would be false.
+        work.chmod(0o755)
+        shared = Path(args.repo).resolve().parent / "shared"
+        if shared.is_dir():
+            (work / "shared").symlink_to(shared)
         clone(Path(args.repo), args.rev, root)
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True).stdout.strip()
