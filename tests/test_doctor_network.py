@@ -119,6 +119,11 @@ def test_a_link_that_is_down_fails(tmp_path: Path) -> None:
     netdev(tmp_path, "eth0", state="down\n")
     f = path_finding(network_path("192.0.2.9", ROUTES, HostIO(tmp_path)))
     assert f.status == "fail" and "eth0 is down" in f.actual and "ip link set eth0 up" in f.fix
+    write(tmp_path, "sys/class/net/eth0/carrier", "0\n")
+    assert path_finding(network_path("192.0.2.9", ROUTES, HostIO(tmp_path))).status == "fail"
+    # the carrier is up and operstate not yet (link watch runs a moment later): not down
+    write(tmp_path, "sys/class/net/eth0/carrier", "1\n")
+    assert path_finding(network_path("192.0.2.9", ROUTES, HostIO(tmp_path))).status == "pass"
 
 
 @pytest.mark.parametrize("kind", ["container-bridge", "loopback"])

@@ -61,6 +61,7 @@ class NetPath:
     kind: str = ""  # netroute's kind
     own: bool = False  # the peer is this host (an address of it, or its name)
     operstate: Optional[str] = None
+    carrier: Optional[int] = None  # IF/carrier: 1 carrier up (read at once; operstate follows a moment later)
     mtu: Optional[int] = None
     speed_mbps: Optional[int] = None  # None: not reported (virtual links, or -1)
     numa_node: Optional[int] = None
@@ -115,8 +116,10 @@ def network_path(peer: str, routes: Routes, io: HostIO, ports: Sequence[IbPort] 
         return NetPath(peer, addr, src)
     base = f"sys/class/net/{ifname}"
     speed = io.read_int(f"{base}/speed")  # EINVAL (None) or -1 on links that do not report one
-    return NetPath(peer, addr, src, ifname, routes.kind(ifname), operstate=(io.read(f"{base}/operstate") or "").strip()
-                   or None, mtu=io.read_int(f"{base}/mtu"), speed_mbps=speed if speed and speed > 0 else None,
+    state = (io.read(f"{base}/operstate") or "").strip() or None
+    return NetPath(peer, addr, src, ifname, routes.kind(ifname), operstate=state,
+                   carrier=io.read_int(f"{base}/carrier"), mtu=io.read_int(f"{base}/mtu"),
+                   speed_mbps=speed if speed and speed > 0 else None,
                    numa_node=_node(io, f"{base}/device/numa_node"),
                    ports=tuple(p for p in ports if ifname in p.netdevs))
 
@@ -162,10 +165,16 @@ def path_finding(path: NetPath, gpu_nodes: Sequence[int] = ()) -> Finding:
     return Finding(status="pass", actual=actual)
 
 
+def _down(path: NetPath) -> bool:
+    """operstate says down and the carrier does not say up (the kernel's link watch updates operstate up to a
+    second or more after the carrier comes up; `carrier` reads the driver's state at once)."""
+    return path.operstate in ("down", "lowerlayerdown", "notpresent") and path.carrier != 1
+
+
 def _problems(path: NetPath) -> Tuple[List[str], List[str]]:
     fails: List[str] = []
     warns: List[str] = []
-    if path.operstate in ("down", "lowerlayerdown", "notpresent"):
+    if _down(path):
         fails.append(f"{path.ifname} is {path.operstate}")
     down = [p for p in path.ports if p.state != "ACTIVE"]
     if down:
@@ -185,7 +194,7 @@ def _fixes(path: NetPath) -> List[str]:
     out: List[str] = []
     if any(p.state != "ACTIVE" for p in path.ports):
         out.append("check the cable and the subnet manager (ibstat; an IB port stays INIT without opensm)")
-    if path.operstate in ("down", "lowerlayerdown", "notpresent"):
+    if _down(path):
         out.append(f"bring the link up: ip link set {path.ifname} up (and check the cable)")
     if path.mtu is not None and path.mtu < ETH_MTU:
         out.append("give every node the same MTU on this network (ip link set dev IF mtu N): a mismatch drops "
