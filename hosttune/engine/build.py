@@ -13,6 +13,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from . import shard
 from .config import Config
+from .ema import WeightEMA
 from .loader import TrainData
 from .metrics import count_step_flops, peak_tflops
 from .optim import build_optimizer, lr_scheduler
@@ -62,7 +63,8 @@ def build(cfg: Config, task: Task, rt: Runtime) -> Trainer:
     optimizer = build_optimizer(model, cfg, rt)
     scheduler = lr_scheduler(optimizer, cfg)
     scaler = grad_scaler(rt.amp_dtype, rt.device, fsdp=cfg.shard == "fsdp" and rt.world > 1)
-    state = TrainState(model, optimizer, scheduler, scaler, data.loader_gen, shard=cfg.shard)
+    state = TrainState(model, optimizer, scheduler, scaler, data.loader_gen, shard=cfg.shard,
+                       ema=WeightEMA(model, cfg.ema_decay) if cfg.ema_decay else None)
     trainer = Trainer(state, wrapped, sync_model, data, channels_last, flops, peak, hardware_flops)
     seed_all(cfg.seed + rt.rank)  # per-rank streams: different dropout masks on each rank
     return trainer

@@ -26,6 +26,8 @@ DEVICES = ("auto", "cpu", "cuda")
 MODELS = ("gpt-tiny", "resnet-tiny", "custom")
 DATA_KINDS = ("windows", "lines", "shards")
 SHARD_MODES = ("none", "zero1", "fsdp")
+LR_SCHEDULES = ("cosine", "linear", "sqrt", "wsd", "constant")
+DECAY_SHAPES = ("cosine", "linear", "sqrt")
 OFFLOAD_MODES = ("none", "cpu")
 CONFIG_LIMIT = 1 << 20  # bytes; a config is a few dozen lines
 
@@ -62,8 +64,16 @@ class Config:
     micro_batch_size: int = 32
     grad_accum: int = 1
     lr: float = 3e-3
-    min_lr: float = 3e-4  # cosine decays to this
+    min_lr: float = 3e-4  # the decays end at this
     warmup_steps: int = 20
+    # after the linear warmup: cosine | linear | sqrt (1 - sqrt of the progress) decay to min_lr over the rest of
+    # the run; wsd (warmup-stable-decay): lr until the last decay_frac of the steps, then a decay_shape decay;
+    # constant: lr to the end
+    lr_schedule: str = "cosine"
+    decay_frac: float = 0.2  # wsd: the share of all steps spent decaying
+    decay_shape: str = "sqrt"  # wsd: cosine | linear | sqrt (1 - sqrt, the cooldown of Hägele et al. 2024)
+    ema_decay: float = 0.0  # EMA of the weights, updated after each optimizer step (e.g. 0.999), checkpointed and
+    # used for the final evaluation; 0 = off
     weight_decay: float = 0.1
     beta1: float = 0.9
     beta2: float = 0.95
@@ -140,7 +150,25 @@ class Config:
                "cudnn_benchmark=true contradicts deterministic=true (autotuning picks kernels run by run)")
         _check(not (self.activation_checkpointing and self.model == "resnet-tiny"),
                "activation_checkpointing applies to the transformer (gpt-tiny), not resnet-tiny")
+        self._check_schedule()
         self.profile_schedule()  # validates the format
+
+    def _check_schedule(self) -> None:
+        _check(self.lr_schedule in LR_SCHEDULES,
+               f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}, got {brief(self.lr_schedule)}")
+        _check(self.decay_shape in DECAY_SHAPES,
+               f"decay_shape must be one of {', '.join(DECAY_SHAPES)}, got {brief(self.decay_shape)}")
+        _check(0 < self.decay_frac <= 1, f"decay_frac must be in (0, 1], got {brief(self.decay_frac)}")
+        _check(self.lr_schedule != "wsd" or self.steps - self.decay_steps() >= self.warmup_steps,
+               f"lr_schedule=wsd: the decay ({self.decay_steps()} of {self.steps} steps, decay_frac="
+               f"{self.decay_frac}) overlaps the warmup ({self.warmup_steps} steps)")
+        _check(0 <= self.ema_decay < 1, f"ema_decay must be in [0, 1) (0 = off), got {brief(self.ema_decay)}")
+        _check(not (self.ema_decay and self.shard != "none"),
+               f"ema_decay needs shard=none: the EMA of sharded (shard={self.shard}) weights is not supported")
+
+    def decay_steps(self) -> int:
+        """wsd: how many of the last steps decay (at least 1)."""
+        return max(1, round(self.decay_frac * self.steps))
 
     def profile_schedule(self) -> Optional[List[int]]:
         """`profile_steps` as [wait, warmup, active], or None when profiling is off."""

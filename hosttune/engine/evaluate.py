@@ -34,7 +34,13 @@ def summarize(cfg: Config, task: Task, rt: Runtime, tr: Trainer, res: LoopResult
     if timed_steps > 0:
         summary["samples_per_s"] = round(timed_steps * res.samples_per_step / timed_s, 2)
     if task.val_set is not None and not stopped_early:
-        summary.update(evaluate(tr.model, task, cfg, rt, tr.data.to_device))
+        ema = tr.state.ema
+        if ema is None:
+            summary.update(evaluate(tr.model, task, cfg, rt, tr.data.to_device))
+        else:  # the average's weights in the model for the evaluation, the trained ones back after it
+            with ema.swapped_in(tr.state.model):
+                summary.update(evaluate(tr.model, task, cfg, rt, tr.data.to_device))
+            summary["eval_weights"] = f"ema (decay {cfg.ema_decay})"
     return summary
 
 
@@ -85,7 +91,8 @@ def summary_line(s: Dict[str, Any]) -> str:
         parts.append(f"{s['samples_per_s']} samples/s" + (" after it" if "compile_s" in s else ""))
     parts.append(f"train loss {s['final_train_loss']:.4f}")
     if "val_loss" in s:
-        parts.append(f"val loss {s['val_loss']:.4f}")
+        parts.append(f"val loss {s['val_loss']:.4f}" + (f" with the {s['eval_weights']} weights"
+                                                         if "eval_weights" in s else ""))
     if "unigram_entropy" in s:
         parts.append(f"unigram entropy {s['unigram_entropy']:.4f} nats")
     if "val_accuracy" in s:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
 import torch
 from torch import nn
@@ -16,11 +16,29 @@ from .state import TrainState
 
 
 def lr_at(step: int, cfg: Config) -> float:
-    """Linear warmup (Adam's early moment estimates are noisy), then cosine decay to min_lr."""
+    """The lr of optimizer step `step` (0-based): linear warmup (Adam's early moment estimates are noisy), then
+    cfg.lr_schedule: a cosine/linear/sqrt decay to min_lr over the steps after the warmup, wsd (stable at lr, then
+    a decay_shape decay over the last decay_frac of the steps), or constant. A pure function of the step, so a
+    resume (which restores the step) continues the schedule where it was."""
     if step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
-    progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
-    return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * min(1.0, progress)))
+    if cfg.lr_schedule == "constant":
+        return cfg.lr
+    start, shape = cfg.warmup_steps, cfg.lr_schedule
+    if shape == "wsd":
+        start, shape = cfg.steps - cfg.decay_steps(), cfg.decay_shape
+        if step < start:
+            return cfg.lr
+    progress = min(1.0, (step - start) / max(1, cfg.steps - start))
+    return cfg.min_lr + (cfg.lr - cfg.min_lr) * DECAYS[shape](progress)
+
+
+# What fraction of (lr - min_lr) is left at a progress in [0, 1] of the decay.
+DECAYS: Dict[str, Callable[[float], float]] = {
+    "cosine": lambda p: 0.5 * (1 + math.cos(math.pi * p)),
+    "linear": lambda p: 1 - p,
+    "sqrt": lambda p: 1 - math.sqrt(p),  # the "1 - sqrt" cooldown (Hägele et al. 2024)
+}
 
 
 def build_optimizer(model: nn.Module, cfg: Config, rt: Runtime) -> torch.optim.Optimizer:

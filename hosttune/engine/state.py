@@ -21,6 +21,7 @@ from hosttune.yamlio import brief
 from . import checkpoint as ckpt
 from . import shard
 from .config import Config
+from .ema import WeightEMA
 from .errors import EngineError
 from .metrics import Metrics
 from .runtime import Runtime, seed_all
@@ -46,6 +47,7 @@ class TrainState:
     epoch: int = 0
     samples: int = 0  # samples of `epoch` this rank has consumed: the data position, independent of batch size
     shard: str = "none"  # zero1/fsdp: model and optimizer go to the checkpoint's dcp/ (shard.save), not state.pt
+    ema: Optional[WeightEMA] = None  # ema_decay > 0: the average of the weights (in state.pt)
 
     def shared_state(self, cfg: Config, world: int) -> Dict[str, Any]:
         sharded = self.shard in shard.SHARDED
@@ -53,7 +55,8 @@ class TrainState:
                 "optimizer": {} if sharded else self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict(), "step": self.step,
                 "epoch": self.epoch, "pos": self.samples // cfg.micro_batch_size, "samples": self.samples,
-                "world_size": world, "config": cfg.to_dict(), "shard": self.shard}
+                "world_size": world, "config": cfg.to_dict(), "shard": self.shard,
+                "ema": self.ema.state_dict() if self.ema is not None else None}
 
     def rank_state(self, cuda: bool) -> Dict[str, Any]:
         return {"rng": ckpt.rng_state(cuda), "loader": self.loader_gen.get_state()}
@@ -77,6 +80,8 @@ class TrainState:
             self.scaler.load_state_dict(state["scaler"])
         # else: written without fp16's scaler (bf16 or fp32) and resumed with fp16: it starts at its initial scale
         # (load_checkpoint says so), rather than refusing an empty state as a checkpoint of another model.
+        if self.ema is not None and state.get("ema"):
+            self.ema.load_state_dict(state["ema"])
         self.step, self.epoch = state["step"], state["epoch"]
 
     def load_rank(self, rng: Dict[str, Any], cuda: bool) -> bool:
@@ -124,6 +129,10 @@ def load_checkpoint(state: TrainState, cfg: Config, rt: Runtime, metrics: Metric
         return None
     restore(saved, last, cfg, state)
     precision_change(saved, state, metrics.say)
+    if state.ema is not None and not saved.get("ema"):  # written with ema_decay=0: the average starts here
+        state.ema = WeightEMA(state.model, state.ema.decay)
+        metrics.say(f"hosttune.engine: warning: the checkpoint has no EMA of the weights (written with ema_decay=0); "
+                    f"the average starts from the weights of step {state.step}")
     state.samples = resume_offset(saved, last, cfg, rt, state, metrics.say)
     if epoch_len is not None:
         state.samples = min(state.samples, epoch_len)

@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -65,6 +65,7 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
 def _train(cfg: Config, task: Task, rt: Runtime, stop: Dict[str, bool]) -> Dict[str, Any]:
     trainer = build(cfg, task, rt)
     metrics = Metrics(rt.run_dir, rt.rank == 0, cfg.steps, 0)
+    warn_debug_apis(metrics.say)
     resumed_from = load_checkpoint(trainer.state, cfg, rt, metrics, trainer.data.epoch_len)
     if rt.rank == 0 and resumed_from is None:
         metrics.write({"event": "start", "world_size": rt.world, "device": str(rt.device),
@@ -80,6 +81,25 @@ def _train(cfg: Config, task: Task, rt: Runtime, stop: Dict[str, bool]) -> Dict[
     if rt.rank == 0:
         print(summary_line(summary), file=sys.stderr, flush=True)
     return summary
+
+
+def debug_apis_on() -> List[str]:
+    """The autograd debugging switches on in this process: each slows every step (anomaly detection re-checks
+    every backward op; the profiler records every op)."""
+    on = []
+    if torch.is_anomaly_enabled():
+        on.append("anomaly detection (torch.autograd.set_detect_anomaly / detect_anomaly)")
+    if torch.autograd.profiler._is_profiler_enabled or torch._C._autograd._profiler_enabled():
+        on.append("the autograd profiler")
+    return on
+
+
+def warn_debug_apis(say: Callable[[str], None]) -> None:
+    """One warning at start when debug APIs were left on (the engine's own profile_steps profiler starts later)."""
+    on = debug_apis_on()
+    if on:
+        say(f"hosttune.engine: warning: debug APIs left on: {' and '.join(on)}; every step runs slower with "
+            f"them, turn them off for a real run")
 
 
 # ---- the loop ----
@@ -125,6 +145,8 @@ def train_loop(cfg: Config, task: Task, rt: Runtime, tr: Trainer, metrics: Metri
         micro_steps(cfg, task, rt, tr, iv)
         lr = st.optimizer.param_groups[0]["lr"]  # this step's; the scheduler moves on to the next one's
         grad_norm = optimizer_step(st, cfg)
+        if st.ema is not None:
+            st.ema.update(st.model)
         st.step += 1
         iv.steps += 1
         if cfg.compile and compile_s is None:  # torch.compile compiles in the first forward and backward
