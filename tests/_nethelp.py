@@ -38,6 +38,7 @@ def two_nodes() -> Iterator[Nodes]:
     base = 4 * random.randrange(1, 1 << 14)  # a /30 inside 10.77.0.0/16 (private; only inside our namespaces)
     addr = (f"10.77.{base >> 8}.{(base & 255) + 1}", f"10.77.{base >> 8}.{(base & 255) + 2}")
     made: List[str] = []
+    mounted_before = _netns_dir_mounted()
     try:
         for name in ns:
             try:
@@ -54,3 +55,22 @@ def two_nodes() -> Iterator[Nodes]:
     finally:
         for name in made:  # deleting a namespace deletes the veth end inside it (and so the pair)
             subprocess.run(["ip", "netns", "del", name], check=False, stderr=subprocess.DEVNULL, timeout=60)
+        _unmount_netns_dir(mounted_before)
+
+
+NETNS_DIR = "/run/netns"
+
+
+def _netns_dir_mounted() -> bool:
+    """/run/netns is a mount point (a bind of the directory onto itself: os.path.ismount cannot tell, mountinfo can)."""
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == NETNS_DIR for line in f if len(line.split()) > 4)
+
+
+def _unmount_netns_dir(mounted_before: bool) -> None:
+    """`ip netns add` makes /run/netns a mount point of its own and never undoes it: leave the host's mount table as
+    the test found it. Only when nothing is left in it (another run's namespaces keep it, and a busy mount is refused
+    anyway: no lazy unmount)."""
+    if mounted_before or not _netns_dir_mounted() or os.listdir(NETNS_DIR):
+        return
+    subprocess.run(["umount", NETNS_DIR], check=False, stderr=subprocess.DEVNULL, timeout=60)

@@ -399,9 +399,6 @@ def test_container_detection_matches_the_markers(cpu_run: Dict[str, Any]) -> Non
     markers = [p for p in ("/.dockerenv", "/run/.containerenv") if os.path.exists(p)]
     if markers:
         assert "inside a" in r.actual and markers[0] in r.actual
-    assert host.parse_container_env("PATH=/bin\0container=podman\0") == "podman"
-    assert host.parse_cgroup_container("0::/kubepods/besteffort/pod1/abc\n") == "kubernetes"
-    assert host.parse_cgroup_container("0::/\n") is None
     assert host.parse_daemon_json('{"runtimes": {"nvidia": {"path": "nvidia-container-runtime"}}}') == (True, False)
     assert host.parse_daemon_json('{"features": {"cdi": true}}') == (False, True)
     assert host.parse_daemon_json("not json") == (False, False)
@@ -415,17 +412,6 @@ def tree(root: Path, files: Dict[str, str]) -> Path:
         if "/bin/" in rel:
             path.chmod(0o755)
     return root
-
-
-def test_container_kinds_on_captured_trees(tmp_path: Path) -> None:
-    from hosttune.detect.hostio import HostIO
-
-    assert host.container(HostIO(tree(tmp_path / "a", {"/.dockerenv": ""}))) == ("docker", "/.dockerenv")
-    assert host.container(HostIO(tree(tmp_path / "b", {"/run/.containerenv": "engine=\"podman-4.9\"\n"}))) == \
-        ("podman", "/run/.containerenv")
-    assert host.container(HostIO(tree(tmp_path / "c", {"/proc/1/environ": "HOME=/\0container=lxc\0"}))) == \
-        ("lxc", "container= in PID 1's environment")
-    assert host.container(HostIO(tree(tmp_path / "d", {"/proc/1/cgroup": "0::/init.scope\n"}))) is None
 
 
 def test_container_toolkit_pieces_and_fixes(tmp_path: Path, facts: Facts) -> None:

@@ -1,10 +1,10 @@
 """doctor's os checks (hosttune/doctor/checks/os.py): distro, NUMA balancing, THP, swappiness, tuned, governor and SMT
-pass on a good host and warn on a bad one, each warning with a fix."""
+pass on a good host and warn on a bad one, each warning with a fix; the container report says what it sees."""
 
 
 from _doctorhelp import R, cpu_host, kern, same, table_test, tuned
 
-from hosttune.facts import Cpu, Distro, Memory, Numa, NumaNode
+from hosttune.facts import Container, Cpu, Distro, Memory, Numa, NumaNode
 
 # (check id, host builder, change, context kwargs, expected status, text that must be in actual or fix)
 CASES = [
@@ -40,6 +40,11 @@ CASES = [
     ("os.governor", cpu_host, kern(governors=()), {}, "skip", "VMs"),
     ("os.smt", cpu_host, same, {}, "pass", "off"),
     ("os.smt", cpu_host, lambda f: R(f, cpu=Cpu()), {}, "skip", "not readable"),
+    ("os.container", cpu_host, same, {}, "pass", "not a container"),
+    ("os.container", cpu_host, lambda f: R(f, container=Container(detected=True, runtime="docker",
+                                                                   evidence=("/.dockerenv exists",),
+                                                                   proc_sys_readonly=True, sys_readonly=True)), {},
+     "pass", "/proc/sys and /sys read-only"),
 ]
 
 

@@ -32,7 +32,7 @@ from hosttune.doctor.deep.checks import DEEP_CHECKS
 from hosttune.doctor.model import Report, Result
 from hosttune.engine.__main__ import parser as engine_parser
 from hosttune.engine.config import PRESETS
-from hosttune.facts import Facts, Gpu, Mount, Numa, NumaNode, TorchInstall
+from hosttune.facts import Container, Facts, Gpu, Mount, Numa, NumaNode, TorchInstall
 from hosttune.tune.tunables import TUNABLE_IDS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -202,7 +202,9 @@ def test_the_facts_sample_has_every_row_facts_prints() -> None:
     bare = Facts()
     full = Facts(gpus=(Gpu(index=0, pci_bus_id="0000:3b:00.0"),), numa=Numa(nodes=(NumaNode(id=0),)),
                  storage=(Mount(mount="/", fstype="ext4", kind="ssd"),), missing=("kernel.modules: unreadable",),
-                 torch=TorchInstall(python="/usr/bin/python3", version="2.13.0"))
+                 torch=TorchInstall(python="/usr/bin/python3", version="2.13.0"),
+                 container=Container(detected=True, runtime="docker", evidence=("/.dockerenv exists",),
+                                     host_values=("kernel sysctls are the host's",)))
     bare_kinds = [_kind(_label(r)) for r in render(bare).splitlines()]
     full_kinds = [_kind(_label(r)) for r in render(full).splitlines()]
     always = [k for k in bare_kinds if k in full_kinds]  # printed whatever the host has

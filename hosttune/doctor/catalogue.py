@@ -29,6 +29,7 @@ CHECKS: Tuple[Check, ...] = (
     Check("os.swappiness", "os", "Swappiness", os_checks.check_swappiness),
     Check("os.governor", "os", "CPU frequency governor", os_checks.check_governor),
     Check("os.smt", "os", "SMT (hyper-threading) state", os_checks.check_smt),
+    Check("os.container", "os", "Inside a container: what it can see", os_checks.check_container),
     Check("os.tuned", "os", "tuned profile agrees with these checks", os_checks.check_tuned),
     Check("cpu.cgroup_limit", "cpu", "Usable CPUs vs machine (cgroup)", cpu.check_cgroup),
     Check("cpu.omp_threads", "cpu", "OMP_NUM_THREADS set by hand", cpu.check_omp_threads),

@@ -284,17 +284,15 @@ def check_shm_speed(ctx: Context) -> Finding:
 
 # ---- containers ---------------------------------------------------------------------------------------------------
 def check_container(ctx: Context) -> Finding:
-    """Whether hosttune runs inside a container (systemd-detect-virt -c's order: PID 1's container=,
-    /run/systemd/container, /run/.containerenv, /.dockerenv, /proc/1/cgroup). Inside one on a GPU host, the GPUs
+    """Whether hosttune runs inside a container (the facts' container section: the runtimes' marker files, PID 1's
+    container=, the cgroup path, the runtime's bind mounts). Inside one on a GPU host, the GPUs
     must have been passed in: /dev/nvidiactl present (docker --gpus all, CDI --device nvidia.com/gpu=all, or the
     Kubernetes device plugin)."""
-    io = HostIO(Path("/"))
-    where = host.container(io)
-    if where is None:
+    box = ctx.facts.container  # detect/container.py: the one reader of a container's signs
+    if not box.detected:
         return Finding(status="pass", actual="not in a container", expected="")
-    kind, evidence = where
-    actual = f"inside a {kind} container ({evidence})"
-    if gpus(ctx) and not io.exists("/dev/nvidiactl"):
+    actual = f"inside a {box.runtime or 'unknown'} container ({box.evidence[0] if box.evidence else '?'})"
+    if gpus(ctx) and not HostIO(Path("/")).exists("/dev/nvidiactl"):
         return Finding(status="warn", actual=f"{actual}; GPUs on the PCI bus but no /dev/nvidiactl",
                        expected="the GPUs passed into the container",
                        fix="start the container with the GPUs: docker run --gpus all ... (NVIDIA Container Toolkit "
@@ -308,10 +306,9 @@ def check_container_toolkit(ctx: Context) -> Finding:
     nvidia.com/gpu exists in /etc/cdi or /var/run/cdi (podman and docker >= 25 use it), and docker's daemon.json
     names the nvidia runtime (or enables CDI). Without them `--gpus all` fails with "could not select device
     driver"."""
-    io = HostIO(Path("/"))
-    if host.container(io) is not None:
+    if ctx.facts.container.detected:
         return Finding(status="skip", actual="inside a container: the toolkit belongs on the host", expected="")
-    return findings.toolkit_finding(host.toolkit(io), container_toolkit_install(ctx))
+    return findings.toolkit_finding(host.toolkit(HostIO(Path("/"))), container_toolkit_install(ctx))
 
 
 NEEDS = (DEEP, LIVE)

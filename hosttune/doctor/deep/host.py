@@ -44,49 +44,6 @@ def cpu_clock_ghz(io: HostIO, model: Optional[str]) -> Tuple[Optional[float], st
     return None, "unknown"
 
 
-# ---- containers ---------------------------------------------------------------------------------------------------
-_CGROUP_HINTS = (("kubepods", "kubernetes"), ("docker", "docker"), ("libpod", "podman"), ("containerd", "containerd"),
-                 ("lxc", "lxc"), ("crio", "cri-o"))
-
-
-def parse_container_env(environ: Optional[str]) -> Optional[str]:
-    """`container=` in a NUL-separated environment (/proc/1/environ): what systemd-detect-virt -c reads first."""
-    for entry in (environ or "").split("\0"):
-        if entry.startswith("container="):
-            return entry.split("=", 1)[1].strip() or None
-    return None
-
-
-def parse_cgroup_container(text: Optional[str]) -> Optional[str]:
-    """A container runtime named in /proc/1/cgroup paths (cgroup v1, or v2 without a namespace)."""
-    for line in (text or "").splitlines():
-        path = line.split(":", 2)[-1]
-        for hint, kind in _CGROUP_HINTS:
-            if hint in path:
-                return kind
-    return None
-
-
-def container(io: HostIO) -> Optional[Tuple[str, str]]:
-    """(kind, evidence) when this process runs in a container, in systemd-detect-virt -c's order: PID 1's
-    `container=` (systemd-nspawn, podman, lxc set it), /run/systemd/container, podman's /run/.containerenv,
-    docker's /.dockerenv, then a runtime named in /proc/1/cgroup."""
-    kind = parse_container_env(io.read("/proc/1/environ"))
-    if kind:
-        return kind, "container= in PID 1's environment"
-    text = io.read("/run/systemd/container")
-    if text:
-        return text.strip(), "/run/systemd/container"
-    if io.exists("/run/.containerenv"):
-        return "podman", "/run/.containerenv"
-    if io.exists("/.dockerenv"):
-        return "docker", "/.dockerenv"
-    kind = parse_cgroup_container(io.read("/proc/1/cgroup"))
-    if kind:
-        return kind, "/proc/1/cgroup"
-    return None
-
-
 # ---- NVIDIA Container Toolkit -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Toolkit:
