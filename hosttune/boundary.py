@@ -140,12 +140,6 @@ ROWS: Tuple[Row, ...] = (
     Row("doctor --data", OPTION, "hosttune/doctor/checks (os.statvfs, kind of path)",
         "only looked at (statvfs, kind); a device, FIFO or /proc file is not a data path",
         "tests/test_doctor_cli.py::test_cli_data_path_kind"),
-    Row("doctor --nodes", OPTION, "hosttune/commands/doctor.py::parse_nodes, then hosttune/detect/netroute.py "
-        "(getaddrinfo; a UDP connect that sends nothing)",
-        "host names or addresses only ([A-Za-z0-9._:%-], at most 253 characters, no leading '-'; else one line, exit "
-        "2); resolved and routed, never opened or run; reaches the probe's torchrun only as list argv "
-        "(--rdzv-endpoint, --local-addr), never through a shell",
-        "tests/test_doctor_network.py::test_bad_nodes_is_one_line_exit_2"),
     Row("doctor --root", OPTION, "hosttune/trust.py::host_tree, then hosttune/detect/hostio.py::HostIO",
         "every link resolved inside the tree; regular files only, bounded, non-blocking",
         "tests/test_detect_hostio.py::test_hostile_root_tree_is_read_without_hang_crash_or_escape"),
