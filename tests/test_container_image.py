@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional
 
@@ -54,12 +55,15 @@ class Podman:
 
     def __init__(self, base: Path) -> None:
         self.base = base
-        for d in ("storage", "run", "tmp"):
+        for d in ("storage", "tmp"):
             (base / d).mkdir(parents=True)
+        # podman refuses a runroot longer than 50 characters, and pytest's temporary directories grow with xdist
+        # (popen-gwN) and the test's name: the runroot is a short directory of its own, removed with the rest.
+        self.run = Path(tempfile.mkdtemp(prefix="htpod-", dir="/tmp"))
         (base / "containers.conf").write_text(
             f'[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\ntmp_dir = "{base / "tmp"}"\n')
         (base / "storage.conf").write_text(
-            f'[storage]\ndriver = "vfs"\ngraphroot = "{base / "storage"}"\nrunroot = "{base / "run"}"\n')
+            f'[storage]\ndriver = "vfs"\ngraphroot = "{base / "storage"}"\nrunroot = "{self.run}"\n')
         (base / "registries.conf").write_text("unqualified-search-registries = []\n")
         self.env = dict(os.environ, CONTAINERS_CONF=str(base / "containers.conf"),
                         CONTAINERS_STORAGE_CONF=str(base / "storage.conf"),
@@ -67,7 +71,7 @@ class Podman:
 
     def __call__(self, *args: str, check: bool = True, timeout: float = 900) -> "subprocess.CompletedProcess[str]":
         argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", PRIVATE_VAR_LIB, "sh",
-                "podman", "--root", str(self.base / "storage"), "--runroot", str(self.base / "run"),
+                "podman", "--root", str(self.base / "storage"), "--runroot", str(self.run),
                 "--storage-driver", "vfs", "--tmpdir", str(self.base / "tmp"), *args]
         return sh(argv, check=check, timeout=timeout, env=self.env)
 
@@ -75,6 +79,7 @@ class Podman:
         self("image", "unmount", "--all", check=False)
         self("system", "reset", "--force", check=False)
         shutil.rmtree(str(self.base), ignore_errors=True)
+        shutil.rmtree(str(self.run), ignore_errors=True)
 
 
 def deb_dependencies(deb: Path) -> List[str]:

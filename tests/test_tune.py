@@ -442,7 +442,8 @@ def test_each_tunable_satisfies_a_doctor_check_whose_fix_points_at_it() -> None:
         assert t.check in CHECKS, t.id
         if t.id in ("thp_defrag", "epp"):  # set together with thp / governor; no check of their own
             continue
-        assert f'tune_fix("{t.id}"' in inspect.getsource(CHECKS[t.check].run), t.id
+        # tune_fix("id", ...) or, for the limits that a container's runtime sets instead, _tune_fix(ctx, "id", ...)
+        assert re.search(rf'tune_fix\((ctx, )?"{t.id}"', inspect.getsource(CHECKS[t.check].run)), t.id
 
 
 def test_doctor_fix_runs_tune_first_and_keeps_the_shell_command() -> None:
