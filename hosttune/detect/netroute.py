@@ -12,7 +12,7 @@ HostIO (/sys/class/net/IF/flags IFF_LOOPBACK, IF/bridge/, IF/brif/ and each port
 import ipaddress
 import socket
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Protocol
 
 from hosttune.detect.hostio import HostIO
 
@@ -22,8 +22,19 @@ _GUEST_PORTS = ("veth", "tap", "vnet", "vif")
 CONTAINER_BRIDGE_PREFIXES = ("docker", "br-", "virbr", "cni", "podman", "lxcbr", "lxdbr", "cbr", "kube-bridge")
 
 
+class Routes(Protocol):
+    """What plan.network's `decide` and doctor --deep --nodes' `network_path` ask of the host: `LiveRoutes` here, a
+    fake in tests."""
+
+    def hostname(self) -> str: ...
+    def resolve(self, host: str) -> List[str]: ...
+    def source(self, address: str) -> Optional[str]: ...
+    def interfaces(self) -> Dict[str, List[str]]: ...
+    def kind(self, ifname: str) -> str: ...
+
+
 class LiveRoutes:
-    """The probe plan.network asks (tests give it a fake with the same four methods)."""
+    """The probe plan.network asks (tests give it a fake with the same methods)."""
 
     def __init__(self, root: Path = Path("/")) -> None:
         self.io = HostIO(root)

@@ -25,7 +25,10 @@ The user wins as everywhere (plan.settle): a variable the caller set keeps its v
 
 import ipaddress
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Protocol, Tuple
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
+
+if TYPE_CHECKING:
+    from hosttune.detect.netroute import Routes
 
 IFNAME_VARS = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
 LOCAL_ADDR = "PET_LOCAL_ADDR"  # torchrun's --local-addr, from its environment (torch/distributed/argparse_util.env)
@@ -48,16 +51,6 @@ class Endpoint:
     @property
     def multi_node(self) -> bool:
         return self.nodes is not None and self.nodes > 1
-
-
-class Routes(Protocol):
-    """What `decide` asks of the host (detect.netroute.LiveRoutes; a fake in tests)."""
-
-    def hostname(self) -> str: ...
-    def resolve(self, host: str) -> List[str]: ...
-    def source(self, address: str) -> Optional[str]: ...
-    def interfaces(self) -> Dict[str, List[str]]: ...
-    def kind(self, ifname: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -113,7 +106,7 @@ def _is_loopback(address: str) -> bool:
         return False
 
 
-def decide(endpoint: Optional[Endpoint], routes: Routes) -> NetPlan:
+def decide(endpoint: Optional[Endpoint], routes: "Routes") -> NetPlan:
     """The variables and reason lines for a job whose nodes meet at `endpoint` (see the module's rule)."""
     if endpoint is None:
         return NetPlan({}, ())
@@ -185,5 +178,5 @@ def live_decide(endpoint: Optional[Endpoint], root: str) -> NetPlan:
     return decide(endpoint, LiveRoutes())
 
 
-__all__ = ["Endpoint", "IFNAME_VARS", "LOCAL_ADDR", "NetPlan", "RDZV_CONF", "Routes", "WARNING", "decide",
+__all__ = ["Endpoint", "IFNAME_VARS", "LOCAL_ADDR", "NetPlan", "RDZV_CONF", "WARNING", "decide",
            "from_environ", "host_of", "live_decide", "nodes_of"]

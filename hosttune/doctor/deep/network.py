@@ -12,9 +12,10 @@ with its state ("4: ACTIVE"), rate ("200 Gb/sec (4X HDR)") and link layer, and t
 
 import ipaddress
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from hosttune.detect.hostio import HostIO
+from hosttune.detect.netroute import Routes
 from hosttune.doctor.deep.findings import allreduce_finding
 from hosttune.doctor.deep.runner import JobResult
 from hosttune.doctor.model import Finding
@@ -24,16 +25,6 @@ MIN_MTU = 1280  # IPv6's minimum link MTU (RFC 8200); below it IPv6 does not run
 ETH_MTU = 1500  # Ethernet's; less on a non-IB link is a tunnel or overlay (VXLAN 1450, WireGuard 1420)
 SLOW_MBPS = 10000  # below 10 Gb/s the gradients' all-reduce is bound by the network
 _RANK = {"pass": 0, "skip": 0, "warn": 1, "fail": 2}
-
-
-class Routes(Protocol):
-    """What network_path asks of the host (detect.netroute.LiveRoutes; a fake in tests)."""
-
-    def hostname(self) -> str: ...
-    def resolve(self, host: str) -> List[str]: ...
-    def source(self, address: str) -> Optional[str]: ...
-    def interfaces(self) -> Dict[str, List[str]]: ...
-    def kind(self, ifname: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -236,5 +227,5 @@ def nodes_allreduce_finding(job: JobResult, nodes: int) -> Finding:
                        "the switch ports): a mismatch drops or fragments the larger side's packets")
 
 
-__all__ = ["IbPort", "NetPath", "Routes", "ib_ports", "network_path", "nodes_allreduce_finding", "nodes_finding",
+__all__ = ["IbPort", "NetPath", "ib_ports", "network_path", "nodes_allreduce_finding", "nodes_finding",
            "path_finding"]
