@@ -9,18 +9,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from test_engine_pins import saved_value, shared  # noqa: E402  (the checkpoint pins' state and reader)
+
 from hosttune.engine import checkpoint as ckpt  # noqa: E402
-
-CPU = torch.device("cpu")
-
-
-def shared(step: int, value: float) -> dict:
-    return {"model": {"w": torch.full((2,), value)}, "optimizer": {}, "scheduler": {}, "scaler": {}, "step": step,
-            "epoch": 0, "pos": 0}
-
-
-def saved_value(path: Path) -> float:
-    return float(ckpt.load(path, 0, CPU)["model"]["w"][0])
 
 
 def test_the_old_copy_goes_only_after_the_directory_holding_the_new_one_is_fsynced(
