@@ -1,6 +1,9 @@
 # hosttune developer entry points. The README's two commands are `make demo` and `make test`.
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
+# Two `make test` at once (two clones, one interpreter) must not install into it at the same time: each pip run holds
+# a lock on the interpreter's prefix directory (flock(1), util-linux), and apt waits for dpkg's lock.
+PIP_LOCKED = flock -w 900 "$$($(PYTHON) -c 'import sys; print(sys.prefix)')" $(PIP)
 # torch is pinned: a bare `torch` pulls a multi-GB CUDA build; 2.13.0 CPU is what these machines carry.
 TORCH_PIN ?= torch==2.13.0
 # What profiles use at run time: numactl/libnuma (memory binding), jemalloc/tcmalloc (allocators they preload).
@@ -29,24 +32,25 @@ PROMTOOL := build/promtool/usr/bin/promtool
 define apt_install
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	  if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
+	  if [ -n "$$missing" ]; then apt-get -o DPkg::Lock::Timeout=900 update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq $$missing; fi; \
 	fi
 endef
 
 setup-demo:
 	$(call apt_install,$(RUNTIME_APT))
-	$(PIP) install -q --disable-pip-version-check "$(TORCH_PIN)"
-	$(PIP) install -q --disable-pip-version-check -e '.[train]'
+	$(PIP_LOCKED) install -q --disable-pip-version-check "$(TORCH_PIN)"
+	$(PIP_LOCKED) install -q --disable-pip-version-check -e '.[train]'
 
 setup:
 	$(call apt_install,$(TEST_APT))
 	@if [ ! -x $(PROMTOOL) ] && ! command -v promtool >/dev/null && command -v apt-get >/dev/null; then \
 	  mkdir -p build/promtool-dl && cd build/promtool-dl && { apt-get download -qq prometheus || { apt-get update -qq && apt-get download -qq prometheus; }; } && \
 	  dpkg-deb -x prometheus_*.deb ../promtool; fi
-	$(PIP) install -q --disable-pip-version-check "$(TORCH_PIN)"
+	$(PIP_LOCKED) install -q --disable-pip-version-check "$(TORCH_PIN)"
 	@# the pin again: dev's launchers (accelerate, lightning, deepspeed) depend on torch, and pip must fail rather
 	@# than swap the CPU build for another one to satisfy them
-	$(PIP) install -q --disable-pip-version-check -e '.[train,dev]' "$(TORCH_PIN)"
+	$(PIP_LOCKED) install -q --disable-pip-version-check -e '.[train,dev]' "$(TORCH_PIN)"
 
 # The main job on the embedded defaults: check the host, generate its profile, train gpt-tiny on 2 ranks.
 # It runs the hosttune it just installed into $(PYTHON), whatever `hosttune` comes first on PATH.
