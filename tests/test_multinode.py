@@ -1,12 +1,15 @@
-"""A two-node job for real (issue 26): two "nodes" on this machine, each a network namespace joined by a veth pair
-(tests/_nethelp.py) and each held to one CPU of its own (a cgroup cpuset where one can be made here, else taskset),
-each running `hosttune exec -- torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint A:PORT`.
+"""A two-node job for real (issue 26), and a hang across the two nodes: two "nodes" on this machine, each a network
+namespace joined by a veth pair (tests/_nethelp.py) and each held to one CPU of its own (a cgroup cpuset where one
+can be made here, else taskset), each running
+`hosttune exec -- torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint A:PORT`.
 
 What a user would see: the job all-reduces across the nodes and learns exactly as a one-node run of the same world
 size does; each node's rank is bound inside that node's CPU; the interface hosttune named to gloo is the veth (the
 host name of this machine may resolve to loopback: the plan's PET_LOCAL_ADDR then keeps torchrun from handing it to
 the other node); and killing one node's `hosttune exec` (SIGKILL: it cannot forward anything) ends the job on both
-nodes with an error, not a hang. Phases are waited for by the files the ranks write, never by sleeping."""
+nodes with an error, not a hang. When one node's rank never reaches a collective, the other node's
+`hosttune exec --hang-timeout` names its waiting rank, and both nodes end. Phases are waited for by the files the
+ranks write, never by sleeping."""
 
 import json
 import os
@@ -148,9 +151,10 @@ def _wait_for(paths: List[Path], procs: List["subprocess.Popen[bytes]"], logs: L
         time.sleep(0.1)
 
 
-def _node_argv(nodes: Nodes, i: int, script: Path, out: Path, run_id: str) -> List[str]:
-    return [sys.executable, "-m", "hosttune", "exec", "--", *TORCHRUN, "--nnodes", "2", "--nproc-per-node", "1",
-            "--node-rank", str(i), "--rdzv-backend", "c10d", "--rdzv-endpoint", f"{nodes.addr[0]}:{PORT}",
+def _node_argv(nodes: Nodes, i: int, script: Path, out: Path, run_id: str,
+               exec_opts: Tuple[str, ...] = ()) -> List[str]:
+    return [sys.executable, "-m", "hosttune", "exec", *exec_opts, "--", *TORCHRUN, "--nnodes", "2", "--nproc-per-node",
+            "1", "--node-rank", str(i), "--rdzv-backend", "c10d", "--rdzv-endpoint", f"{nodes.addr[0]}:{PORT}",
             "--rdzv-id", run_id, "--max-restarts", "0", str(script), str(out), "hold"]
 
 
@@ -247,3 +251,68 @@ def _compare_with_one_node(tmp_path: Path, script: Path, two_node: List[Dict]) -
     one = json.loads((out / "rank0.json").read_text())
     assert one["world"] == 2 and one["allreduce"] == 3.0
     assert one["losses"] == pytest.approx(two_node[0]["losses"], rel=1e-6, abs=1e-9)
+
+
+HANG_SCRIPT = r'''
+import os, sys, time
+import torch
+import torch.distributed as dist
+
+out = sys.argv[1]
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+dist.all_reduce(torch.ones(1))
+print(f"rank {rank} ready", flush=True)
+open(os.path.join(out, f"ready{rank}"), "w").close()
+
+
+def late_rank():  # the stuck rank: it never reaches the all-reduce the other node's rank waits in, until "go"
+    while not os.path.exists(os.path.join(out, "go")):
+        time.sleep(0.05)
+
+
+if rank == 1:
+    late_rank()
+dist.all_reduce(torch.ones(1))
+'''
+
+
+def test_a_hang_across_two_nodes_is_named_on_the_node_that_waits_and_ends_both(tmp_path: Path) -> None:
+    """Issue 26, a hang across nodes: node 1's rank never reaches the all-reduce node 0's rank waits in. Node 0's
+    `hosttune exec --hang-timeout` names its rank and the collective, saves the stacks and stops with 124; node 1
+    (whose watch is set long, so the order of the two is the test's, not the clock's) then ends with an error when
+    its rank reaches the all-reduce with no peer left: no node hangs."""
+    script = tmp_path / "hang2n.py"
+    script.write_text(HANG_SCRIPT)
+    out = tmp_path / "out"
+    out.mkdir()
+    tag = uuid.uuid4().hex[:8]
+    env = torchrun_env()
+    procs: List[subprocess.Popen[bytes]] = []
+    cwd = [tmp_path / "n0", tmp_path / "n1"]
+    log_paths = [tmp_path / f"node{i}.log" for i in (0, 1)]
+    with two_nodes() as nodes, ExitStack() as stack:
+        logs = [path.open("wb") for path in log_paths]
+        for fh in logs:
+            stack.callback(fh.close)
+        try:
+            for i, timeout in ((0, "5s"), (1, "1h")):
+                cwd[i].mkdir()
+                argv = in_ns(nodes.ns[i], _node_argv(nodes, i, script, out, tag, ("--hang-timeout", timeout)))
+                procs.append(subprocess.Popen(argv, env=env, stdout=logs[i], stderr=subprocess.STDOUT, cwd=cwd[i]))
+            _wait_for([out / "ready0", out / "ready1"], procs, log_paths)
+            rc0 = procs[0].wait(timeout=WAIT_S)  # node 0's watch: 5 s without output, then stacks and a stop
+            (out / "go").touch()  # node 1's rank goes on into the all-reduce: node 0 is gone
+            rc1 = procs[1].wait(timeout=WAIT_S)
+        finally:
+            for p in procs:
+                _kill_tree(p)
+    text0 = log_paths[0].read_text(errors="replace")
+    assert rc0 == 124, text0[-3000:]
+    hang = [line for line in text0.splitlines() if "hosttune: hang:" in line]
+    assert len(hang) == 1 and "rank 0" in hang[0] and "all_reduce" in hang[0], text0[-3000:]
+    dirs = list(cwd[0].glob("hosttune-hang-*"))
+    assert len(dirs) == 1, text0[-3000:]
+    stacks = list(dirs[0].glob("stacks-rank0-*.txt"))
+    assert len(stacks) == 1 and "all_reduce" in stacks[0].read_text(), sorted(p.name for p in dirs[0].iterdir())
+    assert rc1 != 0 and not list(cwd[1].glob("hosttune-hang-*")), log_paths[1].read_text(errors="replace")[-3000:]
