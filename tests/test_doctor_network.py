@@ -3,6 +3,7 @@ route table, the decisions (pure), the check through the runner, and the option'
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional
 
@@ -232,3 +233,25 @@ def test_the_cross_node_allreduce_names_nodes_whose_mtus_differ() -> None:
     f = network.nodes_allreduce_finding(_allreduce_job(differ), 2)
     assert f.status == "warn" and "MTU differs across the nodes (10.0.0.1 eth0 9000, 10.0.0.2 eth1 1500)" in f.actual
     assert network.nodes_allreduce_finding(_allreduce_job(differ, correct=False), 2).status == "fail"
+
+
+def test_inside_a_slurm_allocation_its_nodes_are_the_default(tmp_path: Path) -> None:
+    """Issue 26: `doctor --deep` inside a Slurm allocation of several nodes checks them without --nodes; Slurm's own
+    scontrol expands the host list (a minimal slurm.conf is all `show hostnames` reads)."""
+    if not shutil.which("scontrol"):
+        pytest.skip("scontrol not installed (Debian's slurm-client)")
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=t\nSlurmctldHost=localhost\nNodeName=nosuch[1-2] CPUs=1\n")
+    env = {"SLURM_CONF": str(conf), "SLURM_JOB_NODELIST": "nosuch[1-2]", "SLURM_JOB_NUM_NODES": "2"}
+    args = ["doctor", "--deep", "--only", "os", "--skip", "os.deep_nodes_allreduce", "--json"]
+    res = run_cli(args, env=env)
+    assert "--nodes from the Slurm allocation (SLURM_JOB_NODELIST): nosuch1,nosuch2" in res.stderr
+    found = {f["id"]: f for f in json.loads(res.stdout)["findings"]}
+    net = found["os.deep_network"]
+    assert net["status"] != "skip" and "nosuch1" in net["actual"] and "nosuch2" in net["actual"], net
+    one = run_cli(args, env=dict(env, SLURM_JOB_NUM_NODES="1"))  # one node: nothing to check across
+    assert "Slurm allocation" not in one.stderr
+    assert {f["id"]: f for f in json.loads(one.stdout)["findings"]}["os.deep_network"]["status"] == "skip"
+    for nodelist in ("nosuch[1-2].invalid", "nosuch[1-"):  # scontrol: "Invalid hostlist" (exit 0), and "nosuch]"
+        bad = run_cli(args, env=dict(env, SLURM_JOB_NODELIST=nodelist))
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and not bad.stdout, bad.stderr

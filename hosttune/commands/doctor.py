@@ -4,7 +4,7 @@ the table (and its colours) is this command's, the findings are hosttune.doctor'
 import json
 import os
 import sys
-from typing import Any, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 import click
 
@@ -53,7 +53,8 @@ def isatty() -> bool:
 @click.option("--data", "data", metavar="PATH", multiple=True, help="A dataset/checkpoint path to check (repeat).")
 @click.option("--nodes", "nodes", metavar="HOST[,HOST]", multiple=True,
               help="With --deep: the job's other nodes (names or addresses; repeat or comma-separate): check the "
-                   "network path to each (interface, MTU, speed, InfiniBand/RoCE ports).")
+                   "network path to each (interface, MTU, speed, InfiniBand/RoCE ports). Inside a Slurm "
+                   "allocation of several nodes, its nodes by default.")
 @click.option("--rdzv-port", "rdzv_port", type=click.IntRange(1, 65535), default=29400, show_default=True,
               help="With --nodes: the port of the cross-node all-reduce's rendezvous on the first of --nodes.")
 @click.option("--root", "root", metavar="DIR", help="Check a captured host tree (proc/, sys/, etc/) instead.")
@@ -82,7 +83,7 @@ def cmd(as_json: bool, python: Optional[str], deep: bool, data: Tuple[str, ...],
         else:
             click.echo(doctor.explain(explain))
         return
-    peers = parse_nodes(nodes)
+    peers = parse_nodes(nodes) or (slurm_nodes(os.environ) if deep else ())
     if peers and not deep:
         raise UserError("--nodes: needs --deep (it checks the network path to the other nodes as a measurement)")
     if python is not None:
@@ -112,6 +113,27 @@ def deep_options(nodes: Tuple[str, ...] = (), rdzv_port: int = 29400) -> Any:
 
 
 _HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:%")
+
+
+def slurm_nodes(environ: Mapping[str, str]) -> Tuple[str, ...]:
+    """Inside a Slurm allocation of more than one node (SLURM_JOB_NODELIST, SLURM_JOB_NUM_NODES > 1), its nodes as
+    `--nodes` would name them: Slurm's own expansion of the host list (`scontrol show hostnames`), said in one line;
+    else (). A host list scontrol cannot expand is one line, exit 2."""
+    nodelist = environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST") or ""
+    count = environ.get("SLURM_JOB_NUM_NODES") or environ.get("SLURM_NNODES") or ""
+    if not nodelist or not count.isdigit() or int(count) < 2:
+        return ()
+    from hosttune import programs
+
+    done = programs.run(["scontrol", "show", "hostnames", nodelist], "--nodes from the Slurm allocation: scontrol",
+                        capture_output=True, text=True, timeout=60)
+    if done.returncode != 0 or not done.stdout.split():  # scontrol says "Invalid hostlist" and still exits 0
+        why = (done.stderr or "").strip().splitlines()[-1:] or ["no host names"]
+        raise UserError(f"--nodes from the Slurm allocation: scontrol show hostnames {printable(nodelist)!r}: "
+                        f"{printable(why[0])}; give --nodes")
+    peers = parse_nodes(tuple(line for line in done.stdout.split() if line))
+    click.echo(f"hosttune: --nodes from the Slurm allocation (SLURM_JOB_NODELIST): {','.join(peers)}", err=True)
+    return peers
 
 
 def parse_nodes(values: Tuple[str, ...]) -> Tuple[str, ...]:
