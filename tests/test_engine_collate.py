@@ -10,10 +10,10 @@ import shutil
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+np = pytest.importorskip("numpy")  # torch's own dependency: present wherever torch is
 
 from hosttune.engine.api import fit  # noqa: E402
 
