@@ -38,7 +38,6 @@ def two_nodes() -> Iterator[Nodes]:
     base = 4 * random.randrange(1, 1 << 14)  # a /30 inside 10.77.0.0/16 (private; only inside our namespaces)
     addr = (f"10.77.{base >> 8}.{(base & 255) + 1}", f"10.77.{base >> 8}.{(base & 255) + 2}")
     made: List[str] = []
-    mounted_before = _netns_dir_mounted()
     try:
         for name in ns:
             try:
@@ -55,7 +54,7 @@ def two_nodes() -> Iterator[Nodes]:
     finally:
         for name in made:  # deleting a namespace deletes the veth end inside it (and so the pair)
             subprocess.run(["ip", "netns", "del", name], check=False, stderr=subprocess.DEVNULL, timeout=60)
-        _unmount_netns_dir(mounted_before)
+        _unmount_netns_dir()
 
 
 NETNS_DIR = "/run/netns"
@@ -67,10 +66,11 @@ def _netns_dir_mounted() -> bool:
         return any(line.split()[4] == NETNS_DIR for line in f if len(line.split()) > 4)
 
 
-def _unmount_netns_dir(mounted_before: bool) -> None:
-    """`ip netns add` makes /run/netns a mount point of its own and never undoes it: leave the host's mount table as
-    the test found it. Only when nothing is left in it (another run's namespaces keep it, and a busy mount is refused
-    anyway: no lazy unmount)."""
-    if mounted_before or not _netns_dir_mounted() or os.listdir(NETNS_DIR):
+def _unmount_netns_dir() -> None:
+    """`ip netns add` makes /run/netns a mount point of its own and never undoes it (it shows in `facts` as a
+    mount): the last test out unmounts it when no namespace is left in it (another run's namespaces keep it, and a
+    busy mount is refused anyway: no lazy unmount). Two runs at once cannot tell whose mount it was, so an empty one
+    is unmounted whoever made it: `ip netns add` makes it again when it is next needed."""
+    if not _netns_dir_mounted() or os.listdir(NETNS_DIR):
         return
     subprocess.run(["umount", NETNS_DIR], check=False, stderr=subprocess.DEVNULL, timeout=60)
