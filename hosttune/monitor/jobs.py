@@ -24,6 +24,8 @@ import pwd
 import re
 from typing import Any, Dict, Iterable, List, Optional
 
+from hosttune import fsio
+
 _SLURM = re.compile(r"slurm[^/]*/(?:.*/)?job_(\d+)(?:/|$)")
 _POD = re.compile(r"kubepods.*?pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")
 _CONTAINER = re.compile(r"(?:^|/)(?:docker-|libpod-|cri-containerd-|crio-|containerd-)?([0-9a-f]{64})(?:\.scope)?"
@@ -94,12 +96,9 @@ class JobFinder:
         base = os.path.join(self.proc, str(int(pid)))
         try:
             out["user"] = self.user(os.stat(base).st_uid)
-            fd = os.open(os.path.join(base, "cgroup"), os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                text = os.read(fd, MAX_CGROUP_BYTES).decode(errors="replace")
-            finally:
-                os.close(fd)
-        except OSError:
+            text = fsio.read_bounded(os.path.join(base, "cgroup"), MAX_CGROUP_BYTES,
+                                     nofollow=True).decode(errors="replace")
+        except OSError:  # gone, not ours to read, or over the bound (fsio.TooLarge)
             return out
         found = from_proc_cgroup(text)
         if found:
