@@ -2,7 +2,8 @@
 
 Parsers take text and return plain values (tested with string literals). `HostReader(root)` is the only part that
 opens files: it finds the CPU temperature sensors once at start (hwmon chips, then x86_pkg_temp thermal zones, the
-same order psutil.sensors_temperatures uses) and per sample reads a handful of small files plus two statvfs calls.
+same order psutil.sensors_temperatures uses) and per sample reads a handful of small files (bounded, through
+fsio.read_bounded; /proc/diskstats and /sys/block's listing for disk I/O, diskio.py) plus two statvfs calls.
 No subprocess, no psutil, no torch per sample: the daemon's cost target is < 0.5 % of one core at a 1 s interval.
 """
 
@@ -10,10 +11,10 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from hosttune import nvml
-from hosttune.monitor import jobs
+from hosttune import fsio, nvml
+from hosttune.monitor import diskio, jobs
 
 # hwmon chip names that measure the CPU package (Documentation/hwmon/{coretemp,k10temp}.rst, zenpower's README).
 CPU_CHIPS = ("coretemp", "k10temp", "zenpower", "cpu_thermal", "soc_thermal", "cpu0_thermal")
@@ -29,13 +30,19 @@ def parse_proc_stat_cpu(text: str) -> Tuple[int, int]:
     total = user+nice+system+idle+iowait+irq+softirq+steal (guest time is already inside user/nice);
     idle time is idle+iowait.
     """
+    busy, total, _iowait = parse_proc_stat_times(text)
+    return busy, total
+
+
+def parse_proc_stat_times(text: str) -> Tuple[int, int, int]:
+    """(busy, total, iowait) jiffies from the aggregate "cpu " line (see parse_proc_stat_cpu)."""
     for line in text.splitlines():
         if line.startswith("cpu "):
             fields = [int(v) for v in line.split()[1:9]]
             fields += [0] * (8 - len(fields))
             total = sum(fields)
             idle = fields[3] + fields[4]
-            return total - idle, total
+            return total - idle, total, fields[4]
     raise ValueError("no aggregate cpu line in /proc/stat")
 
 
@@ -133,10 +140,14 @@ class TempSensor:
         self.path = path
 
 
-def _read(path: Path) -> Optional[str]:
+READ_LIMIT = 1 << 20  # bytes of one /proc or sysfs file (/proc/stat's intr line is the longest on big hosts)
+
+
+def _read(path: Path, limit: int = READ_LIMIT) -> Optional[str]:
+    """A small /proc or sysfs file, bounded (fsio.read_bounded: regular files only, never blocks); None when it
+    cannot be read or is larger than `limit`."""
     try:
-        with open(path) as f:
-            return f.read()
+        return fsio.read_bounded(path, limit).decode()
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -196,31 +207,55 @@ def _natural(name: str) -> List[Any]:
 class HostReader:
     """Reads the host's part of a sample. Construct once (sensor discovery); `read()` per sample."""
 
-    def __init__(self, root: Path = Path("/"), disks: Sequence[str] = ("/",), shm: str = "/dev/shm") -> None:
+    def __init__(self, root: Path = Path("/"), disks: Sequence[str] = ("/",), shm: str = "/dev/shm",
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.root = Path(root)
         self.sensors = find_cpu_sensors(self.root)
         self.disks = list(disks)
         self.shm = shm
-        self._cpu_prev: Optional[Tuple[int, int]] = self._cpu()
+        self._clock = clock
+        self._cpu_prev: Optional[Tuple[int, int, int]] = self._cpu()
+        self._disk_io = diskio.DiskRates()
+        self._read_disk_io()  # the first reading: the first sample already has rates
 
     def _path(self, host_path: str) -> str:
         return str(self.root / host_path.lstrip("/"))
 
-    def _cpu(self) -> Optional[Tuple[int, int]]:
+    def _cpu(self) -> Optional[Tuple[int, int, int]]:
         text = _read(Path(self._path("/proc/stat")))
         try:
-            return parse_proc_stat_cpu(text) if text else None
+            return parse_proc_stat_times(text) if text else None
         except ValueError:
             return None
 
+    def _cpu_fields(self, out: Dict[str, Any]) -> None:
+        """cpu_util_pct and iowait_pct since the last sample."""
+        cpu, prev = self._cpu(), self._cpu_prev
+        self._cpu_prev = cpu
+        if cpu is None or prev is None:
+            return
+        util = cpu_util_pct(prev[:2], cpu[:2])
+        if util is not None:
+            out["cpu_util_pct"] = util
+        iowait = diskio.iowait_pct((prev[2], prev[1]), (cpu[2], cpu[1]))
+        if iowait is not None:
+            out["iowait_pct"] = iowait
+
+    def _read_disk_io(self) -> Dict[str, Dict[str, float]]:
+        """Per whole disk, MB/s and %util since the last reading (diskio.DiskRates)."""
+        text = _read(Path(self._path("/proc/diskstats")), diskio.DISKSTATS_LIMIT)
+        try:
+            block: Optional[List[str]] = os.listdir(self._path("/sys/block"))
+        except OSError:
+            block = None
+        return self._disk_io.update(text, self._clock(), block)
+
     def read(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {}
-        cpu = self._cpu()
-        if cpu is not None and self._cpu_prev is not None:
-            util = cpu_util_pct(self._cpu_prev, cpu)
-            if util is not None:
-                out["cpu_util_pct"] = util
-        self._cpu_prev = cpu
+        self._cpu_fields(out)
+        disk_io = self._read_disk_io()
+        if disk_io:
+            out["disk_io"] = disk_io
         text = _read(Path(self._path("/proc/loadavg")))
         if text:
             try:
