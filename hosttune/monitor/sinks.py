@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from hosttune import fsio, nvml, trust
 from hosttune.errors import UserError
+from hosttune.monitor import diskio
 from hosttune.policy import dirs
 
 JSONL_NAME = "monitor.jsonl"
@@ -350,7 +351,7 @@ def _gpu_metrics(ex: _Exposition, gpu: Dict[str, Any]) -> None:
 
 
 def _host_metrics(ex: _Exposition, host: Dict[str, Any]) -> None:
-    """CPU temperatures and load, host memory, swap and /dev/shm."""
+    """CPU temperatures and load, host memory, swap and /dev/shm, disk I/O and iowait."""
     for sensor, temp in sorted((host.get("cpu_temps_c") or {}).items()):
         ex.add("hosttune_cpu_temperature_celsius", "gauge", "CPU package temperature (hwmon).", {"sensor": sensor},
                temp)
@@ -369,6 +370,8 @@ def _host_metrics(ex: _Exposition, host: Dict[str, Any]) -> None:
         ("shm_used_bytes", "hosttune_shm_used_bytes", "Bytes used in /dev/shm."),
     ):
         ex.add(name, "gauge", help_text, {}, host.get(key))
+    for name, kind, help_text, labels, value in diskio.textfile_rows(host):  # disk I/O and iowait (issue 25)
+        ex.add(name, kind, help_text, labels, value)
 
 
 def render_stopped(last_ts: Optional[float], stats: Dict[str, Any]) -> str:
