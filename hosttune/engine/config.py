@@ -82,6 +82,8 @@ class Config:
     amp: str = "auto"  # auto | bf16 | fp16 | off
     compile: bool = False
     activation_checkpointing: bool = False  # transformer blocks only
+    # E1: float8 matmuls through torchao on GPUs of compute capability >= 8.9 (refused elsewhere, one line)
+    float8: bool = False
     # -- memory across ranks --
     shard: str = "none"  # none (DDP) | zero1 (optimizer state sharded) | fsdp (parameters, gradients, optimizer state)
     offload: str = "none"  # none | cpu: FSDP keeps the sharded state in host memory
@@ -150,6 +152,11 @@ class Config:
                "cudnn_benchmark=true contradicts deterministic=true (autotuning picks kernels run by run)")
         _check(not (self.activation_checkpointing and self.model == "resnet-tiny"),
                "activation_checkpointing applies to the transformer (gpt-tiny), not resnet-tiny")
+        # E1: float8 (the GPU and torchao are checked at start: hosttune.engine.float8)
+        _check(not (self.float8 and self.device == "cpu"),
+               "float8=true needs a CUDA GPU of compute capability 8.9 or newer; device=cpu: drop float8")
+        _check(not (self.float8 and self.amp == "fp16"),
+               "float8=true trains with bf16 or fp32 around the float8 matmuls, not amp=fp16: use amp=bf16 or auto")
         self._check_schedule()
         self.profile_schedule()  # validates the format
 
