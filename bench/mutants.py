@@ -753,3 +753,369 @@ M("sinks-textfile-mode", "hosttune/monitor/sinks.py",
   "tests/test_monitor_sinks.py tests/test_monitor.py tests/test_monitor_textfile.py -k 'mode or textfile or 0644 or node_exporter'",
   "the textfile not readable by node_exporter's user",
   pins="tests/test_monitor_sinks_pins.py")
+
+# ======== round 2 (issue 21, this session): new code of the last two rounds; ids r2-<area>-... ====================
+# ---- plan/network.py: the interface named to gloo/NCCL, loopback, PET_* ------------------------------------------
+_NP = "tests/test_plan_network.py"
+M("r2-netplan-host-v6", "hosttune/plan/network.py",
+  '    if endpoint.count(":") == 1:\n', '    if endpoint.count(":") >= 1:\n',
+  f"{_NP} -k host_of", "a bare IPv6 endpoint is cut at its first colon")
+M("r2-netplan-nodes-max", "hosttune/plan/network.py",
+  "        return max(int(part) for part in str(raw).split(\":\") if part.strip())",
+  "        return min(int(part) for part in str(raw).split(\":\") if part.strip())",
+  _NP, "--nnodes 1:4 is taken as one node: no multi-node warnings or PET_LOCAL_ADDR")
+M("r2-netplan-slurm-nodes", "hosttune/plan/network.py",
+  'nodes_of(environ.get("SLURM_JOB_NUM_NODES") or environ.get("SLURM_NNODES"))',
+  'nodes_of(environ.get("SLURM_NNODES"))',
+  _NP, "MASTER_ADDR under Slurm: the node count from SLURM_JOB_NUM_NODES is dropped")
+M("r2-netplan-multi-node", "hosttune/plan/network.py",
+  "        return self.nodes is not None and self.nodes > 1", "        return self.nodes is not None and self.nodes >= 1",
+  _NP, "a one-node job counts as multi-node (loopback endpoint warned)")
+M("r2-netplan-first-addr", "hosttune/plan/network.py",
+  "    addr = addrs[0]\n    at = shown", "    addr = addrs[-1]\n    at = shown",
+  _NP, "the resolver's last address, not the first gloo/torchrun connect to, is routed")
+M("r2-netplan-loopback-multi", "hosttune/plan/network.py",
+  "        if endpoint.multi_node:\n            return NetPlan({}, (f\"{WARNING}: {at} is this host's loopback",
+  "        if False:\n            return NetPlan({}, (f\"{WARNING}: {at} is this host's loopback",
+  _NP, "a loopback endpoint on a multi-node job is not warned")
+M("r2-netplan-bridge-named", "hosttune/plan/network.py",
+  '    if kind in ("loopback", "container-bridge"):\n        what = ', '    if kind in ("loopback",):\n        what = ',
+  _NP, "a route through a container bridge is named to gloo/NCCL")
+M("r2-netplan-store-named", "hosttune/plan/network.py",
+  "endpoint.host != name and addr not in named:", "endpoint.host != name:",
+  _NP, "is_host=1 set even where torch's own check already sees the host name's address")
+M("r2-netplan-name-any", "hosttune/plan/network.py",
+  "if endpoint.multi_node and named and all(_is_loopback(a) for a in named):",
+  "if endpoint.multi_node and named and any(_is_loopback(a) for a in named):",
+  _NP, "a host name resolving to loopback AND a routed address gets PET_LOCAL_ADDR / a warning")
+M("r2-netplan-user-local-addr", "hosttune/plan/network.py",
+  "    if endpoint.torchrun and endpoint.local_addr:\n        return []", "    if False:\n        return []",
+  _NP, "the caller's --local-addr is overridden by PET_LOCAL_ADDR")
+M("r2-netplan-rdzv-is-host", "hosttune/plan/network.py",
+  '    if "is_host" in endpoint.rdzv_conf:\n', '    if False:\n',
+  _NP, "a --rdzv-conf that already says is_host is told to add it")
+M("r2-netplan-captured-root", "hosttune/plan/network.py",
+  '    if root not in ("", "/"):\n', '    if root not in ("",):\n',
+  f"{_NP} tests/test_plan.py tests/test_exec.py -k 'network or interface or captured or loopback'",
+  "a plan for this host (root /) names no interface")
+
+# ---- detect/netroute.py: the interface's kind ----------------------------------------------------------------------
+_NR = "tests/test_plan_network.py tests/test_doctor_network.py tests/test_doctor_nodes.py"
+M("r2-netroute-bridge-swap", "hosttune/detect/netroute.py",
+  '            return "bridge" if uplinks else "container-bridge"', '            return "container-bridge" if uplinks else "bridge"',
+  _NR, "a bridge with an uplink is a container bridge and one of veths only the host's path")
+M("r2-netroute-tun-port", "hosttune/detect/netroute.py",
+  ' and not self.io.exists(\n                f"sys/class/net/{p}/tun_flags")]', "]",
+  _NR, "a bridge whose only port is a tap (tun_flags) counts as having an uplink")
+M("r2-netroute-prefix", "hosttune/detect/netroute.py",
+  "        if ifname.startswith(CONTAINER_BRIDGE_PREFIXES):", "        if ifname in CONTAINER_BRIDGE_PREFIXES:",
+  _NR, "docker0 / br-1234 are not known as container bridges by name")
+# ---- launch/hang.py and the hang timeout ------------------------------------------------------------------------
+_HG = "tests/test_launch_hang.py"
+M("r2-hang-exit", "hosttune/launch/hang.py",
+  "EXIT_HUNG = 124", "EXIT_HUNG = 1",
+  f"{_HG} tests/test_launch_supervise.py", "a hung job's exit is 1, not 124 (timeout(1)'s)")
+M("r2-hang-clock-start", "hosttune/launch/hang.py",
+  "        return 0.0 if self.last is None else self.clock() - self.last",
+  "        return self.clock() - (self.last or 0.0)",
+  f"{_HG} -k 'progress or stalled'", "the hang clock runs before the first output: a slow start is a hang")
+M("r2-hang-armed-progress", "hosttune/launch/hang.py",
+  "            self._seen_armed = armed\n            self.progress.moved()", "            self._seen_armed = armed",
+  f"{_HG} -k 'progress or stalled'", "a newly armed process is not progress")
+M("r2-hang-collect-once", "hosttune/launch/hang.py",
+  "        return not self.hung and self.progress.idle_s() >= self.timeout_s",
+  "        return self.progress.idle_s() >= self.timeout_s",
+  f"{_HG} -k 'stalled or progress or plain_job or never_reaches'", "a collected hang is collected again and again")
+M("r2-hang-current-first", "hosttune/launch/hang.py",
+  "    return [f for cur, f in threads if cur] + [f for cur, f in threads if not cur]",
+  "    return [f for cur, f in threads]",
+  f"{_HG} -k 'stacks or summary'", "the signalled thread is not put first (the rank's place is a helper thread's)")
+M("r2-hang-last-dump", "hosttune/launch/hang.py",
+  "            if not dumps or head.group(2) in dumps[-1]:", "            if not dumps:",
+  f"{_HG} -k 'stacks or summary'", "several dumps in one file are merged, not the last taken")
+M("r2-hang-site-packages", "hosttune/launch/hang.py",
+  ' if not _STDLIB.search(f.path) or "-packages/" in f.path), frames[0])', " if not _STDLIB.search(f.path)), frames[0])",
+  f"{_HG} -k 'stacks or summary or where'", "torch's frames (site-packages under lib/python3.x) are skipped as stdlib")
+M("r2-hang-odd-first", "hosttune/launch/hang.py",
+  "key=lambda kv: (_in_collective(kv[0], frames), len(kv[1]), _order(kv[1][0]))):",
+  "key=lambda kv: (len(kv[1]), _order(kv[1][0]))):",
+  f"{_HG} -k 'summary'", "the ranks outside the collective are not named first")
+M("r2-hang-marker", "hosttune/launch/hang.py",
+  "            if m and int(m.group(3)) in ours and alive(int(m.group(3))):",
+  "            if m and alive(int(m.group(3))):",
+  f"{_HG} -k 'signalled or armed or live'", "a pid that no longer carries the launch's marker is signalled")
+M("r2-hang-labels", "hosttune/launch/hang.py",
+  '                out[label if len(items) == 1 else f"{label}/pid{pid}"] = path', "                out[label] = path",
+  f"{_HG} -k 'labels'", "two live processes of one rank: one hides the other")
+M("r2-hang-fifo-only", "hosttune/launch/hang.py",
+  "                if not stat.S_ISFIFO(os.lstat(name, dir_fd=self._fd).st_mode):\n                    continue\n", "",
+  f"{_HG} -k 'flight or pipe or nccl'", "a regular file at a pipe's name is written into and counted as a dump asked")
+M("r2-hang-keep-on-hang", "hosttune/launch/hang.py",
+  "        if not self.hung:\n            self._remove()", "        if True:\n            self._remove()",
+  f"{_HG}", "a hang's stacks files are removed after the job")
+M("r2-hang-user-unbuffered", "hosttune/launch/hang.py",
+  '        env.setdefault("PYTHONUNBUFFERED", "1")', '        env["PYTHONUNBUFFERED"] = "1"',
+  f"{_HG} tests/test_exec_userwins.py", "the caller's PYTHONUNBUFFERED is overridden")
+M("r2-hang-user-nccl-vars", "hosttune/launch/hang.py",
+  "            env.setdefault(key, os.path.join(d, name))", "            env[key] = os.path.join(d, name)",
+  f"{_HG} tests/test_exec_userwins.py", "the caller's TORCH_NCCL_DEBUG_INFO_* are overridden")
+M("r2-hang-dir-mode", "hosttune/launch/hang.py",
+  "            os.mkdir(d, 0o700)  # fails", "            os.mkdir(d, 0o755)  # fails",
+  f"{_HG}", "the hang directory (stacks, flight recorder dumps) is readable by everyone")
+M("r2-hang-duration-hours", "hosttune/profile/settings.py",
+  '{"s": 1, "m": 60, "h": 3600}', '{"s": 1, "m": 60, "h": 60}',
+  f"{_HG} tests/test_profile_settings.py tests/test_autotune.py -k 'duration or hang or budget or bad_input'",
+  "a duration in hours is read as minutes")
+M("r2-hang-option-wins", "hosttune/commands/exec.py",
+  '    value = option if option is not None else getattr(prof, "hang_timeout", None)',
+  '    value = getattr(prof, "hang_timeout", None) or option',
+  f"{_HG} -k 'profile or hang_timeout'", "the profile's hang_timeout wins over --hang-timeout")
+
+# ---- detect/container.py: what a container can see ----------------------------------------------------------------
+_CT = "tests/test_detect_container.py tests/test_doctor_container.py"
+M("r2-container-k8s-wins", "hosttune/detect/container.py",
+  '    runtime = "kubernetes" if "kubernetes" in runtimes else runtimes[0]', "    runtime = runtimes[0]",
+  _CT, "a pod's container is named after its runtime, not kubernetes")
+M("r2-container-topmost", "hosttune/detect/container.py",
+  '            if best is None or len(here) >= len(best.mount.rstrip("/") or "/"):',
+  '            if best is None or len(here) > len(best.mount.rstrip("/") or "/"):',
+  _CT, "of two mounts at one path the lower (first) decides read-only")
+M("r2-container-driver-gpus", "hosttune/detect/container.py",
+  "    if driver and len(driver) != nodes:", "    if driver and len(driver) == nodes:",
+  _CT, "the host's GPU count beside the passed-in nodes is said when they agree, not when they differ")
+M("r2-container-runtime-files", "hosttune/detect/container.py",
+  "        if m.mount not in _RUNTIME_FILES:\n            continue\n", "",
+  _CT, "any mount from a runtime's state directory (a host's docker volume) makes the host a container")
+M("r2-container-name-word", "hosttune/detect/container.py",
+  '    return _NAMES.get(word.lower(), word.lower()[:32] if re.fullmatch(r"[A-Za-z0-9._-]+", word) else "unknown")',
+  '    return _NAMES.get(word.lower(), word.lower()[:32])',
+  _CT, "a runtime name with control characters is shown as is")
+M("r2-container-cpuset", "hosttune/detect/container.py",
+  "    if cg.cpuset is not None and set(cg.cpuset) != set(online):", "    if cg.cpuset is not None:",
+  _CT, "a cpuset of every online CPU is listed as a limit")
+
+# ---- monitor/jobs.py: cgroup -> Slurm job / pod uid / container id --------------------------------------------------
+_JB = "tests/test_monitor_jobs.py"
+M("r2-jobs-pod-outer", "hosttune/monitor/jobs.py",
+  "    if slurm and not (m and m.start() < slurm.start()):", "    if slurm:",
+  _JB, "a Slurm-looking cgroup inside a pod wins over the pod")
+M("r2-jobs-delegated", "hosttune/monitor/jobs.py",
+  "    slurm = None if delegated else _SLURM.search(path)", "    slurm = _SLURM.search(path)",
+  _JB, "a user's own systemd subtree can spell a Slurm job and pass GPU time off as it")
+M("r2-jobs-pod-uid", "hosttune/monitor/jobs.py",
+  '"job": m.group(1).replace("_", "-")}', '"job": m.group(1)}',
+  _JB, "the systemd driver's pod uid keeps its underscores")
+M("r2-jobs-cid-12", "hosttune/monitor/jobs.py",
+  '        return {"kind": "container", "job": container.group(1)[:12]}',
+  '        return {"kind": "container", "job": container.group(1)[:16]}',
+  _JB, "a container's job is not the short (12 hex) id docker ps shows")
+M("r2-jobs-rank", "hosttune/monitor/jobs.py",
+  '        if found and (best is None or _RANK[found["kind"]] < _RANK[best["kind"]]):',
+  "        if found and best is None:",
+  _JB, "the first hierarchy's job wins, a Slurm v1 controller listed later loses to a container")
+M("r2-jobs-nofollow", "hosttune/monitor/jobs.py",
+  "                                     nofollow=True).decode", "                                     nofollow=False).decode",
+  _JB, "a /proc/PID/cgroup that is a link is followed")
+
+# ---- doctor/deep/network.py and the Slurm node list ----------------------------------------------------------------
+_DN = "tests/test_doctor_network.py tests/test_doctor_nodes.py"
+M("r2-deepnet-speed-unknown", "hosttune/doctor/deep/network.py",
+  "                   speed_mbps=speed if speed and speed > 0 else None,", "                   speed_mbps=speed,",
+  _DN, "a link that reports speed -1 is a slow link")
+M("r2-deepnet-own", "hosttune/doctor/deep/network.py",
+  '    if addr in mine or (_is_loopback(addr) and peer in (routes.hostname(), "localhost")):',
+  '    if _is_loopback(addr) and peer in (routes.hostname(), "localhost"):',
+  _DN, "a peer that is an address of this host is routed like another node")
+M("r2-deepnet-ib-mtu", "hosttune/doctor/deep/network.py",
+  "(path.mtu < ETH_MTU and not ib)", "(path.mtu < ETH_MTU and ib)",
+  _DN, "an Ethernet MTU below 1500 passes, an IPoIB one warns")
+M("r2-deepnet-carrier", "hosttune/doctor/deep/network.py",
+  ' and path.carrier != 1\n', "\n",
+  _DN, "a link whose carrier is up but operstate not yet updated fails")
+M("r2-deepnet-port-init", "hosttune/doctor/deep/network.py",
+  '    down = [p for p in path.ports if p.state != "ACTIVE"]', '    down = [p for p in path.ports if p.state == "DOWN"]',
+  _DN, "an IB port stuck in INIT (no subnet manager) passes")
+M("r2-deepnet-slow-10g", "hosttune/doctor/deep/network.py",
+  "    if path.speed_mbps is not None and path.speed_mbps < SLOW_MBPS:\n        warns",
+  "    if path.speed_mbps is not None and path.speed_mbps <= SLOW_MBPS:\n        warns",
+  _DN, "a 10 Gb/s link warns as slow")
+M("r2-deepnet-mtu-differ", "hosttune/doctor/deep/network.py",
+  "    if len(mtus) > 1:\n", "    if len(mtus) > 2:\n",
+  _DN, "two peers' interfaces with different MTUs pass")
+M("r2-deepnet-worst", "hosttune/doctor/deep/network.py",
+  "    worst = max(found, key=lambda f: _RANK[f.status]).status", "    worst = min(found, key=lambda f: _RANK[f.status]).status",
+  _DN, "the nodes' finding takes the best peer's status")
+M("r2-deepnet-allreduce-mtu", "hosttune/doctor/deep/network.py",
+  '    if len(mtus) < 2 or f.status == "fail":', '    if len(mtus) < 3 or f.status == "fail":',
+  _DN, "two nodes reporting different MTUs in the all-reduce pass")
+M("r2-slurmnodes-one-node", "hosttune/commands/doctor.py",
+  "    if not nodelist or not count.isdigit() or int(count) < 2:", "    if not nodelist or not count.isdigit() or int(count) < 1:",
+  f"{_DN} tests/test_doctor_cli.py -k 'slurm or nodes'", "a one-node allocation asks scontrol and checks itself as its peer")
+M("r2-slurmnodes-exit0", "hosttune/commands/doctor.py",
+  "    if done.returncode != 0 or not done.stdout.split():", "    if done.returncode != 0:",
+  f"{_DN} tests/test_doctor_cli.py -k 'slurm or nodes'", "scontrol's exit-0 'Invalid hostlist' gives no nodes, silently")
+M("r2-slurmnodes-joblist", "hosttune/commands/doctor.py",
+  '    nodelist = environ.get("SLURM_JOB_NODELIST") or environ.get("SLURM_NODELIST") or ""',
+  '    nodelist = environ.get("SLURM_NODELIST") or ""',
+  f"{_DN} tests/test_doctor_cli.py -k 'slurm or nodes'", "SLURM_JOB_NODELIST (sbatch/salloc's) is ignored")
+
+# ---- packaging: revert on remove, not on upgrade --------------------------------------------------------------------
+_PK = "tests/test_packages.py -k"
+M("r2-pkg-deb-upgrade", "packaging/scripts/deb/prerm",
+  'if [ "$1" = "remove" ]; then\n\thosttune_revert_on_remove', 'if [ "$1" != "upgrade" ]; then\n\thosttune_revert_on_remove',
+  f"{_PK} 'deb_remove_reverts or deb_upgrade_keeps'", "a failed-upgrade or deconfigure prerm reverts tune apply")
+M("r2-pkg-rpm-upgrade", "packaging/scripts/rpm/preun",
+  'if [ "$1" -eq 0 ]; then', 'if [ "$1" -ge 0 ]; then',
+  f"{_PK} 'el9_standin or rpm_erase_keeps'", "an rpm upgrade ($1 = 1) reverts tune apply and stops the units")
+M("r2-pkg-fail-aborts", "packaging/scripts/revert-on-remove.sh",
+  '"hosttune again and run \\`hosttune tune revert\\` to finish it" >&2\n\treturn 0',
+  '"hosttune again and run \\`hosttune tune revert\\` to finish it" >&2\n\treturn 1',
+  f"{_PK} 'purge_keeps or rpm_erase_keeps'", "a failed revert aborts the removal (prerm exits non-zero under set -e)")
+M("r2-pkg-state-link", "packaging/scripts/revert-on-remove.sh",
+  '\tif [ ! -e "$state" ] && [ ! -L "$state" ]; then', '\tif [ ! -e "$state" ]; then',
+  f"{_PK} 'deb_remove_reverts or purge_keeps'", "a dangling link at the state file skips the revert silently")
+
+# ---- autotune: run dirs, contention, search, overlay ---------------------------------------------------------------
+_AT2 = "tests/test_autotune.py tests/test_autotune_rundirs.py tests/test_autotune_stats_pins.py -m 'not slow'"
+M("r2-autotune-rundir-first", "hosttune/autotune/rundirs.py",
+  "    return [*command, RUN_DIR, str(path)]", "    return [*command[:1], RUN_DIR, str(path), *command[1:]]",
+  _AT2, "the trial's --run-dir put first: the caller's own --run-dir wins and trials resume each other")
+M("r2-autotune-rundir-keep", "hosttune/autotune/rundirs.py",
+  "        if keep:\n            self.kept.append(path)", "        if not keep:\n            self.kept.append(path)",
+  _AT2, "a dropped trial's directory is removed, a good one's kept")
+M("r2-autotune-engine-module", "hosttune/autotune/rundirs.py",
+  '        if word == "-m" and nxt == ENGINE_MODULE:', '        if word == "-m" and nxt == ENGINE_MODULE + ".__main__":',
+  _AT2, "python -m hosttune.engine trials share one run directory")
+M("r2-autotune-psi-unit", "hosttune/autotune/contention.py",
+  '                        return int(p[len("total="):]) / 1e6', '                        return int(p[len("total="):]) / 1e3',
+  _AT2, "PSI's microseconds read as milliseconds: every host is busy")
+M("r2-autotune-psi-rate", "hosttune/autotune/contention.py",
+  "            return max(0.0, (psi1 - psi0) / seconds)", "            return max(0.0, psi1 - psi0)",
+  _AT2, "the stall is not divided by the trial's length")
+M("r2-autotune-load-own", "hosttune/autotune/contention.py",
+  "        return max(0.0, load - self.job_threads) / max(1, self.cpus)", "        return max(0.0, load) / max(1, self.cpus)",
+  _AT2, "the job's own threads count as other work on the load average")
+M("r2-autotune-first-round", "hosttune/autotune/search.py",
+  "        first = 0 if self.opened else 1", "        first = 0",
+  _AT2, "the opening default trial is not counted in the budget")
+M("r2-autotune-reserve", "hosttune/autotune/search.py",
+  "    reserve = confirm * 2 * min(2, len(alive))", "    reserve = 0",
+  _AT2, "the rungs spend the budget the confirmation rounds need")
+M("r2-autotune-extra-quiet", "hosttune/autotune/search.py",
+  "    if extra <= 0 or not res.busy() or not s.alive(res.finalists):", "    if extra <= 0 or not s.alive(res.finalists):",
+  _AT2, "a quiet host gets extra confirmation rounds too")
+M("r2-autotune-bonferroni", "hosttune/autotune/search.py",
+  "        level = 1 - (1 - stats.LEVEL) / max(1, len(self.finalists))", "        level = stats.LEVEL",
+  _AT2, "two finalists' intervals are not corrected for testing both")
+M("r2-autotune-alpha", "hosttune/autotune/search.py",
+  "        alpha = stats.SIGN_ALPHA / max(1, len(self.finalists))", "        alpha = stats.SIGN_ALPHA",
+  _AT2, "the sign test's level is not split over the finalists")
+M("r2-autotune-widen-quiet", "hosttune/autotune/search.py",
+  "        return stats.swing(self.default_pairs()) if self.busy() else 1.0", "        return stats.swing(self.default_pairs())",
+  _AT2, "a quiet host's intervals are widened by the default's swing")
+M("r2-autotune-fragile-finalists", "hosttune/autotune/search.py",
+  " if n in self.finalists and stats.fragile(r, pairs)}", " if stats.fragile(r, pairs)}",
+  _AT2, "a candidate the rungs dropped is named as not kept under contention")
+M("r2-autotune-boot-seed", "hosttune/autotune/stats.py",
+  "    rng = random.Random(seed)", "    rng = random.Random()",
+  _AT2, "the bootstrap interval is not a function of its ratios (unseeded)")
+_MS = "tests/test_profile_measured.py -m 'not slow'"
+M("r2-overlay-underscore", "hosttune/profile/measured.py",
+  '        name = "--" + name[2:].replace("_", "-")', "        name = name",
+  _MS, "--nproc_per_node and --nproc-per-node are two jobs")
+M("r2-overlay-volatile-value", "hosttune/profile/measured.py",
+  "            if not eq and i < len(rest) and not rest[i].startswith(\"-\"):\n                i += 1  # its value",
+  "            if False:\n                i += 1  # its value",
+  _MS, "a run name's separate value (--master-port 29500) stays in the key: another port is another job")
+M("r2-overlay-basename", "hosttune/profile/measured.py",
+  "    out = [os.path.basename(command[0])]", "    out = [command[0]]",
+  _MS, "/usr/bin/torchrun and torchrun are two jobs")
+M("r2-overlay-stale", "hosttune/profile/measured.py",
+  "    if top.fingerprint != fingerprint:", "    if top.fingerprint is None:",
+  _MS, "an overlay measured on other hardware is applied")
+M("r2-overlay-user-first", "hosttune/profile/measured.py",
+  "    for d in dirs(environ):\n        p = d / name", "    for d in reversed(dirs(environ)):\n        p = d / name",
+  _MS, "the system's overlay wins over the user's own")
+M("r2-overlay-changes-check", "hosttune/profile/measured.py",
+  "        if key and key not in plain and not (dot and head in maps and tail):",
+  "        if False:",
+  _MS, "an overlay naming an unknown setting in measured.changes is applied")
+
+# ---- engine: schedules, EMA, MFU/HFU, MIG, amp, device, collate seeding ----------------------------------------------
+M("r2-engine-warmup-zero", "hosttune/engine/optim.py",
+  "        return cfg.lr * (step + 1) / cfg.warmup_steps", "        return cfg.lr * step / cfg.warmup_steps",
+  "tests/test_engine_schedule.py -k 'edges or default or bad'", "the first warmup step has lr 0 (a wasted step)")
+M("r2-engine-wsd-start", "hosttune/engine/optim.py",
+  "        start, shape = cfg.steps - cfg.decay_steps(), cfg.decay_shape",
+  "        start, shape = cfg.steps - cfg.decay_steps() - 1, cfg.decay_shape",
+  "tests/test_engine_schedule.py -k 'edges or default or bad'", "wsd decays one step early")
+M("r2-engine-decay-end", "hosttune/engine/optim.py",
+  "    progress = min(1.0, (step - start) / max(1, cfg.steps - start))",
+  "    progress = min(1.0, (step - start) / max(1, cfg.steps - start - 1))",
+  "tests/test_engine_schedule.py -k 'edges or default or bad'", "the decay reaches min_lr one step early")
+M("r2-engine-sqrt", "hosttune/engine/optim.py",
+  '    "sqrt": lambda p: 1 - math.sqrt(p),', '    "sqrt": lambda p: 1 - p ** 2,',
+  "tests/test_engine_schedule.py -k 'edges or default or bad'", "the sqrt cooldown is a square one")
+M("r2-engine-decay-steps-min", "hosttune/engine/config.py",
+  "        return max(1, round(self.decay_frac * self.steps))", "        return round(self.decay_frac * self.steps)",
+  "tests/test_engine_schedule.py tests/test_engine_config.py -k 'edges or default or bad or wsd or decay'", "a small wsd decay_frac rounds to no decay at all")
+M("r2-engine-ema-weight", "hosttune/engine/ema.py",
+  "        torch._foreach_lerp_(shadow, live, 1.0 - self.decay)", "        torch._foreach_lerp_(shadow, live, self.decay)",
+  "tests/test_engine_ema.py", "the EMA keeps 1 - decay of itself (the average is the weights)")
+M("r2-engine-ema-load", "hosttune/engine/ema.py",
+  "        for k in self.names:\n            self.shadow[k].copy_(state[k])", "        for k in self.names:\n            pass",
+  "tests/test_engine_ema.py", "a resume restarts the average from the weights")
+M("r2-engine-hfu", "hosttune/engine/metrics.py",
+  '    if hasattr(shadow, "activation_checkpointing") and not recompute:', '    if hasattr(shadow, "activation_checkpointing"):',
+  "tests/test_engine_mfu.py", "HFU counts no recompute: HFU equals MFU")
+M("r2-engine-mig-unknown", "hosttune/engine/metrics.py",
+  "        return None if mig else 1.0", "        return 1.0",
+  "tests/test_engine_mfu.py", "a MIG slice of an unknown GPU gets the whole GPU's peak (MFU understated up to 7x)")
+M("r2-engine-mig-scale", "hosttune/engine/metrics.py",
+  "    return None if whole is None or fraction is None else whole * fraction",
+  "    return None if whole is None or fraction is None else whole",
+  "tests/test_engine_mfu.py", "a MIG slice's peak is the whole GPU's")
+M("r2-engine-amp-pascal", "hosttune/engine/precision.py",
+  "            return torch.float16 if (major, minor) >= (7, 0) else None",
+  "            return torch.float16",
+  "tests/test_engine_precision.py", "amp auto on a 6.x GPU (no tensor cores) autocasts to fp16")
+M("r2-engine-amp-ampere", "hosttune/engine/precision.py",
+  "            if (major, minor) >= (8, 0):", "            if (major, minor) > (8, 0):",
+  "tests/test_engine_precision.py", "an A100 (8.0) gets fp16, not bf16")
+M("r2-engine-device-mod", "hosttune/engine/runtime.py",
+  '    return torch.device("cuda", local_rank % visible)', '    return torch.device("cuda", local_rank)',
+  "tests/test_engine_precision.py", "a rank with one visible GPU uses cuda:LOCAL_RANK (invalid device)")
+M("r2-engine-batch-seed-part", "hosttune/engine/data.py",
+  '    digest = hashlib.blake2b(f"{seed}:{part}:{epoch}:{pos}".encode(), digest_size=8).digest()',
+  '    digest = hashlib.blake2b(f"{seed}:{epoch}:{pos}".encode(), digest_size=8).digest()',
+  "tests/test_engine_collate.py tests/test_engine_exact.py", "every rank draws the same augmentation")
+M("r2-engine-rng-restore", "hosttune/engine/data.py",
+  "        torch.default_generator.set_state(saved[2])", "        pass",
+  "tests/test_engine_collate.py tests/test_engine_exact.py", "the data's draws move the training RNG (dropout differs with num_workers)")
+
+# ---- execcache, fsio: what the first round left out ------------------------------------------------------------------
+M("r2-execcache-load-uid", "hosttune/execcache/store.py",
+  "not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode", "not stat.S_ISREG(st.st_mode) or st.st_mode",
+  "tests/test_exec_speed.py tests/test_execcache.py tests/test_execcache_pins.py -k 'owner or other or trust or entry'",
+  "another user's cache entry (in a directory they could write) is replayed")
+M("r2-execcache-xdg-private", "hosttune/execcache/store.py",
+  '    if xdg.startswith("/") and _private_dir_ok(xdg):', '    if xdg.startswith("/"):',
+  "tests/test_exec_speed.py tests/test_execcache.py tests/test_execcache_pins.py -k 'xdg or dir or private'",
+  "an XDG_RUNTIME_DIR others can write holds the cache")
+M("r2-execcache-root-runtime", "hosttune/execcache/store.py",
+  "    if not _private_dir_ok(runtime):\n        return f\"{runtime} is not private to root\"", "    if False:\n        return \"\"",
+  "tests/test_exec_speed.py tests/test_execcache.py tests/test_execcache_pins.py -k 'root or runtime or private'",
+  "root's cache under a runtime directory another user can write is trusted")
+M("r2-execcache-moved-trust", "hosttune/execcache/store.py",
+  "    if runtime == dirs.RUNTIME:\n        return None", "    if True:\n        return None",
+  "tests/test_exec_speed.py tests/test_execcache.py tests/test_execcache_pins.py -k 'root or runtime or trust or moved'",
+  "a runtime directory moved by HOSTTUNE_RUNTIME_DIR skips the trust rule")
+M("r2-fsio-tmp-left", "hosttune/fsio.py",
+  "    except BaseException:\n        try:\n            os.unlink(tmp)", "    except BaseException:\n        try:\n            pass",
+  "tests/test_fsio.py tests/test_fsio_pins.py tests/test_foundation.py -k 'atomic or temp or tmp or fail'",
+  "a failed atomic write leaves its temp file behind")
+M("r2-fsio-append-nonreg", "hosttune/fsio.py",
+  "        st = os.fstat(fd)\n        if not stat.S_ISREG(st.st_mode):\n            raise OSError(errno.EINVAL, \"not a regular file\", os.fspath(path))\n        os.set_blocking",
+  "        st = os.fstat(fd)\n        os.set_blocking",
+  "tests/test_fsio.py tests/test_fsio_pins.py tests/test_foundation.py -k 'append or log or fifo'",
+  "a log path that is a FIFO or device is appended to")
