@@ -4,6 +4,7 @@ the FLOPs per step for MFU. The seams a parallelism scheme plugs into: `wrap_mod
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Optional, Tuple, Union
 
@@ -11,14 +12,16 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from . import shard
+from . import float8, shard
 from .config import Config
 from .ema import WeightEMA
+from .errors import EngineError
 from .loader import TrainData
 from .metrics import count_step_flops, peak_tflops
 from .optim import build_optimizer, lr_scheduler
-from .precision import grad_scaler, mfu_dtype
+from .precision import amp_note, grad_scaler, mfu_dtype
 from .runtime import Runtime, seed_all
+from .shapes import shape_warning
 from .state import TrainState
 from .task import Task
 
@@ -41,6 +44,7 @@ class Trainer:
 
 
 def build(cfg: Config, task: Task, rt: Runtime) -> Trainer:
+    refuse_float8(cfg, rt)  # E1: before anything is built, one line where float8 cannot run
     model = task.model.to(rt.device)
     image_model = any(isinstance(m, nn.Conv2d) for m in model.modules())
     channels_last = cfg.channels_last and image_model  # NHWC: what cuDNN/oneDNN conv kernels prefer
@@ -59,6 +63,7 @@ def build(cfg: Config, task: Task, rt: Runtime) -> Trainer:
     recomputes = peak and cfg.activation_checkpointing and hasattr(model, "activation_checkpointing")
     hardware_flops = cfg.grad_accum * count_step_flops(model, data.sample_batch(), task.loss_fn, rt.autocast,
                                                        recompute=True) if recomputes else flops
+    start_notes(model, cfg, rt)  # E1: the precision path, odd shapes, float8 (before compile/DDP/FSDP wrap it)
     wrapped, sync_model = wrap_model(model, cfg, rt)  # before the optimizer: FSDP replaces the parameters
     optimizer = build_optimizer(model, cfg, rt)
     scheduler = lr_scheduler(optimizer, cfg)
@@ -68,6 +73,27 @@ def build(cfg: Config, task: Task, rt: Runtime) -> Trainer:
     trainer = Trainer(state, wrapped, sync_model, data, channels_last, flops, peak, hardware_flops)
     seed_all(cfg.seed + rt.rank)  # per-rank streams: different dropout masks on each rank
     return trainer
+
+
+def refuse_float8(cfg: Config, rt: Runtime) -> None:
+    """E1: float8=true where it cannot run (CPU, compute capability < 8.9, no torchao, amp=fp16, CPU offload)."""
+    if cfg.float8:
+        why = float8.refusal(rt.device.type, torch.cuda.get_device_capability(rt.device) if rt.cuda else None,
+                             float8.torchao_available(), cfg.amp, cfg.offload)
+        if why:
+            raise EngineError(why)
+
+
+def start_notes(model: nn.Module, cfg: Config, rt: Runtime) -> None:
+    """E1: say the precision path (on CPU: which bf16 path and why), warn once of shapes tensor cores dislike, and
+    swap Linear layers for float8 ones when asked."""
+    say = (lambda line: print(line, file=sys.stderr, flush=True)) if rt.rank == 0 else (lambda line: None)
+    say(f"hosttune.engine: {amp_note(cfg.amp, rt.device, rt.amp_dtype)}")
+    odd = shape_warning(model, cfg.micro_batch_size, rt.device.type, rt.amp_dtype is not None)
+    if odd:
+        say(odd)
+    if cfg.float8:
+        say(float8.start_line(float8.convert(model), cfg.compile))
 
 
 def wrap_model(model: nn.Module, cfg: Config, rt: Runtime) -> Tuple[nn.Module, Optional[GradSyncer]]:

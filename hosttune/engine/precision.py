@@ -3,33 +3,44 @@ run in (for MFU's peak)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Mapping, Optional, Tuple
 
 import torch
+
+from hosttune.policy import onednn
 
 from . import shard
 from .errors import EngineError
 
 
-def cpu_has_fast_bf16(cpuinfo: str) -> bool:
-    """True when /proc/cpuinfo's flags show native bf16 math. Without it bf16 autocast on CPU is emulated and
-    runs x0.03-0.10 of fp32 (measured on an AVX2 EPYC), so `amp=auto` must not pick it."""
-    for line in cpuinfo.splitlines():
-        if line.startswith("flags"):
-            flags = set(line.split(":", 1)[1].split())
-            return bool(flags & {"avx512_bf16", "amx_bf16"})
-    return False
+def cpu_bf16_path(cpuinfo: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> onednn.Bf16Path:
+    """How bf16 runs on this CPU (hosttune.policy.onednn: AMX, AVX-512 BF16, or emulated, ONEDNN_MAX_CPU_ISA
+    included), from /proc/cpuinfo and this process's environment unless given."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    return onednn.bf16_path(onednn.cpuinfo_flags(cpuinfo), os.environ if env is None else env)
 
 
-def resolve_amp(amp: str, device: torch.device, capability: Optional[Tuple[int, int]] = None
-                ) -> Optional[torch.dtype]:
+def cpu_has_fast_bf16(cpuinfo: str, env: Optional[Mapping[str, str]] = None) -> bool:
+    """True when /proc/cpuinfo's flags show native bf16 math that oneDNN may use. Without it bf16 autocast on CPU
+    is emulated and runs x0.03-0.10 of fp32 (measured on an AVX2 EPYC), so `amp=auto` must not pick it."""
+    return cpu_bf16_path(cpuinfo, env or {}).native
+
+
+def resolve_amp(amp: str, device: torch.device, capability: Optional[Tuple[int, int]] = None,
+                cpu_path: Optional[onednn.Bf16Path] = None) -> Optional[torch.dtype]:
     """The autocast dtype (None = fp32). fp16 implies a GradScaler: its narrow range underflows small grads.
 
     On CUDA `auto` decides by compute capability (`capability`, else the device's own; call after set_device):
     bf16 tensor cores start with Ampere (8.0), fp16 ones with Volta (7.0). torch.cuda.is_bf16_supported() is True
     on V100/T4 too, where bf16 is emulated at a fraction of the fp16 rate, so it cannot decide. Below 7.0 there are
-    no tensor cores and most parts (P40, P4, GTX 10xx: 6.1) run fp16 math at 1/64 of fp32: no autocast."""
+    no tensor cores and most parts (P40, P4, GTX 10xx: 6.1) run fp16 math at 1/64 of fp32: no autocast.
+    On CPU `auto` is bf16 only on a native bf16 path (`cpu_path`, else this CPU's: `cpu_bf16_path`)."""
     if amp == "off":
         return None
     if device.type == "cuda":
@@ -43,11 +54,23 @@ def resolve_amp(amp: str, device: torch.device, capability: Optional[Tuple[int, 
         raise EngineError("amp=fp16 needs CUDA (GradScaler); on CPU use amp=bf16 or amp=off")
     if amp == "bf16":
         return torch.bfloat16
-    try:
-        cpuinfo = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        cpuinfo = ""
-    return torch.bfloat16 if cpu_has_fast_bf16(cpuinfo) else None
+    return torch.bfloat16 if (cpu_path or cpu_bf16_path()).native else None
+
+
+def amp_note(amp: str, device: torch.device, amp_dtype: Optional[torch.dtype],
+             cpu_path: Optional[onednn.Bf16Path] = None) -> str:
+    """The line the engine says at start: the precision it trains in, and on CPU which bf16 path and why."""
+    name = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(amp_dtype, "") if amp_dtype is not None else ""
+    if device.type != "cpu":
+        return f"amp: {name} on {device.type} (amp={amp})" if name else f"amp off on {device.type} (amp={amp})"
+    path = cpu_path or cpu_bf16_path()
+    if amp == "off":
+        return "amp off: amp=off asked for (fp32)"
+    if name == "bf16" and path.native:
+        return f"amp: bf16 on CPU ({path.via}: {path.why})"
+    if name == "bf16":
+        return f"amp: bf16 on CPU as asked (amp=bf16), emulated: {path.why}; amp=auto would train in fp32"
+    return f"amp off: {path.why}"
 
 
 def autocast(device: torch.device, amp_dtype: Optional[torch.dtype]) -> torch.autocast:
