@@ -25,10 +25,13 @@ AMP_MODES = ("auto", "bf16", "fp16", "off")
 DEVICES = ("auto", "cpu", "cuda")
 MODELS = ("gpt-tiny", "resnet-tiny", "custom")
 DATA_KINDS = ("windows", "lines", "shards")
+IMAGE_SOURCES = ("synthetic", "bundled", "folder")  # IMG: resnet-tiny's images
+IMAGE_DECODERS = ("auto", "pil", "turbojpeg")  # IMG
 SHARD_MODES = ("none", "zero1", "fsdp")
 LR_SCHEDULES = ("cosine", "linear", "sqrt", "wsd", "constant")
 DECAY_SHAPES = ("cosine", "linear", "sqrt")
 OFFLOAD_MODES = ("none", "cpu")
+AC_MODES = ("full", "selective_layer", "selective_op")
 CONFIG_LIMIT = 1 << 20  # bytes; a config is a few dozen lines
 
 
@@ -59,6 +62,12 @@ class Config:
     image_size: int = 16
     train_samples: int = 4096
     val_samples: int = 512
+    # -- IMG: resnet-tiny's images: synthetic (generated, train/val_samples) | bundled (the shipped image folder) |
+    # folder (the image folder data_path names: one sub-directory per class of JPEG/PNG files, decoded by
+    # image_decoder auto|pil|turbojpeg in the loader workers, reduced in size by the JPEG decoder to image_size)
+    image_source: str = "synthetic"
+    image_decoder: str = "auto"
+    # -- end IMG --
     # -- optimisation --
     steps: int = 300  # optimizer steps (each is grad_accum micro-batches per rank)
     micro_batch_size: int = 32
@@ -82,6 +91,11 @@ class Config:
     amp: str = "auto"  # auto | bf16 | fp16 | off
     compile: bool = False
     activation_checkpointing: bool = False  # transformer blocks only
+    # -- which activations are recomputed when activation_checkpointing is on (torchtitan's modes): full = every
+    # block; selective_layer = every ac_every-th block; selective_op = every block, keeping the attention and
+    # every other matmul output, recomputing the rest (the norms, GELU, residual adds and the other matmuls) --
+    ac_mode: str = "full"  # full | selective_layer | selective_op
+    ac_every: int = 1  # selective_layer: checkpoint every N-th block (1 = every block)
     # E1: float8 matmuls through torchao on GPUs of compute capability >= 8.9 (refused elsewhere, one line)
     float8: bool = False
     # -- memory across ranks --
@@ -108,6 +122,11 @@ class Config:
     resume: bool = False
     profile_steps: str = ""  # "WAIT,WARMUP,ACTIVE" for torch.profiler, e.g. "2,2,5"
     peak_tflops: float = 0.0  # per device, for MFU; 0 = known GPUs only (no MFU on CPU unless set)
+    # -- more reports: rank 0's metrics also as CSV and TensorBoard events; a CUDA OOM's memory snapshot --
+    metrics_csv: bool = False  # <run>/metrics.csv: one row per log interval, a fixed header
+    tensorboard: bool = False  # <run>/tensorboard/ event files (needs the tensorboard package)
+    memory_history: int = 20000  # CUDA: the allocator events kept (Python stacks); a CUDA OOM writes them to
+    # <run>/oom-snapshot.pickle, for https://pytorch.org/memory_viz (0 = off)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -147,7 +166,9 @@ class Config:
         _check(self.data in DATA_KINDS, f"data must be one of {', '.join(DATA_KINDS)}, got {brief(self.data)}")
         _check(self.data == "windows" or self.model == "gpt-tiny",
                f"data={self.data} applies to gpt-tiny (the Python API takes your own dataset)")
-        _check(not self.data_path or self.data == "shards", "data_path needs data=shards")
+        self._check_images()  # IMG
+        _check(not self.data_path or self.data == "shards" or self.image_source == "folder",
+               "data_path needs data=shards (gpt-tiny) or image_source=folder (resnet-tiny)")
         _check(not (self.cudnn_benchmark and self.deterministic),
                "cudnn_benchmark=true contradicts deterministic=true (autotuning picks kernels run by run)")
         _check(not (self.activation_checkpointing and self.model == "resnet-tiny"),
@@ -158,7 +179,20 @@ class Config:
         _check(not (self.float8 and self.amp == "fp16"),
                "float8=true trains with bf16 or fp32 around the float8 matmuls, not amp=fp16: use amp=bf16 or auto")
         self._check_schedule()
+        self._check_ac_and_reports()
         self.profile_schedule()  # validates the format
+
+    def _check_images(self) -> None:  # IMG
+        _check(self.image_source in IMAGE_SOURCES,
+               f"image_source must be one of {', '.join(IMAGE_SOURCES)}, got {brief(self.image_source)}")
+        _check(self.image_decoder in IMAGE_DECODERS,
+               f"image_decoder must be one of {', '.join(IMAGE_DECODERS)}, got {brief(self.image_decoder)}")
+        _check(self.image_source == "synthetic" or self.model == "resnet-tiny",
+               f"image_source={self.image_source} applies to resnet-tiny (the Python API takes your own dataset)")
+        _check(self.image_source != "folder" or bool(self.data_path),
+               "image_source=folder needs data_path (the image folder: one sub-directory per class)")
+        _check(not (self.image_source == "bundled" and self.data_path),
+               "image_source=bundled reads the shipped images; data_path names a folder with image_source=folder")
 
     def _check_schedule(self) -> None:
         _check(self.lr_schedule in LR_SCHEDULES,
@@ -172,6 +206,15 @@ class Config:
         _check(0 <= self.ema_decay < 1, f"ema_decay must be in [0, 1) (0 = off), got {brief(self.ema_decay)}")
         _check(not (self.ema_decay and self.shard != "none"),
                f"ema_decay needs shard=none: the EMA of sharded (shard={self.shard}) weights is not supported")
+
+    def _check_ac_and_reports(self) -> None:
+        _check(self.ac_mode in AC_MODES, f"ac_mode must be one of {', '.join(AC_MODES)}, got {brief(self.ac_mode)}")
+        _check(self.ac_mode == "full" or self.activation_checkpointing,
+               f"ac_mode={self.ac_mode} needs activation_checkpointing=true")
+        _check(self.ac_every >= 1, f"ac_every must be >= 1, got {brief(self.ac_every)}")
+        _check(self.ac_every == 1 or self.ac_mode == "selective_layer",
+               f"ac_every={self.ac_every} needs ac_mode=selective_layer (the other modes checkpoint every block)")
+        _check(self.memory_history >= 0, f"memory_history must be >= 0 (0 = off), got {brief(self.memory_history)}")
 
     def decay_steps(self) -> int:
         """wsd: how many of the last steps decay (at least 1)."""
