@@ -137,6 +137,7 @@ class TorchInstall:
     cuda_available: bool = False
     device_count: int = 0
     in_venv: Optional[bool] = None  # sys.prefix != sys.base_prefix or a conda env
+    onednn: Optional[str] = None  # the oneDNN torch was built with (its headers' version), None if none shipped
     error: Optional[str] = None  # why the probe failed (timeout, import error)
 
 

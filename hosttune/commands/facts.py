@@ -93,6 +93,19 @@ def _torch_row(f: Facts) -> Row:
             f"cuda_available={t.cuda_available} devices={t.device_count} ({t.python})")
 
 
+def _torch_cpu_row(f: Facts) -> List[Row]:
+    """torch on the CPU: its oneDNN, the ISA oneDNN and ATen use here (this shell's ONEDNN_MAX_CPU_ISA and
+    ATEN_CPU_CAPABILITY included on a live host), and the bf16 path (hosttune.policy.onednn)."""
+    import os
+
+    from hosttune.policy import onednn
+
+    t = f.torch
+    if t is None or t.error or not t.version:
+        return []
+    return [("torch cpu", onednn.summary(t.onednn, f.cpu.flags, os.environ if f.root == "/" else {}))]
+
+
 def _software_rows(f: Facts) -> List[Row]:
     a, tl, m, tu = f.allocators, f.tools, f.memory, f.tuned
     libs = (("jemalloc", a.jemalloc), ("tcmalloc", a.tcmalloc), ("tcmalloc_minimal", a.tcmalloc_minimal),
@@ -101,6 +114,7 @@ def _software_rows(f: Facts) -> List[Row]:
     state = {True: "running", False: "not running", None: "state unknown"}[tu.running]
     return [
         _torch_row(f),
+        *_torch_cpu_row(f),
         ("allocators", "  ".join(f"{name}={'yes' if path else 'no'}" for name, path in libs)),
         ("tools", "  ".join(f"{name}={path or 'no'}" for name, path in tools)),
         ("memory", f"{_q(m.total_mb)} MiB total, {_q(m.available_mb)} MiB available, "

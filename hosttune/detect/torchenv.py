@@ -3,7 +3,8 @@ torch (importing it costs ~2 s; `python -m torch.utils.collect_env` does, which 
 
 What the probe reads: where `torch` is (importlib.util.find_spec), `torch/version.py` as text (`__version__`, `cuda`),
 the cuDNN and NCCL that torch loads (the `nvidia-cudnn-cu*` / `nvidia-nccl-cu*` wheels' versions, else the sonames
-bundled in `torch/lib/` or the env's lib dir), and whether it runs in a venv or conda env.
+bundled in `torch/lib/` or the env's lib dir), the oneDNN version from the headers torch ships
+(`torch/include/oneapi/dnnl/dnnl_version.h`), and whether it runs in a venv or conda env.
 
 `cuda_available` and `device_count` are inferred, not asked of torch: a CUDA build of torch, NVML-visible GPUs
 (after CUDA_VISIBLE_DEVICES), and a driver whose CUDA version is at least torch's CUDA major (CUDA's minor-version
@@ -75,6 +76,14 @@ if spec is not None and spec.origin:
         except OSError:
             pass
     t["libs"] = libs
+    # E1: the oneDNN torch was built with, from the headers the wheel ships (what torch.__config__.show() names)
+    dnnl = {}
+    try:
+        with open(os.path.join(d, "include", "oneapi", "dnnl", "dnnl_version.h")) as fh:
+            dnnl = dict(re.findall(r"#define DNNL_VERSION_(MAJOR|MINOR|PATCH) +(\d+)", fh.read(1 << 16)))
+    except (OSError, ValueError):
+        pass
+    t["onednn"] = "%s.%s.%s" % (dnnl["MAJOR"], dnnl["MINOR"], dnnl["PATCH"]) if len(dnnl) == 3 else None
     out["torch"] = t
 print(json.dumps(out))
 '''
@@ -162,6 +171,7 @@ def from_probe(python: str, data: Dict[str, Any], driver_cuda: Optional[str],
         cuda_available=available,
         device_count=len(visible_gpus) if available else 0,
         in_venv=data.get("in_venv"),
+        onednn=str(torch["onednn"]) if torch.get("onednn") else None,
     )
 
 

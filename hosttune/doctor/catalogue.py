@@ -74,6 +74,8 @@ CHECKS: Tuple[Check, ...] = (
     Check("torch.cuda_visible_devices", "torch", "CUDA_VISIBLE_DEVICES names real GPUs",
           torch_checks.check_cuda_visible,
           needs=(shell_env(),)),
+    Check("torch.onednn", "torch", "torch's CPU kernels use the CPU's ISA", torch_checks.check_onednn,
+          needs=(shell_env("no ISA cap below the CPU"),)),  # E1
     Check("torch.venv", "torch", "Training python in a venv/conda", torch_checks.check_venv),
     Check("hosttune.profile", "hosttune", "Profile present and valid", hosttune_checks.check_profile,
           needs=(local_profiles("present and valid"),)),

@@ -70,7 +70,7 @@ def amp_note(amp: str, device: torch.device, amp_dtype: Optional[torch.dtype],
         return f"amp: bf16 on CPU ({path.via}: {path.why})"
     if name == "bf16":
         return f"amp: bf16 on CPU as asked (amp=bf16), emulated: {path.why}; amp=auto would train in fp32"
-    return f"amp off: {path.why}"
+    return f"amp off: {path.why}, bf16 would be emulated"
 
 
 def autocast(device: torch.device, amp_dtype: Optional[torch.dtype]) -> torch.autocast:

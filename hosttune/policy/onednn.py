@@ -47,7 +47,7 @@ class Bf16Path:
 
     native: bool
     via: str  # "amx_bf16", "avx512_bf16", or "" when emulated
-    why: str
+    why: str  # the path's kernels, or why there is no native path ("bf16 would be emulated" is left to callers)
 
 
 @dataclass(frozen=True)
@@ -140,9 +140,8 @@ def bf16_path(flags: Sequence[str], env: Optional[Mapping[str, str]] = None) -> 
             return Bf16Path(True, flag, why)
     for flag, isa, _ in paths:
         if flag in have:
-            return Bf16Path(False, "", f"{var}={value} caps oneDNN below {isa}, which this CPU has ({flag}): "
-                                       f"bf16 would be emulated (unset {var})")
-    return Bf16Path(False, "", "this CPU has no avx512_bf16/amx_bf16, bf16 would be emulated")
+            return Bf16Path(False, "", f"{var}={value} caps oneDNN below {isa} (this CPU has {flag})")
+    return Bf16Path(False, "", "this CPU has no avx512_bf16/amx_bf16")
 
 
 def cpuinfo_flags(cpuinfo: str) -> Tuple[str, ...]:
@@ -151,3 +150,11 @@ def cpuinfo_flags(cpuinfo: str) -> Tuple[str, ...]:
         if line.startswith("flags"):
             return tuple(line.split(":", 1)[1].split())
     return ()
+
+
+def summary(version: Optional[str], flags: Sequence[str], env: Mapping[str, str]) -> str:
+    """One line: torch's oneDNN, the ISA oneDNN and ATen dispatch to here, and the bf16 path (facts, doctor)."""
+    path = bf16_path(flags, env)
+    bf16 = f"{path.via} ({path.why})" if path.native else f"emulated ({path.why})"
+    return (f"onednn={version or '-'}  isa={effective_isa(flags, env) or '-'}  "
+            f"aten={aten_capability(flags, env)}  bf16={bf16}")

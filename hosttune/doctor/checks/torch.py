@@ -7,7 +7,7 @@ from typing import Callable, Dict, List, Tuple
 from hosttune.doctor.context import Context, gpus, version_tuple
 from hosttune.doctor.fixes import shell_path
 from hosttune.doctor.model import Finding
-from hosttune.policy import cuda_visible
+from hosttune.policy import cuda_visible, onednn
 
 
 def check_torch_version(ctx: Context) -> Finding:
@@ -206,6 +206,37 @@ def check_cuda_visible(ctx: Context) -> Finding:
                        fix=f"export CUDA_VISIBLE_DEVICES={indices}")
     return Finding(status="pass", actual=f"CUDA_VISIBLE_DEVICES={raw} ({len(visible.gpus)} GPUs){notes}",
                    expected="existing GPUs")
+
+
+# ---- E1: oneDNN and the CPU ISA torch uses ----
+def check_onednn(ctx: Context) -> Finding:
+    """torch's CPU kernels may use every instruction set this CPU has, bf16 included.
+
+    Reports torch's oneDNN (the version of the headers its wheel ships, as torch.__config__.show() names it), the
+    ISA oneDNN dispatches to (the CPU's best, capped by ONEDNN_MAX_CPU_ISA or DNNL_MAX_CPU_ISA), ATen's capability
+    (torch.backends.cpu.get_cpu_capability(): ATEN_CPU_CAPABILITY, else AVX512 or AVX2 by the CPU) and the bf16
+    path: AMX tiles (amx_bf16), AVX-512 BF16, or emulated (x0.03-0.10 of fp32: hosttune's engine trains such a CPU
+    in fp32). A cap below what the CPU has is a warning (every matmul or vectorised op runs narrower; a cap under
+    AVX512_CORE_BF16 turns bf16 into emulation); ATEN_CPU_CAPABILITY above the CPU is a failure: torch takes it
+    as given and dies of an illegal instruction at the first vectorised op. The rule: hosttune.policy.onednn.
+    """
+    t = ctx.facts.torch
+    if t is None or t.error or not t.version:
+        return Finding(status="skip", actual="no torch probed", expected="no ISA cap below the CPU")
+    if ctx.facts.cpu.arch not in (None, "x86_64"):
+        return Finding(status="skip", actual=f"oneDNN ISA caps are x86 ones; this CPU is {ctx.facts.cpu.arch}",
+                       expected="no ISA cap below the CPU")
+    flags = ctx.facts.cpu.flags
+    actual = onednn.summary(t.onednn, flags, ctx.env)
+    caps = onednn.caps(flags, ctx.env)
+    said = "; ".join(f"{c.var}={c.value} {'above' if c.over else 'below'} this CPU's {c.has}" for c in caps)
+    unset = " ".join(c.var for c in caps)
+    fix = f"unset {unset}   # and remove it from ~/.bashrc, /etc/environment and job scripts"
+    if any(c.over for c in caps):
+        return Finding(status="fail", actual=f"{actual}; {said}", expected="no ISA cap above the CPU", fix=fix)
+    if caps:
+        return Finding(status="warn", actual=f"{actual}; {said}", expected="no ISA cap below the CPU", fix=fix)
+    return Finding(status="pass", actual=actual, expected="no ISA cap below the CPU")
 
 
 def check_venv(ctx: Context) -> Finding:
