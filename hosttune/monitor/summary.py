@@ -34,6 +34,10 @@ def _numbers(rec: Dict[str, Any]) -> Iterator[Tuple[str, float]]:
     for path, usage in (host.get("disks") or {}).items():
         if "used_pct" in usage:
             yield f"disk.{path}.used_pct", float(usage["used_pct"])
+    for device, rates in (host.get("disk_io") or {}).items():  # read_mb_s, write_mb_s, util_pct (diskio.py)
+        for key, value in rates.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                yield f"disk_io.{device}.{key}", float(value)
     for gpu in rec.get("gpus") or []:
         if gpu.get("lost"):
             continue
