@@ -231,7 +231,8 @@ def check_onednn(ctx: Context) -> Finding:
     caps = onednn.caps(flags, ctx.env)
     said = "; ".join(f"{c.var}={c.value} {'above' if c.over else 'below'} this CPU's {c.has}" for c in caps)
     unset = " ".join(c.var for c in caps)
-    fix = f"unset {unset}   # and remove it from ~/.bashrc, /etc/environment and job scripts"
+    them = "them" if len(caps) > 1 else "it"
+    fix = f"unset {unset}   # and remove {them} from ~/.bashrc, /etc/environment and job scripts"
     if any(c.over for c in caps):
         return Finding(status="fail", actual=f"{actual}; {said}", expected="no ISA cap above the CPU", fix=fix)
     if caps:
