@@ -25,6 +25,16 @@ _UNREAD = re.compile(r"/sys/devices/system/cpu/cpu\d+/(cache|cpuidle|power|micro
 HWLOC_NAMES = sorted(p.name[: -len(".tar.gz")] for p in HWLOC.glob("*.tar.gz"))
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadscope` hands out the heaviest modules first (tests/_xdist_sched.py: issue 21's pass times)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from _xdist_sched import LongestFirstScheduling
+
+    return LongestFirstScheduling(config, log)
+
+
 @pytest.fixture(scope="session")
 def hwloc_tree(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """hwloc_tree(name) -> the extracted root of ../shared/fixtures/hwloc-linux/<name>.tar.gz (once per session)."""
