@@ -179,3 +179,60 @@ def env_lib_dirs(data: Dict[str, Any]) -> Sequence[str]:
     """The target interpreter's env lib dir (venv/conda), searched for allocators before the system dirs."""
     prefix = data.get("prefix")
     return [os.path.join(prefix, "lib")] if prefix else []
+
+
+# ---- IMG: the image decoders the training python has (doctor's torch.image_decoder) ----
+# Run only by that check (not by `facts`): unlike PROBE it imports Pillow (PIL.features) and PyTurboJPEG (which
+# imports numpy and loads libturbojpeg), in the training interpreter, never in hosttune's process. Same
+# `python -I -c PROBE [PYTHONPATH entries...]` rules as PROBE.
+IMAGE_PROBE = r'''
+import json, os, sys
+extra = sys.argv[1:] + os.environ.get("PYTHONPATH", "").split(os.pathsep)
+sys.path[0:0] = [p for i, p in enumerate(extra) if p and p not in extra[:i]]
+def first(exc):
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:200]
+out = {"executable": sys.executable, "pillow": None, "turbojpeg": None}
+try:
+    import PIL
+    from PIL import features
+    v = str(getattr(PIL, "__version__", "") or "?")
+    try:
+        turbo = bool(features.check_feature("libjpeg_turbo"))
+    except Exception:
+        turbo = False
+    out["pillow"] = {"version": v, "libjpeg_turbo": turbo, "simd": ".post" in v}
+except Exception as exc:
+    out["pillow_error"] = first(exc)
+try:
+    import turbojpeg
+    t = {"version": str(getattr(turbojpeg, "__version__", "") or "?"), "library": False}
+    try:
+        turbojpeg.TurboJPEG()
+        t["library"] = True
+    except Exception as exc:
+        t["error"] = first(exc)
+    out["turbojpeg"] = t
+except Exception as exc:
+    out["turbojpeg_error"] = first(exc)
+print(json.dumps(out))
+'''
+
+
+def run_image_probe(io: HostIO, python: str, timeout: float = PROBE_TIMEOUT_S) -> Dict[str, Any]:
+    """IMAGE_PROBE's JSON ({"pillow": {...} or None, "turbojpeg": {...} or None}), or {"error": why}."""
+    if not io.live:
+        return {"error": "not probed with a foreign root"}
+    paths, _ = probe_path(os.environ)
+    done = io.run([python, "-I", "-c", IMAGE_PROBE, *paths], timeout=timeout, note=False)
+    if done is None:
+        return {"error": f"probe: {io.last_error}"}
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return {"error": f"probe failed: {tail[:200]}"}
+    try:
+        data = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"error": "probe printed no JSON"}
+    return data if isinstance(data, dict) else {"error": "probe printed no JSON object"}
+# ---- end IMG ----
