@@ -69,8 +69,12 @@ def _replay(entry: Tuple[Any, ...], path: str) -> bool:
         sys.stderr.write(err)
         sys.stderr.flush()
     pkg.explain(f"replayed {path}")
+    from hosttune import jobrecord  # the monitor's job label, as on the full path (launch/supervise.py)
+    from hosttune.policy import dirs
     from hosttune.sigexec import default_handlers_for_exec
 
+    record = jobrecord.begin(dirs.runtime_dir(env), env.get("CUDA_VISIBLE_DEVICES"), env)
+    jobrecord.watch(record)
     default_handlers_for_exec()
     try:
         # Not programs.execve: hosttune/programs.py imports subprocess and typing (~20 ms with `python3 -X
@@ -80,6 +84,7 @@ def _replay(entry: Tuple[Any, ...], path: str) -> bool:
         # it are unchanged (`_stale`), so the gateway's lookup and trust decision still hold.
         os.execve(exe, list(argv), env)
     except OSError:
+        jobrecord.remove(record)  # the full path writes its own
         return False
     return False  # pragma: no cover
 

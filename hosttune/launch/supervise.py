@@ -21,14 +21,14 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
 
-from hosttune import programs, term
+from hosttune import jobrecord, programs, term
 from hosttune.errors import UserError
 from hosttune.launch import handoff, hang, hook
 from hosttune.launch.binding import bind_self
 from hosttune.launch.job import Launch
 from hosttune.launch.procfs import alive, marked_processes
 from hosttune.launch.verify import RankCheck, verify_pass, verify_report
-from hosttune.policy import names
+from hosttune.policy import dirs, names
 from hosttune.sigexec import default_handlers_for_exec
 
 if TYPE_CHECKING:
@@ -93,12 +93,14 @@ def run(launch: Launch, *, verify: bool = False, hang_timeout: Optional[float] =
                 env.pop(key, None)  # consumed while parsing; the rewritten argv says --no-python itself
         env[names.HANDOFF] = path
         env[names.LAUNCH_ID] = marker
+        record = jobrecord.begin(dirs.runtime_dir(env), _visible(launch, env), env)  # the monitor's job label
         try:
             if hang_timeout is not None:
                 watch = hang.Watch.start(hang_timeout, marker, env)
             return _supervise(launch, launch.argv, env, marker, verify, cleanup=[path], watch=watch)
         finally:
             handoff.remove(path)
+            jobrecord.remove(record)
     # plain / srun: bind this process, then exec (or spawn and watch with --verify)
     plan = launch.ranks[0]
     exe = _which_or_fail(launch.argv[0], environ)
@@ -116,16 +118,26 @@ def run(launch: Launch, *, verify: bool = False, hang_timeout: Optional[float] =
         if binding.prefix:
             argv = [*binding.prefix, "--", *argv]
             exe = binding.prefix[0]
-    if hang_timeout is not None:
-        watch = hang.Watch.start(hang_timeout, marker, env)
-    elif not verify:
-        sys.stdout.flush()
-        default_handlers_for_exec()  # a Ctrl-C caught just now is acted on, not lost in the exec
-        try:
-            programs.execve(argv, env, "exec:", exe=exe)
-        except OSError as exc:
-            raise UserError(f"exec: {argv[0]}: {exc.strerror}") from None
-    return _supervise(launch, argv, env, marker, verify, watch=watch)
+    record = jobrecord.begin(dirs.runtime_dir(env), env.get("CUDA_VISIBLE_DEVICES"), env)  # the monitor's job label
+    try:
+        if hang_timeout is not None:
+            watch = hang.Watch.start(hang_timeout, marker, env)
+        elif not verify:
+            sys.stdout.flush()
+            jobrecord.watch(record)  # removes the record when the exec'd job (this pid) ends
+            default_handlers_for_exec()  # a Ctrl-C caught just now is acted on, not lost in the exec
+            try:
+                programs.execve(argv, env, "exec:", exe=exe)
+            except OSError as exc:
+                raise UserError(f"exec: {argv[0]}: {exc.strerror}") from None
+        return _supervise(launch, argv, env, marker, verify, watch=watch)
+    finally:
+        jobrecord.remove(record)
+
+
+def _visible(launch: Launch, env: Mapping[str, str]) -> Optional[str]:
+    """The GPUs a supervised job's ranks are given: each rank's planned CUDA_VISIBLE_DEVICES, else the job's."""
+    return jobrecord.visible(p.env.get("CUDA_VISIBLE_DEVICES", env.get("CUDA_VISIBLE_DEVICES")) for p in launch.ranks)
 
 
 def _hook_handoff(launch: Launch, marker: str, environ: Mapping[str, str], env: Dict[str, str]) -> Optional[str]:

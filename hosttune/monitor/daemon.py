@@ -27,7 +27,7 @@ from typing import IO, Any, Dict, List, Mapping, Optional, Set
 
 from hosttune import fsio, nvml
 from hosttune.errors import UserError
-from hosttune.monitor import sinks
+from hosttune.monitor import jobs, sinks
 from hosttune.monitor.config import MonitorConfig
 from hosttune.monitor.events import PRIORITY, Alerts, Event
 from hosttune.monitor.sample import HostReader, gpu_fields, now_fields
@@ -185,6 +185,7 @@ class Monitor:
         self.xid_counts: Dict[int, int] = {}  # XIDs seen per GPU since the monitor started
         self.last_xid: Dict[int, int] = {}
         self.last_ts: Optional[float] = None
+        self.job_records = jobs.Records(environ=env)  # what `hosttune exec` records for its jobs (launch/jobrecord.py)
         self._nvlink_read: Dict[int, float] = {}  # GPU index -> monotonic time of its last NVLink read
         self._nvlink_last: Dict[int, Dict[str, Any]] = {}  # GPU index -> its last nvlink_up/nvlink_errors
 
@@ -411,6 +412,8 @@ class Monitor:
             if g is not None:
                 i = g["index"]
                 g["xid_errors"], g["last_xid"] = self.xid_counts[i], self.last_xid[i]
+        if gpus:  # the jobs `hosttune exec` runs, on the GPUs their ranks were given (monitor/jobs.py)
+            jobs.add_records(gpus, self.gpus, self.job_records.read())
         record["gpus"] = gpus
         events = xids + self.alerts.update(record)
         if events:
