@@ -77,6 +77,8 @@ CHECKS: Tuple[Check, ...] = (
     Check("torch.onednn", "torch", "torch's CPU kernels use the CPU's ISA", torch_checks.check_onednn,
           needs=(shell_env("no ISA cap below the CPU"),)),  # E1
     Check("torch.venv", "torch", "Training python in a venv/conda", torch_checks.check_venv),
+    Check("torch.image_decoder", "torch", "Fast JPEG decoder in the training python",  # IMG
+          torch_checks.check_image_decoder),
     Check("hosttune.profile", "hosttune", "Profile present and valid", hosttune_checks.check_profile,
           needs=(local_profiles("present and valid"),)),
     Check("hosttune.profile_fresh", "hosttune", "Profile made for this hardware", hosttune_checks.check_profile_fresh,

@@ -2,10 +2,13 @@
 CUDA_VISIBLE_DEVICES (read by hosttune.policy.cuda_visible), venv."""
 
 import re
-from typing import Callable, Dict, List, Tuple
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from hosttune.detect import torchenv
+from hosttune.detect.hostio import HostIO
 from hosttune.doctor.context import Context, gpus, version_tuple
-from hosttune.doctor.fixes import shell_path
+from hosttune.doctor.fixes import install, shell_path
 from hosttune.doctor.model import Finding
 from hosttune.policy import cuda_visible, onednn
 
@@ -255,3 +258,65 @@ def check_venv(ctx: Context) -> Finding:
                    fix="python3 -m venv /opt/train && /opt/train/bin/pip install torch   # then train with "
                    "/opt/train/bin/python")
 
+
+
+# ---- IMG: torch.image_decoder ----
+def training_python(ctx: Context) -> Optional[str]:
+    """--python, else the interpreter the torch probe ran, else the first python3 on PATH."""
+    if ctx.python:
+        return ctx.python
+    if ctx.facts.torch is not None and ctx.facts.torch.python:
+        return ctx.facts.torch.python
+    return torchenv.default_python()
+
+
+def check_image_decoder(ctx: Context) -> Finding:
+    """The training python has a fast JPEG decoder for image-folder data (the engine's image_decoder).
+
+    libjpeg-turbo decodes JPEG several times faster than libjpeg (SIMD), and both it and Pillow decode at 1/2, 1/4
+    or 1/8 of the size when the model wants small images (DCT scaling). Found, in the training interpreter (a
+    probe runs it: Pillow and PyTurboJPEG are never imported into hosttune): PyTurboJPEG with a libturbojpeg it can
+    load (image_decoder=auto picks it), Pillow built with libjpeg-turbo (PIL.features.check_feature
+    ("libjpeg_turbo"): the PyPI wheels are), pillow-simd. PyTurboJPEG 2.x needs libjpeg-turbo 3.0; the distros'
+    libturbojpeg (Debian 12, Ubuntu 24.04, RHEL 9) is 2.x, which PyTurboJPEG 1.x drives. A python with neither
+    Pillow nor PyTurboJPEG is not set up for image data at all: a skip that still says how.
+    """
+    if not ctx.live:
+        return Finding(status="skip", actual="the training python is not probed on a captured host",
+                       expected="a fast JPEG decoder")
+    python = training_python(ctx)
+    if python is None:
+        return Finding(status="skip", actual="no python3 on PATH (name one with --python)",
+                       expected="a fast JPEG decoder")
+    return image_decoder_finding(ctx, python, torchenv.run_image_probe(HostIO(Path("/")), python))
+
+
+def image_decoder_finding(ctx: Context, python: str, data: Dict[str, Any]) -> Finding:
+    """The finding for IMAGE_PROBE's answer `data` about `python`."""
+    expected = "PyTurboJPEG + libturbojpeg, or Pillow with libjpeg-turbo"
+    py = shell_path(str(data.get("executable") or python)) or "python3"
+    if "error" in data:
+        return Finding(status="warn", actual=f"{python}: image decoder probe failed: {data['error']}",
+                       expected=expected, fix=f"{py} -c 'import PIL, turbojpeg'   # shows the error")
+    pil, turbo = data.get("pillow") or {}, data.get("turbojpeg") or {}
+    parts = []
+    if turbo:
+        lib = "libturbojpeg" if turbo.get("library") else f"no usable libturbojpeg ({turbo.get('error', '?')})"
+        parts.append(f"PyTurboJPEG {turbo.get('version', '?')} + {lib}")
+    if pil:
+        kind = "pillow-simd" if pil.get("simd") else "Pillow"
+        build = "libjpeg-turbo" if pil.get("libjpeg_turbo") else "libjpeg, not libjpeg-turbo"
+        parts.append(f"{kind} {pil.get('version', '?')} ({build})")
+    actual = "; ".join(parts) or "no Pillow, no PyTurboJPEG"
+    lib_fix = install(ctx, "libturbojpeg0", "turbojpeg")
+    if turbo and not turbo.get("library"):
+        pin = "'PyTurboJPEG<2'" if "3.0" in str(turbo.get("error", "")) else "PyTurboJPEG"
+        fix = f"{lib_fix}\n{py} -m pip install {pin}   # PyTurboJPEG 2 needs libjpeg-turbo 3, 1.x drives 2.x"
+        return Finding(status="warn", actual=f"{actual}: image_decoder=turbojpeg fails", expected=expected, fix=fix)
+    if turbo or pil.get("libjpeg_turbo") or pil.get("simd"):
+        return Finding(status="pass", actual=actual, expected=expected)
+    fix = f"{lib_fix}\n{py} -m pip install 'PyTurboJPEG<2' Pillow   # then image_decoder=auto uses it"
+    if not pil:  # no image library at all: this python is not set up for image data; say how, do not warn
+        return Finding(status="skip", actual=f"{actual} in {python}: needed only to train on image folders",
+                       expected=expected, fix=fix)
+    return Finding(status="warn", actual=f"{actual}: JPEG decoding without SIMD", expected=expected, fix=fix)
