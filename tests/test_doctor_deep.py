@@ -375,6 +375,7 @@ def test_gloo_allreduce_two_ranks(cpu_run: Dict[str, Any]) -> None:
     assert r.status == "pass" and r.actual.startswith("2 ranks, 4 MiB: busbw ") and "correct sums" in r.expected
 
 
+@pytest.mark.slow  # cpu_run: the whole deep CPU run (matmul, membw, bf16, 2-rank all-reduce), not only the reads
 def test_storage_reads_bypass_the_cache(cpu_run: Dict[str, Any], facts: Facts) -> None:
     r = cpu_run["storage.deep_read"]
     assert "MB/s over" in r.actual and "(O_DIRECT)" in r.actual, r
