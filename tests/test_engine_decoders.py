@@ -173,3 +173,4 @@ def test_a_worker_exception_re_raised_by_the_dataloader_keeps_one_line() -> None
             "hosttune.engine.decoders.ImageDataError: /data/cats/x.jpg: not a JPEG or PNG image\n")
     assert str(ImageDataError(text)) == "/data/cats/x.jpg: not a JPEG or PNG image"
     assert str(ImageDataError("plain: message")) == "plain: message"
+    assert str(ImageDataError("/data/a\nb.jpg: not a JPEG or PNG image")) == "/data/a\\nb.jpg: not a JPEG or PNG image"

@@ -13,6 +13,8 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
+from hosttune.term import printable
+
 from .errors import EngineError
 
 DECODERS = ("auto", "pil", "turbojpeg")
@@ -25,13 +27,14 @@ class ImageDataError(EngineError):
     """A bad image file or folder: one line, exit 2.
 
     A loader worker's exception reaches the main process re-raised as `type(text of the worker's traceback)`: the
-    constructor keeps only the original one-line message from that text."""
+    constructor keeps only the original one-line message from that text. Control characters (a newline in a file
+    name) are shown escaped, so the message stays one line."""
 
     def __init__(self, msg: str) -> None:
         marker = f"{type(self).__name__}: "
         if "Traceback (most recent call last)" in msg and marker in msg:
             msg = msg.rsplit(marker, 1)[1].strip().splitlines()[0]
-        super().__init__(msg)
+        super().__init__(printable(msg))
 
 
 # ---- decoders ----
