@@ -178,15 +178,33 @@ def start_time(pid: int, proc: str = "/proc") -> Optional[int]:
         return None
 
 
+_busy = False
+
+
+def busy() -> bool:
+    """True while this process writes its record or forks its watcher: exec's start-up cache recorder
+    (execcache/recorder.py) does not take that for part of the job's start, which it replays (a replay writes a
+    record of its own)."""
+    return _busy
+
+
 def begin(runtime_dir: str, cuda_visible: Optional[str], environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
     """Write this process's record beside `runtime_dir` (`policy.dirs.runtime_dir()`); its path, or None when there
     is no usable records directory (the job runs the same either way). Removes this user's records whose process
     is gone first."""
+    global _busy
+    _busy = True
+    try:
+        return _begin(runtime_dir, cuda_visible, os.environ if environ is None else environ)
+    finally:
+        _busy = False
+
+
+def _begin(runtime_dir: str, cuda_visible: Optional[str], env: Mapping[str, str]) -> Optional[str]:
     import json
 
     from hosttune import fsio
 
-    env = os.environ if environ is None else environ
     d = _usable_dir(runtime_dir)
     pid = os.getpid()
     start = start_time(pid)
@@ -237,18 +255,27 @@ def watch(path: Optional[str]) -> None:
     output sees its end when the job ends)."""
     if path is None:
         return
-    job = os.getpid()
-    start = start_time(job)
+    global _busy
+    _busy = True
     try:
-        child = os.fork()
-    except OSError:
-        return  # no watcher: the record goes stale when the job ends, and is ignored and swept
-    if child:
+        child = _fork_watcher(path)
         try:
             os.waitpid(child, 0)
         except ChildProcessError:
             pass
-        return
+    except OSError:
+        pass  # no watcher: the record goes stale when the job ends, and is ignored and swept
+    finally:
+        _busy = False
+
+
+def _fork_watcher(path: str) -> int:
+    """The first fork's pid, in the parent; the watcher never returns."""
+    job = os.getpid()
+    start = start_time(job)
+    child = os.fork()
+    if child:
+        return child
     code = 0
     try:
         os.setsid()

@@ -6,6 +6,7 @@ import os
 import sys
 
 from hosttune import execcache as pkg  # the constants, read at each use (tests set some in the process they start)
+from hosttune import jobrecord
 from hosttune.execcache.key import _read, _stat_key, _times
 from hosttune.execcache.replay import get_mempolicy
 from hosttune.execcache.store import _store
@@ -47,7 +48,7 @@ class _Recorded:
         self.__wrapped__, self._recorder = fn, recorder
 
     def __call__(self, path: Any, *args: Any, **kwargs: Any) -> Any:
-        if self._recorder.active:
+        if self._recorder.active and not jobrecord.busy():  # the job record is per run: a replay writes its own
             self._recorder.saw(path, kwargs.get("dir_fd"))
         return self.__wrapped__(path, *args, **kwargs)
 
@@ -219,7 +220,7 @@ class Recorder:
 
 def _audit(event: str, args: Tuple[Any, ...]) -> None:
     rec = Recorder.current
-    if rec is None or not rec.active:
+    if rec is None or not rec.active or jobrecord.busy():  # the job record is per run: a replay writes its own
         return
     try:
         if event == "open":
