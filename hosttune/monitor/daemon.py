@@ -30,6 +30,7 @@ from hosttune.errors import UserError
 from hosttune.monitor import jobs, sinks
 from hosttune.monitor.config import MonitorConfig
 from hosttune.monitor.events import PRIORITY, Alerts, Event
+from hosttune.monitor.podresources import PodResources
 from hosttune.monitor.sample import HostReader, gpu_fields, now_fields
 from hosttune.monitor.sinks import (
     DIR_MODE,
@@ -185,7 +186,8 @@ class Monitor:
         self.xid_counts: Dict[int, int] = {}  # XIDs seen per GPU since the monitor started
         self.last_xid: Dict[int, int] = {}
         self.last_ts: Optional[float] = None
-        self.job_records = jobs.Records(environ=env)  # what `hosttune exec` records for its jobs (launch/jobrecord.py)
+        self.job_records = jobs.Records(environ=env)  # the jobs `hosttune exec` runs (hosttune/jobrecord.py)
+        self.pods = PodResources()  # the kubelet's GPU -> pod assignments, where its socket answers
         self._nvlink_read: Dict[int, float] = {}  # GPU index -> monotonic time of its last NVLink read
         self._nvlink_last: Dict[int, Dict[str, Any]] = {}  # GPU index -> its last nvlink_up/nvlink_errors
 
@@ -414,6 +416,7 @@ class Monitor:
                 g["xid_errors"], g["last_xid"] = self.xid_counts[i], self.last_xid[i]
         if gpus:  # the jobs `hosttune exec` runs, on the GPUs their ranks were given (monitor/jobs.py)
             jobs.add_records(gpus, self.gpus, self.job_records.read())
+            jobs.add_pods(gpus, self.pods.assignments())
         record["gpus"] = gpus
         events = xids + self.alerts.update(record)
         if events:

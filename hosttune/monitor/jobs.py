@@ -32,7 +32,7 @@ import os
 import pwd
 import re
 import stat
-from typing import Any, Dict, Iterable, List, Optional, Set
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set
 
 from hosttune import fsio, trust
 from hosttune import jobrecord as fmt
@@ -145,7 +145,7 @@ class Records:
     """The live records in `directory` (jobrecord.records_dir() by default), read each sample."""
 
     def __init__(self, directory: Optional[str] = None, finder: Optional[JobFinder] = None,
-                 environ: Optional[Dict[str, str]] = None) -> None:
+                 environ: Optional[Mapping[str, str]] = None) -> None:
         self.dir = directory or fmt.records_dir(dirs.runtime_dir(environ))
         self.finder = finder or JobFinder()
         self.problem: Optional[str] = None  # why the directory was not read (None: read, or absent)
@@ -251,3 +251,18 @@ def add_records(gpus: List[Dict[str, Any]], static: Iterable[Dict[str, Any]], re
             listed = gpu.setdefault("jobs", [])
             if not any(j.get("kind") == kind and j.get("job") == job for j in listed):
                 listed.append({"job": job, "kind": kind, "user": rec["user"]})
+
+
+def add_pods(gpus: List[Dict[str, Any]], assigned: Optional[Dict[str, Dict[str, str]]]) -> None:
+    """The kubelet's word on which pod holds each GPU (monitor/podresources.py): that GPU's job is then the pod's
+    `namespace/name`, in place of the pod UIDs its processes' cgroups named (the user stays when they all had
+    one). Nothing changes where the kubelet was not asked or does not list the GPU."""
+    for gpu in gpus:
+        pod = (assigned or {}).get(str(gpu.get("uuid")))
+        if pod is None or gpu.get("lost"):
+            continue
+        listed = gpu.get("jobs") or []
+        users = {j.get("user", "") for j in listed if j.get("kind") == "kubernetes"}
+        named = {"job": f"{pod['namespace']}/{pod['pod']}", "kind": "kubernetes",
+                 "user": users.pop() if len(users) == 1 else "", "container": pod["container"]}
+        gpu["jobs"] = [j for j in listed if j.get("kind") != "kubernetes"] + [named]
