@@ -120,19 +120,26 @@ def run(launch: Launch, *, verify: bool = False, hang_timeout: Optional[float] =
             exe = binding.prefix[0]
     record = jobrecord.begin(dirs.runtime_dir(env), env.get("CUDA_VISIBLE_DEVICES"), env)  # the monitor's job label
     try:
-        if hang_timeout is not None:
-            watch = hang.Watch.start(hang_timeout, marker, env)
-        elif not verify:
-            sys.stdout.flush()
-            jobrecord.watch(record)  # removes the record when the exec'd job (this pid) ends
-            default_handlers_for_exec()  # a Ctrl-C caught just now is acted on, not lost in the exec
-            try:
-                programs.execve(argv, env, "exec:", exe=exe)
-            except OSError as exc:
-                raise UserError(f"exec: {argv[0]}: {exc.strerror}") from None
-        return _supervise(launch, argv, env, marker, verify, watch=watch)
+        return _run_plain(launch, argv, exe, env, marker, verify, hang_timeout, record)
     finally:
         jobrecord.remove(record)
+
+
+def _run_plain(launch: Launch, argv: List[str], exe: str, env: Dict[str, str], marker: str, verify: bool,
+               hang_timeout: Optional[float], record: Optional[str]) -> int:
+    """Exec the bound plain/srun job (no return), or supervise it (--verify, a hang timeout)."""
+    watch: Optional[hang.Watch] = None
+    if hang_timeout is not None:
+        watch = hang.Watch.start(hang_timeout, marker, env)
+    elif not verify:
+        sys.stdout.flush()
+        jobrecord.watch(record)  # removes the record when the exec'd job (this pid) ends
+        default_handlers_for_exec()  # a Ctrl-C caught just now is acted on, not lost in the exec
+        try:
+            programs.execve(argv, env, "exec:", exe=exe)
+        except OSError as exc:
+            raise UserError(f"exec: {argv[0]}: {exc.strerror}") from None
+    return _supervise(launch, argv, env, marker, verify, watch=watch)
 
 
 def _visible(launch: Launch, env: Mapping[str, str]) -> Optional[str]:
