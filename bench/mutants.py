@@ -763,7 +763,8 @@ M("r2-netplan-host-v6", "hosttune/plan/network.py",
 M("r2-netplan-nodes-max", "hosttune/plan/network.py",
   "        return max(int(part) for part in str(raw).split(\":\") if part.strip())",
   "        return min(int(part) for part in str(raw).split(\":\") if part.strip())",
-  _NP, "--nnodes 1:4 is taken as one node: no multi-node warnings or PET_LOCAL_ADDR")
+  _NP, "--nnodes 1:4 is taken as one node: no multi-node warnings or PET_LOCAL_ADDR",
+  pins="tests/test_plan_network_pins2.py -k ranged")
 M("r2-netplan-slurm-nodes", "hosttune/plan/network.py",
   'nodes_of(environ.get("SLURM_JOB_NUM_NODES") or environ.get("SLURM_NNODES"))',
   'nodes_of(environ.get("SLURM_NNODES"))',
@@ -773,7 +774,8 @@ M("r2-netplan-multi-node", "hosttune/plan/network.py",
   _NP, "a one-node job counts as multi-node (loopback endpoint warned)")
 M("r2-netplan-first-addr", "hosttune/plan/network.py",
   "    addr = addrs[0]\n    at = shown", "    addr = addrs[-1]\n    at = shown",
-  _NP, "the resolver's last address, not the first gloo/torchrun connect to, is routed")
+  _NP, "the resolver's last address, not the first gloo/torchrun connect to, is routed",
+  pins="tests/test_plan_network_pins2.py -k first_address")
 M("r2-netplan-loopback-multi", "hosttune/plan/network.py",
   "        if endpoint.multi_node:\n            return NetPlan({}, (f\"{WARNING}: {at} is this host's loopback",
   "        if False:\n            return NetPlan({}, (f\"{WARNING}: {at} is this host's loopback",
@@ -787,7 +789,8 @@ M("r2-netplan-store-named", "hosttune/plan/network.py",
 M("r2-netplan-name-any", "hosttune/plan/network.py",
   "if endpoint.multi_node and named and all(_is_loopback(a) for a in named):",
   "if endpoint.multi_node and named and any(_is_loopback(a) for a in named):",
-  _NP, "a host name resolving to loopback AND a routed address gets PET_LOCAL_ADDR / a warning")
+  _NP, "a host name resolving to loopback AND a routed address gets PET_LOCAL_ADDR / a warning",
+  pins="tests/test_plan_network_pins2.py -k routed_address_besides")
 M("r2-netplan-user-local-addr", "hosttune/plan/network.py",
   "    if endpoint.torchrun and endpoint.local_addr:\n        return []", "    if False:\n        return []",
   _NP, "the caller's --local-addr is overridden by PET_LOCAL_ADDR")
@@ -797,24 +800,29 @@ M("r2-netplan-rdzv-is-host", "hosttune/plan/network.py",
 M("r2-netplan-captured-root", "hosttune/plan/network.py",
   '    if root not in ("", "/"):\n', '    if root not in ("",):\n',
   f"{_NP} tests/test_plan.py tests/test_exec.py -k 'network or interface or captured or loopback'",
-  "a plan for this host (root /) names no interface")
+  "a plan for this host (root /) names no interface",
+  pins="tests/test_plan_network_pins2.py -k this_host_asks")
 
 # ---- detect/netroute.py: the interface's kind ----------------------------------------------------------------------
 _NR = "tests/test_plan_network.py tests/test_doctor_network.py tests/test_doctor_nodes.py"
 M("r2-netroute-bridge-swap", "hosttune/detect/netroute.py",
   '            return "bridge" if uplinks else "container-bridge"', '            return "container-bridge" if uplinks else "bridge"',
-  _NR, "a bridge with an uplink is a container bridge and one of veths only the host's path")
+  _NR, "a bridge with an uplink is a container bridge and one of veths only the host's path",
+  pins="tests/test_plan_network_pins2.py -k container_bridges")
 M("r2-netroute-tun-port", "hosttune/detect/netroute.py",
   ' and not self.io.exists(\n                f"sys/class/net/{p}/tun_flags")]', "]",
-  _NR, "a bridge whose only port is a tap (tun_flags) counts as having an uplink")
+  _NR, "a bridge whose only port is a tap (tun_flags) counts as having an uplink",
+  pins="tests/test_plan_network_pins2.py -k container_bridges")
 M("r2-netroute-prefix", "hosttune/detect/netroute.py",
   "        if ifname.startswith(CONTAINER_BRIDGE_PREFIXES):", "        if ifname in CONTAINER_BRIDGE_PREFIXES:",
-  _NR, "docker0 / br-1234 are not known as container bridges by name")
+  _NR, "docker0 / br-1234 are not known as container bridges by name",
+  pins="tests/test_plan_network_pins2.py -k container_bridges")
 # ---- launch/hang.py and the hang timeout ------------------------------------------------------------------------
 _HG = "tests/test_launch_hang.py"
 M("r2-hang-exit", "hosttune/launch/hang.py",
   "EXIT_HUNG = 124", "EXIT_HUNG = 1",
-  f"{_HG} tests/test_launch_supervise.py", "a hung job's exit is 1, not 124 (timeout(1)'s)")
+  f"{_HG} tests/test_launch_supervise.py", "a hung job's exit is 1, not 124 (timeout(1)'s)",
+  pins="tests/test_launch_hang_pins2.py -k exits_124")
 M("r2-hang-clock-start", "hosttune/launch/hang.py",
   "        return 0.0 if self.last is None else self.clock() - self.last",
   "        return self.clock() - (self.last or 0.0)",
@@ -825,17 +833,20 @@ M("r2-hang-armed-progress", "hosttune/launch/hang.py",
 M("r2-hang-collect-once", "hosttune/launch/hang.py",
   "        return not self.hung and self.progress.idle_s() >= self.timeout_s",
   "        return self.progress.idle_s() >= self.timeout_s",
-  f"{_HG} -k 'stalled or progress or plain_job or never_reaches'", "a collected hang is collected again and again")
+  f"{_HG} -k 'stalled or progress or plain_job or never_reaches'", "a collected hang is collected again and again",
+  pins="tests/test_launch_hang_pins2.py -k collected")
 M("r2-hang-current-first", "hosttune/launch/hang.py",
   "    return [f for cur, f in threads if cur] + [f for cur, f in threads if not cur]",
   "    return [f for cur, f in threads]",
-  f"{_HG} -k 'stacks or summary'", "the signalled thread is not put first (the rank's place is a helper thread's)")
+  f"{_HG} -k 'stacks or summary'", "the signalled thread is not put first (the rank's place is a helper thread's)",
+  pins="tests/test_launch_hang_pins2.py -k current_thread")
 M("r2-hang-last-dump", "hosttune/launch/hang.py",
   "            if not dumps or head.group(2) in dumps[-1]:", "            if not dumps:",
   f"{_HG} -k 'stacks or summary'", "several dumps in one file are merged, not the last taken")
 M("r2-hang-site-packages", "hosttune/launch/hang.py",
   ' if not _STDLIB.search(f.path) or "-packages/" in f.path), frames[0])', " if not _STDLIB.search(f.path)), frames[0])",
-  f"{_HG} -k 'stacks or summary or where'", "torch's frames (site-packages under lib/python3.x) are skipped as stdlib")
+  f"{_HG} -k 'stacks or summary or where'", "torch's frames (site-packages under lib/python3.x) are skipped as stdlib",
+  pins="tests/test_launch_hang_pins2.py -k site_packages")
 M("r2-hang-odd-first", "hosttune/launch/hang.py",
   "key=lambda kv: (_in_collective(kv[0], frames), len(kv[1]), _order(kv[1][0]))):",
   "key=lambda kv: (len(kv[1]), _order(kv[1][0]))):",
@@ -855,10 +866,12 @@ M("r2-hang-keep-on-hang", "hosttune/launch/hang.py",
   f"{_HG}", "a hang's stacks files are removed after the job")
 M("r2-hang-user-unbuffered", "hosttune/launch/hang.py",
   '        env.setdefault("PYTHONUNBUFFERED", "1")', '        env["PYTHONUNBUFFERED"] = "1"',
-  f"{_HG} tests/test_exec_userwins.py", "the caller's PYTHONUNBUFFERED is overridden")
+  f"{_HG} tests/test_exec_userwins.py", "the caller's PYTHONUNBUFFERED is overridden",
+  pins="tests/test_launch_hang_pins2.py -k callers_own")
 M("r2-hang-user-nccl-vars", "hosttune/launch/hang.py",
   "            env.setdefault(key, os.path.join(d, name))", "            env[key] = os.path.join(d, name)",
-  f"{_HG} tests/test_exec_userwins.py", "the caller's TORCH_NCCL_DEBUG_INFO_* are overridden")
+  f"{_HG} tests/test_exec_userwins.py", "the caller's TORCH_NCCL_DEBUG_INFO_* are overridden",
+  pins="tests/test_launch_hang_pins2.py -k callers_own")
 M("r2-hang-dir-mode", "hosttune/launch/hang.py",
   "            os.mkdir(d, 0o700)  # fails", "            os.mkdir(d, 0o755)  # fails",
   f"{_HG}", "the hang directory (stacks, flight recorder dumps) is readable by everyone")
@@ -875,17 +888,20 @@ M("r2-hang-option-wins", "hosttune/commands/exec.py",
 _CT = "tests/test_detect_container.py tests/test_doctor_container.py"
 M("r2-container-k8s-wins", "hosttune/detect/container.py",
   '    runtime = "kubernetes" if "kubernetes" in runtimes else runtimes[0]', "    runtime = runtimes[0]",
-  _CT, "a pod's container is named after its runtime, not kubernetes")
+  _CT, "a pod's container is named after its runtime, not kubernetes",
+  pins="tests/test_detect_container_pins2.py -k cri_o")
 M("r2-container-topmost", "hosttune/detect/container.py",
   '            if best is None or len(here) >= len(best.mount.rstrip("/") or "/"):',
   '            if best is None or len(here) > len(best.mount.rstrip("/") or "/"):',
-  _CT, "of two mounts at one path the lower (first) decides read-only")
+  _CT, "of two mounts at one path the lower (first) decides read-only",
+  pins="tests/test_detect_container_pins2.py -k top_mount")
 M("r2-container-driver-gpus", "hosttune/detect/container.py",
   "    if driver and len(driver) != nodes:", "    if driver and len(driver) == nodes:",
   _CT, "the host's GPU count beside the passed-in nodes is said when they agree, not when they differ")
 M("r2-container-runtime-files", "hosttune/detect/container.py",
   "        if m.mount not in _RUNTIME_FILES:\n            continue\n", "",
-  _CT, "any mount from a runtime's state directory (a host's docker volume) makes the host a container")
+  _CT, "any mount from a runtime's state directory (a host's docker volume) makes the host a container",
+  pins="tests/test_detect_container_pins2.py -k subpath")
 M("r2-container-name-word", "hosttune/detect/container.py",
   '    return _NAMES.get(word.lower(), word.lower()[:32] if re.fullmatch(r"[A-Za-z0-9._-]+", word) else "unknown")',
   '    return _NAMES.get(word.lower(), word.lower()[:32])',
@@ -912,10 +928,12 @@ M("r2-jobs-cid-12", "hosttune/monitor/jobs.py",
 M("r2-jobs-rank", "hosttune/monitor/jobs.py",
   '        if found and (best is None or _RANK[found["kind"]] < _RANK[best["kind"]]):',
   "        if found and best is None:",
-  _JB, "the first hierarchy's job wins, a Slurm v1 controller listed later loses to a container")
+  _JB, "the first hierarchy's job wins, a Slurm v1 controller listed later loses to a container",
+  pins="tests/test_monitor_jobs_pins2.py -k whichever")
 M("r2-jobs-nofollow", "hosttune/monitor/jobs.py",
   "                                     nofollow=True).decode", "                                     nofollow=False).decode",
-  _JB, "a /proc/PID/cgroup that is a link is followed")
+  _JB, "a /proc/PID/cgroup that is a link is followed",
+  pins="tests/test_monitor_jobs_pins2.py -k linked")
 
 # ---- doctor/deep/network.py and the Slurm node list ----------------------------------------------------------------
 _DN = "tests/test_doctor_network.py tests/test_doctor_nodes.py"
@@ -938,7 +956,8 @@ M("r2-deepnet-port-init", "hosttune/doctor/deep/network.py",
 M("r2-deepnet-slow-10g", "hosttune/doctor/deep/network.py",
   "    if path.speed_mbps is not None and path.speed_mbps < SLOW_MBPS:\n        warns",
   "    if path.speed_mbps is not None and path.speed_mbps <= SLOW_MBPS:\n        warns",
-  _DN, "a 10 Gb/s link warns as slow")
+  _DN, "a 10 Gb/s link warns as slow",
+  pins="tests/test_doctor_network_pins2.py")
 M("r2-deepnet-mtu-differ", "hosttune/doctor/deep/network.py",
   "    if len(mtus) > 1:\n", "    if len(mtus) > 2:\n",
   _DN, "two peers' interfaces with different MTUs pass")
@@ -963,17 +982,21 @@ M("r2-slurmnodes-joblist", "hosttune/commands/doctor.py",
 _PK = "tests/test_packages.py -k"
 M("r2-pkg-deb-upgrade", "packaging/scripts/deb/prerm",
   'if [ "$1" = "remove" ]; then\n\thosttune_revert_on_remove', 'if [ "$1" != "upgrade" ]; then\n\thosttune_revert_on_remove',
-  f"{_PK} 'deb_remove_reverts or deb_upgrade_keeps'", "a failed-upgrade or deconfigure prerm reverts tune apply")
+  f"{_PK} 'deb_remove_reverts or deb_upgrade_keeps'", "a failed-upgrade or deconfigure prerm reverts tune apply",
+  pins="tests/test_packaging_pins2.py")
 M("r2-pkg-rpm-upgrade", "packaging/scripts/rpm/preun",
   'if [ "$1" -eq 0 ]; then', 'if [ "$1" -ge 0 ]; then',
-  f"{_PK} 'el9_standin or rpm_erase_keeps'", "an rpm upgrade ($1 = 1) reverts tune apply and stops the units")
+  f"{_PK} 'el9_standin or rpm_erase_keeps'", "an rpm upgrade ($1 = 1) reverts tune apply and stops the units",
+  pins="tests/test_packaging_pins2.py")
 M("r2-pkg-fail-aborts", "packaging/scripts/revert-on-remove.sh",
   '"hosttune again and run \\`hosttune tune revert\\` to finish it" >&2\n\treturn 0',
   '"hosttune again and run \\`hosttune tune revert\\` to finish it" >&2\n\treturn 1',
-  f"{_PK} 'purge_keeps or rpm_erase_keeps'", "a failed revert aborts the removal (prerm exits non-zero under set -e)")
+  f"{_PK} 'purge_keeps or rpm_erase_keeps'", "a failed revert aborts the removal (prerm exits non-zero under set -e)",
+  pins="tests/test_packaging_pins2.py")
 M("r2-pkg-state-link", "packaging/scripts/revert-on-remove.sh",
   '\tif [ ! -e "$state" ] && [ ! -L "$state" ]; then', '\tif [ ! -e "$state" ]; then',
-  f"{_PK} 'deb_remove_reverts or purge_keeps'", "a dangling link at the state file skips the revert silently")
+  f"{_PK} 'deb_remove_reverts or purge_keeps'", "a dangling link at the state file skips the revert silently",
+  pins="tests/test_packaging_pins2.py")
 
 # ---- autotune: run dirs, contention, search, overlay ---------------------------------------------------------------
 _AT2 = "tests/test_autotune.py tests/test_autotune_rundirs.py tests/test_autotune_stats_pins.py -m 'not slow'"
@@ -997,7 +1020,8 @@ M("r2-autotune-load-own", "hosttune/autotune/contention.py",
   _AT2, "the job's own threads count as other work on the load average")
 M("r2-autotune-first-round", "hosttune/autotune/search.py",
   "        first = 0 if self.opened else 1", "        first = 0",
-  _AT2, "the opening default trial is not counted in the budget")
+  _AT2, "the opening default trial is not counted in the budget",
+  equivalent="no change: fits() is first called before any trial ran (it returns True at once) and every later call comes after the first round set `opened`, so `first` is 0 whenever trials exist; the term is dead code")
 M("r2-autotune-reserve", "hosttune/autotune/search.py",
   "    reserve = confirm * 2 * min(2, len(alive))", "    reserve = 0",
   _AT2, "the rungs spend the budget the confirmation rounds need")
@@ -1006,10 +1030,12 @@ M("r2-autotune-extra-quiet", "hosttune/autotune/search.py",
   _AT2, "a quiet host gets extra confirmation rounds too")
 M("r2-autotune-bonferroni", "hosttune/autotune/search.py",
   "        level = 1 - (1 - stats.LEVEL) / max(1, len(self.finalists))", "        level = stats.LEVEL",
-  _AT2, "two finalists' intervals are not corrected for testing both")
+  _AT2, "two finalists' intervals are not corrected for testing both",
+  pins="tests/test_autotune_pins2.py -k wider")
 M("r2-autotune-alpha", "hosttune/autotune/search.py",
   "        alpha = stats.SIGN_ALPHA / max(1, len(self.finalists))", "        alpha = stats.SIGN_ALPHA",
-  _AT2, "the sign test's level is not split over the finalists")
+  _AT2, "the sign test's level is not split over the finalists",
+  pins="tests/test_autotune_pins2.py -k sign_test")
 M("r2-autotune-widen-quiet", "hosttune/autotune/search.py",
   "        return stats.swing(self.default_pairs()) if self.busy() else 1.0", "        return stats.swing(self.default_pairs())",
   _AT2, "a quiet host's intervals are widened by the default's swing")
@@ -1035,7 +1061,8 @@ M("r2-overlay-stale", "hosttune/profile/measured.py",
   _MS, "an overlay measured on other hardware is applied")
 M("r2-overlay-user-first", "hosttune/profile/measured.py",
   "    for d in dirs(environ):\n        p = d / name", "    for d in reversed(dirs(environ)):\n        p = d / name",
-  _MS, "the system's overlay wins over the user's own")
+  _MS, "the system's overlay wins over the user's own",
+  pins="tests/test_autotune_pins2.py -k users_overlay")
 M("r2-overlay-changes-check", "hosttune/profile/measured.py",
   "        if key and key not in plain and not (dot and head in maps and tail):",
   "        if False:",
@@ -1058,7 +1085,8 @@ M("r2-engine-sqrt", "hosttune/engine/optim.py",
   "tests/test_engine_schedule.py -k 'edges or default or bad'", "the sqrt cooldown is a square one")
 M("r2-engine-decay-steps-min", "hosttune/engine/config.py",
   "        return max(1, round(self.decay_frac * self.steps))", "        return round(self.decay_frac * self.steps)",
-  "tests/test_engine_schedule.py tests/test_engine_config.py -k 'edges or default or bad or wsd or decay'", "a small wsd decay_frac rounds to no decay at all")
+  "tests/test_engine_schedule.py tests/test_engine_config.py -k 'edges or default or bad or wsd or decay'", "a small wsd decay_frac rounds to no decay at all",
+  equivalent="no change for any optimizer step 0..steps-1: one decay step starts at progress 0, whose lr is the stable lr, so 0 and 1 decay steps give the same lr everywhere the engine steps (they differ only at step == steps, after the last step)")
 M("r2-engine-ema-weight", "hosttune/engine/ema.py",
   "        torch._foreach_lerp_(shadow, live, 1.0 - self.decay)", "        torch._foreach_lerp_(shadow, live, self.decay)",
   "tests/test_engine_ema.py", "the EMA keeps 1 - decay of itself (the average is the weights)")
@@ -1088,34 +1116,42 @@ M("r2-engine-device-mod", "hosttune/engine/runtime.py",
 M("r2-engine-batch-seed-part", "hosttune/engine/data.py",
   '    digest = hashlib.blake2b(f"{seed}:{part}:{epoch}:{pos}".encode(), digest_size=8).digest()',
   '    digest = hashlib.blake2b(f"{seed}:{epoch}:{pos}".encode(), digest_size=8).digest()',
-  "tests/test_engine_collate.py tests/test_engine_exact.py", "every rank draws the same augmentation")
+  "tests/test_engine_collate.py tests/test_engine_exact.py", "every rank draws the same augmentation",
+  pins="tests/test_engine_data_pins2.py -k ranks")
 M("r2-engine-rng-restore", "hosttune/engine/data.py",
   "        torch.default_generator.set_state(saved[2])", "        pass",
-  "tests/test_engine_collate.py tests/test_engine_exact.py", "the data's draws move the training RNG (dropout differs with num_workers)")
+  "tests/test_engine_collate.py tests/test_engine_exact.py", "the data's draws move the training RNG (dropout differs with num_workers)",
+  pins="tests/test_engine_data_pins2.py -k puts_every")
 
 # ---- execcache, fsio: what the first round left out ------------------------------------------------------------------
 M("r2-execcache-load-uid", "hosttune/execcache/store.py",
   "not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode", "not stat.S_ISREG(st.st_mode) or st.st_mode",
   "tests/test_exec_speed.py tests/test_execcache.py tests/test_execcache_pins.py -k 'owner or other or trust or entry'",
-  "another user's cache entry (in a directory they could write) is replayed")
+  "another user's cache entry (in a directory they could write) is replayed",
+  pins="tests/test_execcache_pins2.py -k owns")
 M("r2-execcache-xdg-private", "hosttune/execcache/store.py",
   '    if xdg.startswith("/") and _private_dir_ok(xdg):', '    if xdg.startswith("/"):',
   "tests/test_exec_speed.py tests/test_execcache.py tests/test_execcache_pins.py -k 'xdg or dir or private'",
-  "an XDG_RUNTIME_DIR others can write holds the cache")
+  "an XDG_RUNTIME_DIR others can write holds the cache",
+  pins="tests/test_execcache_pins2.py -k runtime_dir_holds")
 M("r2-execcache-root-runtime", "hosttune/execcache/store.py",
   "    if not _private_dir_ok(runtime):\n        return f\"{runtime} is not private to root\"", "    if False:\n        return \"\"",
   "tests/test_exec_speed.py tests/test_execcache.py tests/test_execcache_pins.py -k 'root or runtime or private'",
-  "root's cache under a runtime directory another user can write is trusted")
+  "root's cache under a runtime directory another user can write is trusted",
+  pins="tests/test_execcache_pins2.py -k private_to_root")
 M("r2-execcache-moved-trust", "hosttune/execcache/store.py",
   "    if runtime == dirs.RUNTIME:\n        return None", "    if True:\n        return None",
   "tests/test_exec_speed.py tests/test_execcache.py tests/test_execcache_pins.py -k 'root or runtime or trust or moved'",
-  "a runtime directory moved by HOSTTUNE_RUNTIME_DIR skips the trust rule")
+  "a runtime directory moved by HOSTTUNE_RUNTIME_DIR skips the trust rule",
+  pins="tests/test_execcache_pins2.py -k moved")
 M("r2-fsio-tmp-left", "hosttune/fsio.py",
   "    except BaseException:\n        try:\n            os.unlink(tmp)", "    except BaseException:\n        try:\n            pass",
   "tests/test_fsio.py tests/test_fsio_pins.py tests/test_foundation.py -k 'atomic or temp or tmp or fail'",
-  "a failed atomic write leaves its temp file behind")
+  "a failed atomic write leaves its temp file behind",
+  pins="tests/test_fsio_pins2.py -k failed_atomic")
 M("r2-fsio-append-nonreg", "hosttune/fsio.py",
   "        st = os.fstat(fd)\n        if not stat.S_ISREG(st.st_mode):\n            raise OSError(errno.EINVAL, \"not a regular file\", os.fspath(path))\n        os.set_blocking",
   "        st = os.fstat(fd)\n        os.set_blocking",
   "tests/test_fsio.py tests/test_fsio_pins.py tests/test_foundation.py -k 'append or log or fifo'",
-  "a log path that is a FIFO or device is appended to")
+  "a log path that is a FIFO or device is appended to",
+  pins="tests/test_fsio_pins2.py -k fifo")
