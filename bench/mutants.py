@@ -1024,7 +1024,8 @@ M("r2-autotune-first-round", "hosttune/autotune/search.py",
   equivalent="no change: fits() is first called before any trial ran (it returns True at once) and every later call comes after the first round set `opened`, so `first` is 0 whenever trials exist; the term is dead code")
 M("r2-autotune-reserve", "hosttune/autotune/search.py",
   "    reserve = confirm * 2 * min(2, len(alive))", "    reserve = 0",
-  _AT2, "the rungs spend the budget the confirmation rounds need")
+  _AT2, "the rungs spend the budget the confirmation rounds need",
+  pins="tests/test_autotune_pins2.py -k rungs")
 M("r2-autotune-extra-quiet", "hosttune/autotune/search.py",
   "    if extra <= 0 or not res.busy() or not s.alive(res.finalists):", "    if extra <= 0 or not s.alive(res.finalists):",
   _AT2, "a quiet host gets extra confirmation rounds too")

@@ -39,3 +39,28 @@ def test_the_users_overlay_wins_over_the_systems(tmp_path: Path) -> None:
     user_dir.mkdir(parents=True)
     (user_dir / name).write_text("name: mine\n")
     assert measured.find(command, env) == user_dir / name
+
+
+class _Steady:
+    """Every trial takes 10 s; c1 is x1.3 the default, the others x1.0 (no noise: the schedule alone decides)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def run(self, name: str) -> search.Trial:
+        self.count += 1
+        return search.Trial(name, 130.0 if name == "c1" else 100.0, 10.0)
+
+
+def test_the_rungs_leave_the_confirmation_rounds_their_budget() -> None:
+    """A budget that holds the first rung and the finalists' confirmation rounds, not every rung: the rungs stop
+    early (and say so) so that the confirmation rounds still run and can name the winner."""
+    names = [f"c{i}" for i in range(8)]
+    first_rung = 1 + 2 * len(names)
+    confirmation = search.CONFIRM * 2 * 2
+    runner = _Steady()
+    res = search.search(names, runner, 10.0 * (first_rung + confirmation), 10.0)
+    assert res.stopped == "the budget ran out during the halving rungs"
+    assert len(res.confirm["c1"]) == search.CONFIRM
+    w = res.winner(0.01)
+    assert w is not None and w.name == "c1" and res.spent <= 10.0 * (first_rung + confirmation)
