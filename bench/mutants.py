@@ -1045,7 +1045,8 @@ M("r2-autotune-fragile-finalists", "hosttune/autotune/search.py",
   _AT2, "a candidate the rungs dropped is named as not kept under contention")
 M("r2-autotune-boot-seed", "hosttune/autotune/stats.py",
   "    rng = random.Random(seed)", "    rng = random.Random()",
-  _AT2, "the bootstrap interval is not a function of its ratios (unseeded)")
+  _AT2, "the bootstrap interval is not a function of its ratios (unseeded)",
+  pins="tests/test_autotune_pins2.py -k function_of")
 _MS = "tests/test_profile_measured.py -m 'not slow'"
 M("r2-overlay-underscore", "hosttune/profile/measured.py",
   '        name = "--" + name[2:].replace("_", "-")', "        name = name",
