@@ -908,7 +908,8 @@ M("r2-container-name-word", "hosttune/detect/container.py",
   _CT, "a runtime name with control characters is shown as is")
 M("r2-container-cpuset", "hosttune/detect/container.py",
   "    if cg.cpuset is not None and set(cg.cpuset) != set(online):", "    if cg.cpuset is not None:",
-  _CT, "a cpuset of every online CPU is listed as a limit")
+  _CT, "a cpuset of every online CPU is listed as a limit",
+  pins="tests/test_detect_container_pins2.py -k cpuset")
 
 # ---- monitor/jobs.py: cgroup -> Slurm job / pod uid / container id --------------------------------------------------
 _JB = "tests/test_monitor_jobs.py"

@@ -48,3 +48,15 @@ def test_a_kubelets_subpath_bind_mounts_on_a_node_are_not_a_container(tmp_path: 
     c = _container(tmp_path, HOST_MOUNTS + [sub], {"/proc/1/cgroup": "0::/init.scope\n"},
                    "0::/system.slice/kubelet.service\n")
     assert c == Container() and not c.detected
+
+
+def test_a_cpuset_of_every_online_cpu_is_no_limit(tmp_path: Path) -> None:
+    """Only a cpuset narrower than the online CPUs is a limit worth saying; the memory limit still is one."""
+    pod = "/kubepods/burstable/pod1f2e3d4c-0000-4000-8000-000000000001/cri-containerd-77aa"
+    rel = pod[len("/kubepods"):]
+    mounts = HOST_MOUNTS + ["705 24 0:31 /kubepods /sys/fs/cgroup/cpuset ro,relatime - cgroup cgroup rw,cpuset",
+                            "706 24 0:32 /kubepods /sys/fs/cgroup/memory ro,relatime - cgroup cgroup rw,memory"]
+    files = {f"/sys/fs/cgroup/cpuset{rel}/cpuset.cpus": "0-3\n", f"/sys/fs/cgroup/cpuset{rel}/cpuset.mems": "0\n",
+             f"/sys/fs/cgroup/memory{rel}/memory.limit_in_bytes": f"{2 << 30}\n"}
+    c = _container(tmp_path, mounts, files, f"4:memory:{pod}\n3:cpuset:{pod}\n0::/\n")
+    assert c.runtime == "kubernetes" and c.cgroup_limits == ("2048 MiB memory (memory limit)",)
