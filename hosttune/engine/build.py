@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from . import float8, shard
+from . import ac, float8, shard
 from .config import Config
 from .ema import WeightEMA
 from .errors import EngineError
@@ -52,14 +52,14 @@ def build(cfg: Config, task: Task, rt: Runtime) -> Trainer:
     channels_last = channels_last and not (cfg.shard == "fsdp" and rt.world > 1)
     if channels_last:
         model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
-    if hasattr(model, "activation_checkpointing"):
-        model.activation_checkpointing = cfg.activation_checkpointing  # type: ignore[assignment]
+    ac.configure(model, cfg.activation_checkpointing, cfg.ac_mode, cfg.ac_every)  # which blocks/ops recompute
     data = TrainData(task, cfg, rt, channels_last)
     # FLOPs for MFU: counted once, only when the device's peak is known, before the RNG streams are seeded (and
     # restored on a resume), on a copy of the unwrapped model, with every RNG stream put back: counting changes
     # nothing.
     peak = peak_tflops(cfg.peak_tflops, rt.device, mfu_dtype(rt.amp_dtype, rt.deterministic, rt.cuda))
     flops = cfg.grad_accum * count_step_flops(model, data.sample_batch(), task.loss_fn, rt.autocast) if peak else 0
+    # Hardware FLOPs count what the chosen ac_mode really recomputes (the counter runs the same checkpointing).
     recomputes = peak and cfg.activation_checkpointing and hasattr(model, "activation_checkpointing")
     hardware_flops = cfg.grad_accum * count_step_flops(model, data.sample_batch(), task.loss_fn, rt.autocast,
                                                        recompute=True) if recomputes else flops

@@ -7,7 +7,8 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.checkpoint import checkpoint
+
+from . import ac
 
 
 class BasicBlock(nn.Module):
@@ -89,9 +90,12 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(n_embd)
         self.head = nn.Linear(n_embd, vocab_size, bias=False)
         self.head.weight = self.tok.weight  # tying: fewer parameters, and it trains faster at this size
-        # Activation checkpointing: recompute each block's activations in backward instead of storing them
-        # (about a third more compute for much less activation memory). Switched on by the engine.
+        # Activation checkpointing: recompute block activations in backward instead of storing them (about a third
+        # more compute for much less activation memory in the full mode). Switched on by the engine; ac_mode and
+        # ac_every choose which blocks and ops (see ac.py).
         self.activation_checkpointing = False
+        self.ac_mode = "full"
+        self.ac_every = 1
         self.apply(self._init)
         for name, p in self.named_parameters():
             if name.endswith("proj.weight") or name.endswith("mlp.2.weight"):
@@ -111,9 +115,9 @@ class GPT(nn.Module):
         t = idx.shape[1]
         pos = torch.arange(t, device=idx.device)  # created on the device: no host->device copy per step
         x = self.drop(self.tok(idx) + self.pos(pos))
-        for block in self.blocks:
-            if self.activation_checkpointing and self.training:
-                x = checkpoint(block, x, use_reentrant=False)
+        for i, block in enumerate(self.blocks):
+            if self.activation_checkpointing and self.training and ac.checkpointed(self.ac_mode, self.ac_every, i):
+                x = ac.run_block(block, x, self.ac_mode)
             else:
                 x = block(x)
         return self.head(self.ln_f(x))
