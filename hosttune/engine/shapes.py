@@ -1,8 +1,9 @@
 """Tensor-core-friendly shapes: the one warning at start when a CUDA run with autocast (fp16/bf16) has a layer
 dimension or micro-batch that is not a multiple of 8.
 
-NVIDIA's Deep Learning Performance guide ("Matrix Multiplication Background", "Requirements to use Tensor Cores";
-"Linear/Fully-Connected Layers" and "Convolutional Layers" user's guides): with 16-bit inputs the GEMM
+NVIDIA's Deep Learning Performance guide ("Matrix Multiplication Background User's Guide", its "Requirements to
+use Tensor Cores": https://docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication/; and the
+"Linear/Fully-Connected Layers" and "Convolutional Layers" user's guides beside it): with 16-bit inputs the GEMM
 dimensions M, N, K should be multiples of 8 (16 bytes) for tensor cores to run at full efficiency; cuBLAS/cuDNN pad
 or fall back to slower kernels otherwise. A linear layer's in/out features, a convolution's input and output
 channels, the vocabulary (embedding rows, the output head) and the batch (part of M) are those dimensions. The
