@@ -26,7 +26,9 @@ from hosttune import fsio
 from hosttune.facts import Cpu
 from hosttune.policy import names
 
+from .decoders import ImageDataError
 from .hostcpu import live_cpu, local_ranks, rank_workers
+from .images import BUNDLED, ImageFolder
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -55,6 +57,22 @@ class SeparableImages(Dataset):
 
     def __getitem__(self, i: int):
         return self.images[i], self.labels[i]
+
+
+def image_sets(cfg: Any) -> Tuple[Dataset, Dataset, int]:
+    """resnet-tiny's (train set, val set, number of classes) as `image_source` says: synthetic (SeparableImages of
+    train/val_samples, num_classes), bundled (the shipped image folder) or folder (the one data_path names), the
+    folders decoded by `image_decoder` to image_size. A bad folder or a missing decoder: ImageDataError."""
+    if cfg.image_source == "synthetic":
+        return (SeparableImages(cfg.train_samples, cfg.num_classes, cfg.image_size, cfg.seed, "train"),
+                SeparableImages(cfg.val_samples, cfg.num_classes, cfg.image_size, cfg.seed, "val"), cfg.num_classes)
+    root = BUNDLED if cfg.image_source == "bundled" else Path(cfg.data_path)
+    train = ImageFolder(root, cfg.image_size, cfg.image_decoder, "train")
+    val = ImageFolder(root, cfg.image_size, cfg.image_decoder, "val")
+    if val.classes != train.classes:
+        raise ImageDataError(f"{root}: val/ has the classes {', '.join(val.classes)[:200]}, train/ has "
+                             f"{', '.join(train.classes)[:200]}: they must be the same")
+    return train, val, train.num_classes
 
 
 class CharText(Dataset):
