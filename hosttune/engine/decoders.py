@@ -74,7 +74,7 @@ class PilDecoder:
         try:
             if reduce and img.format == "JPEG":
                 img.draft("RGB", (target, target))  # DCT scaling: the largest 1/1..1/8 that still covers target
-            return np.asarray(img.convert("RGB"))
+            return np.asarray(img if img.mode == "RGB" else img.convert("RGB"))  # no copy when it is RGB already
         except (OSError, ValueError, SyntaxError) as exc:
             raise ImageDataError(f"{where}: a damaged image ({first_line(exc)})") from None
 
