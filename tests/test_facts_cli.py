@@ -198,6 +198,7 @@ def test_a_full_captured_host_draws_every_row() -> None:
         "nvidia driver     550.54.15  cuda=12.4  nvml=ok",
         "cuda toolkit      12.4.1  cudnn=9.1  nccl=2.21  nvswitches=4 fabricmanager=yes",
         "torch             2.4.0 cuda=12.4 cudnn=90100 nccl=2.21.5 cuda_available=True devices=3 (/usr/bin/python3)",
+        "torch cpu         onednn=-  isa=AVX2  aten=DEFAULT  bf16=emulated (this CPU has no avx512_bf16/amx_bf16)",
         "allocators        jemalloc=yes  tcmalloc=no  tcmalloc_minimal=no  iomp5=no  gomp=yes",
         "tools             numactl=/usr/bin/numactl  nvidia-smi=no  torchrun=/venv/bin/torchrun",
         "memory            2048 MiB total, 1024 MiB available, swap 0 MiB, /dev/shm 20 MiB",
