@@ -1,4 +1,5 @@
-"""What the engine reports: metrics.jsonl (rank 0), a TTY-only progress bar, peak memory, FLOPs and MFU."""
+"""What the engine reports: metrics.jsonl (rank 0) and the sinks beside it (sinks.py: CSV, TensorBoard), a
+TTY-only progress bar, peak memory, FLOPs and MFU."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import resource
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -99,7 +100,8 @@ def peak_memory_mb(device: torch.device) -> float:
 
 
 class Metrics:
-    """Appends one JSON object per line to <run>/metrics.jsonl on rank 0; other ranks write nothing."""
+    """Appends one JSON object per line to <run>/metrics.jsonl on rank 0, and hands each record to the `sinks`
+    (the train loop sets them on rank 0 once it knows the step it starts from); other ranks write nothing."""
 
     def __init__(self, run_dir: Path, enabled: bool, total_steps: int, start_step: int):
         self.enabled = enabled
@@ -107,6 +109,7 @@ class Metrics:
         self._f = open(self.path, "a", buffering=1) if enabled else None  # line-buffered: tail -f works
         self.bar = None
         self.step, self.total = start_step, total_steps
+        self.sinks: List[Any] = []  # each with write(record) and close(); records keep NaN (CSV, TensorBoard take it)
         if enabled and sys.stderr.isatty():  # a bar in a log file is just noise; only on a terminal
             try:
                 from tqdm import tqdm
@@ -117,8 +120,10 @@ class Metrics:
 
     def write(self, record: Dict[str, Any]) -> None:
         if self._f is not None:
-            record = json_safe({"time": round(time.time(), 3), **record})
-            self._f.write(json.dumps(record) + "\n")
+            stamped = {"time": round(time.time(), 3), **record}
+            self._f.write(json.dumps(json_safe(stamped)) + "\n")
+            for sink in self.sinks:
+                sink.write(stamped)
 
     def progress(self, steps: int, loss: Optional[float] = None) -> None:
         self.step += steps
@@ -140,8 +145,12 @@ class Metrics:
             print(text, file=sys.stderr, flush=True)
 
     def close(self) -> None:
+        sinks, self.sinks = self.sinks, []
+        for sink in sinks:
+            sink.close()
         if self.bar is not None:
             self.bar.close()
+            self.bar = None
         if self._f is not None:
             self._f.close()
             self._f = None

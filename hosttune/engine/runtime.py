@@ -18,13 +18,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Deque, Optional
+from typing import Any, Deque, Optional
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
-from . import shard
+from . import oom, shard
 from .config import Config
 from .data import deterministic_setting
 from .errors import EngineError
@@ -130,6 +130,7 @@ class Runtime:
     run_dir: Path = Path(".")
     owns_group: bool = False  # the engine created the process group, so it (and only it) destroys it
     flag_group: Optional[dist.ProcessGroup] = None  # the CPU group the per-step stop flag is all-reduced in (world > 1)
+    cuda_memory: Optional[Any] = None  # torch.cuda.memory while it records the allocator's history (oom.py)
     _flag: torch.Tensor = field(default_factory=lambda: torch.zeros(1, dtype=torch.int32))
     # The tensors of the last collectives, held until the group is destroyed (see teardown).
     _recent: Deque[torch.Tensor] = field(default_factory=lambda: deque(maxlen=16))
@@ -196,6 +197,8 @@ def setup(cfg: Config) -> Runtime:
         torch.cuda.set_device(device)  # before init_process_group, so NCCL binds this rank to its GPU
     amp_dtype = resolve_amp(cfg.amp, device)  # after set_device: a CUDA query before it opens a context on GPU 0
     rt = Runtime(world, rank, local_rank, device, amp_dtype, deterministic)
+    if use_cuda and cfg.memory_history:  # from the start: an OOM's snapshot shows what led up to it
+        rt.cuda_memory = oom.start_memory_history(torch.cuda.memory, cfg.memory_history)
     if world > 1 and not dist.is_initialized():
         import_group_default_modules(cfg.shard in shard.SHARDED)
         init_process_group("nccl" if use_cuda else "gloo", rank, world)
@@ -256,6 +259,9 @@ def teardown(rt: Runtime, finished: bool = False) -> None:
     collective), and the tensors of the engine's last collectives (`Runtime._recent`) stay referenced until the
     group is gone, so a worker's drop is never the last one.
     """
+    if rt.cuda_memory is not None:  # a script calling fit() does not keep paying for the recording
+        oom.stop_memory_history(rt.cuda_memory)
+        rt.cuda_memory = None
     try:
         if finished and rt.world > 1 and dist.is_initialized():
             rt.barrier()  # a peer that died after finishing raises here: the group still goes (finally)

@@ -25,8 +25,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
+from . import oom, sinks
 from .build import Trainer, build
 from .config import Config
+from .errors import EngineError
 from .evaluate import summarize, summary_line
 from .metrics import Metrics, peak_memory_mb
 from .optim import optimizer_step
@@ -52,12 +54,16 @@ def run(cfg: Config, task: Task) -> Dict[str, Any]:
 
 
 def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
+    sinks.require(cfg)  # tensorboard=true without the package: one line now, not after the training
     rt = setup(cfg)
     finished = False
     try:
         summary = _train(cfg, task, rt, stop)  # everything holding the process group (DDP) is freed on return
         finished = True
         return summary
+    except torch.cuda.OutOfMemoryError as exc:  # the snapshot first, while the memory is still held
+        oom.record_oom(exc, rt.cuda_memory, rt.run_dir, rt.rank, rt.world)
+        raise
     finally:
         teardown(rt, finished)
 
@@ -65,8 +71,17 @@ def _run(cfg: Config, task: Task, stop: Dict[str, bool]) -> Dict[str, Any]:
 def _train(cfg: Config, task: Task, rt: Runtime, stop: Dict[str, bool]) -> Dict[str, Any]:
     trainer = build(cfg, task, rt)
     metrics = Metrics(rt.run_dir, rt.rank == 0, cfg.steps, 0)
+    try:  # closed on an error too: the CSV and TensorBoard files keep what was logged
+        return _train_logged(cfg, task, rt, stop, trainer, metrics)
+    finally:
+        metrics.close()
+
+
+def _train_logged(cfg: Config, task: Task, rt: Runtime, stop: Dict[str, bool], trainer: Trainer,
+                  metrics: Metrics) -> Dict[str, Any]:
     warn_debug_apis(metrics.say)
     resumed_from = load_checkpoint(trainer.state, cfg, rt, metrics, trainer.data.epoch_len)
+    open_sinks(cfg, rt, metrics, trainer.state.step)
     if rt.rank == 0 and resumed_from is None:
         metrics.write({"event": "start", "world_size": rt.world, "device": str(rt.device),
                        "amp": str(rt.amp_dtype).replace("torch.", "") if rt.amp_dtype else "off",
@@ -77,10 +92,25 @@ def _train(cfg: Config, task: Task, rt: Runtime, stop: Dict[str, bool]) -> Dict[
         save_checkpoint(trainer.state, cfg, rt)  # (a finished run resumed again has nothing new to save)
     summary = summarize(cfg, task, rt, trainer, result)
     metrics.write(summary)
-    metrics.close()
     if rt.rank == 0:
         print(summary_line(summary), file=sys.stderr, flush=True)
     return summary
+
+
+def open_sinks(cfg: Config, rt: Runtime, metrics: Metrics, step: int) -> None:
+    """Rank 0's CSV/TensorBoard sinks, continued from `step` (a step an interrupted run logged after its last
+    checkpoint is not kept twice). Every rank learns whether rank 0 could, so none waits alone in the first step."""
+    if not (cfg.metrics_csv or cfg.tensorboard):
+        return
+    problem: Optional[BaseException] = None
+    if rt.rank == 0:
+        try:
+            metrics.sinks = sinks.open_sinks(cfg, rt.run_dir, step)
+        except (EngineError, OSError) as exc:
+            problem = exc if isinstance(exc, EngineError) else EngineError(f"cannot write the metrics files in "
+                                                                           f"{rt.run_dir}: {exc.strerror or exc}")
+    if not rt.agree(problem is None):
+        raise problem or EngineError("rank 0 could not open its metrics files (its error says why)")
 
 
 def debug_apis_on() -> List[str]:
