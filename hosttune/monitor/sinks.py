@@ -262,8 +262,8 @@ _THROTTLE_HELP = ("Time the GPU was held below its clocks by this limiter since 
                   "(nvmlDeviceGetViolationStatus).")
 _NVLINK_HELP = "NVLink data-link errors since the driver loaded, by type (nvmlDeviceGetNvLinkErrorCounter)."
 _UP_HELP = "1 while the monitor runs; 0 in the file it leaves when it stops."
-_JOB_HELP = ("A job (Slurm job id, Kubernetes pod UID or container id, by kind) has a process on the GPU (value is "
-             "always 1): join on gpu/uuid.")
+_JOB_HELP = ("A job (Slurm job id, Kubernetes pod namespace/name or UID, container id, or hosttune exec's own id, by "
+             "kind) has a process on the GPU or was given it (value is always 1): join on gpu/uuid.")
 
 
 def render_textfile(sample: Dict[str, Any], stats: Dict[str, Any], gpu_info: Iterable[Dict[str, Any]] = (),
