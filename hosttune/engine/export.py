@@ -1,13 +1,16 @@
 """Export: `python -m hosttune.engine --export DIR --run-dir RUN` turns a run's last checkpoint into files an
-inference stack loads without hosttune: DIR/model.pt2 (a torch.export ExportedProgram) and DIR/model.onnx (when
-onnxscript, which torch.onnx's exporter needs, is installed). Each file is read back and run on validation samples;
-its outputs must match the checkpoint's model within `TOLERANCE` (`ONNX_TOLERANCE`), or the command fails (exit 1).
+inference stack loads without hosttune: DIR/model.pt2 (a torch.export ExportedProgram), DIR/model.int8.pt (int8
+Linear and Conv2d weights in TorchScript, quantize.py: its size and CPU latency against fp32 are reported) and
+DIR/model.onnx (when onnxscript, which torch.onnx's exporter needs, is installed). Each file is read back and run on
+validation samples; its outputs must match the checkpoint's model within `TOLERANCE` (`ONNX_TOLERANCE`; the int8
+file within quantize.INT8_TOLERANCE, a relative error), or the command fails (exit 1).
 Without onnxruntime the ONNX file is still written and checked by onnx.checker; the comparison is skipped with a
 one-line note (exit 0), and export.json says so (`skipped`, `max_abs_diff: null`).
 
 Every file goes through the atomic writer (hosttune/fsio.py: a private temp beside the target, renamed over it, no
-link followed): the output directory may be one another user can write. The ONNX file is serialized in memory and
-checked before it is published, so nothing is written through, or read back from, a name another user could plant.
+link followed): the output directory may be one another user can write. The ONNX and int8 files are serialized in
+memory and checked before they are published, so nothing is written through, or read back from, a name another user
+could plant.
 
 A sharded (zero1/fsdp) checkpoint is gathered into one full model on this process (DCP reshards on load: no process
 group needed). The batch dimension is dynamic, and for sequence models the sequence length up to block_size.
@@ -24,7 +27,7 @@ import os
 import sys
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import torch
 from torch import nn
@@ -34,7 +37,7 @@ from hosttune import fsio
 from hosttune.term import printable
 
 from . import checkpoint as ckpt
-from . import shard
+from . import quantize, shard
 from .config import Config, ConfigError
 
 # Absolute, on the model's outputs (logits), fp32 both sides. The exported program runs torch's own kernels
@@ -69,9 +72,10 @@ class Check:
 
 
 def export_run(run_dir: Path, out_dir: Path, say: Callable[[str], None] = print,
-               tolerance: Optional[float] = None) -> List[Check]:
+               tolerance: Optional[float] = None) -> List[Union[Check, quantize.Int8Check]]:
     """Export RUN's newest usable checkpoint into `out_dir` and check every file written (outputs within
-    `tolerance`, default TOLERANCE and ONNX_TOLERANCE); returns the checks."""
+    `tolerance`, default TOLERANCE and ONNX_TOLERANCE; the int8 file within quantize.INT8_TOLERANCE); returns the
+    checks, the int8 one last."""
     where, state = newest_checkpoint(run_dir, say)
     cfg = saved_config(state, where)
     model, val_set = build_model(cfg)
@@ -87,6 +91,10 @@ def export_run(run_dir: Path, out_dir: Path, say: Callable[[str], None] = print,
         torch.export.save(program, f)
     say(f"hosttune.engine: export: {where} (step {state['step']}) -> {pt2} (torch.export; dynamic: {dynamic})")
     checks.append(check_program(pt2, model, batches, TOLERANCE if tolerance is None else tolerance))
+    int8 = quantize.write(model, batches, out_dir, program.module(), _size(pt2))
+    if not int8.skipped:
+        say(f"hosttune.engine: export: {where} (step {state['step']}) -> {int8.path} (TorchScript; int8: "
+            f"{int8.quantized})")
     onnx_path = out_dir / "model.onnx"
     missing = _missing_onnx_modules()
     if missing:
@@ -107,11 +115,20 @@ def export_run(run_dir: Path, out_dir: Path, say: Callable[[str], None] = print,
             checks.append(check)
     for c in checks:
         say(check_line(c))
+    say(int8.line())
     summary = {"checkpoint": str(where), "step": state["step"], "config": cfg.to_dict(),
-               "checks": [check_record(c) for c in checks]}
+               "checks": [check_record(c) for c in checks], "int8": int8.record()}
     fsio.atomic_write(out_dir / "export.json", json.dumps(summary, indent=1, allow_nan=False,
                                                           default=str) + "\n")
-    return checks
+    done: List[Union[Check, quantize.Int8Check]] = [*checks, int8]
+    return done
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def check_record(c: Check) -> Dict[str, Any]:
