@@ -108,6 +108,8 @@ class Int8WeightConv2d(nn.Module):
         w = conv.weight.detach().float()
         scale = w.abs().amax(dim=(1, 2, 3)) / 127.0
         scale = torch.where(scale > 0, scale, torch.ones_like(scale))  # an all-zero channel stays zero
+        self.weight_int8: torch.Tensor
+        self.weight_scale: torch.Tensor
         self.register_buffer("weight_int8", torch.round(w / scale.view(-1, 1, 1, 1)).clamp(-127, 127).to(torch.int8))
         self.register_buffer("weight_scale", scale)
         self.bias = None if conv.bias is None else nn.Parameter(conv.bias.detach().clone(), requires_grad=False)
