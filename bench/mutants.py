@@ -842,7 +842,8 @@ M("r2-hang-current-first", "hosttune/launch/hang.py",
   pins="tests/test_launch_hang_pins2.py -k current_thread")
 M("r2-hang-last-dump", "hosttune/launch/hang.py",
   "            if not dumps or head.group(2) in dumps[-1]:", "            if not dumps:",
-  f"{_HG} -k 'stacks or summary'", "several dumps in one file are merged, not the last taken")
+  f"{_HG} -k 'stacks or summary'", "several dumps in one file are merged, not the last taken",
+  pins="tests/test_launch_hang_pins2.py -k two_dumps")
 M("r2-hang-site-packages", "hosttune/launch/hang.py",
   ' if not _STDLIB.search(f.path) or "-packages/" in f.path), frames[0])', " if not _STDLIB.search(f.path)), frames[0])",
   f"{_HG} -k 'stacks or summary or where'", "torch's frames (site-packages under lib/python3.x) are skipped as stdlib",

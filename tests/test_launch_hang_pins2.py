@@ -77,3 +77,16 @@ def test_a_hung_plain_job_exits_124(tmp_path: Path) -> None:
     assert res.returncode == 124, res.stderr[-3000:]
     assert "started" in res.stdout and "hosttune: hang: " in res.stderr
     assert not job_processes(f"HANG_PIN={tmp_path}")
+
+
+def test_of_two_dumps_only_the_last_counts_a_thread_gone_since_included() -> None:
+    """A stacks file written twice (the signal sent again): a thread of the first dump that ended before the second
+    is not in the answer."""
+    first = ('Thread 0x00000000000000aa (most recent call first):\n'
+             '  File "/home/u/job.py", line 5 in loader_worker\n'
+             'Current thread 0x00000000000000bb (most recent call first):\n'
+             '  File "/home/u/job.py", line 9 in step\n')
+    second = ('Current thread 0x00000000000000bb (most recent call first):\n'
+              '  File "/home/u/job.py", line 11 in all_reduce_wait\n')
+    stacks = parse_stacks(first + second)
+    assert [[f.func for f in s] for s in stacks] == [["all_reduce_wait"]]
