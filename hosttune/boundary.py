@@ -185,6 +185,33 @@ ROWS: Tuple[Row, ...] = (
     Row("monitor --textfile-dir", OPTION, "hosttune/monitor/sinks.py::trusted_dir (fsio atomic write)",
         "a directory another user owns or can write is refused; the textfile is replaced atomically",
         "tests/test_monitor_sinks.py::test_sinks_refuse_a_directory_another_user_owns_and_follow_none_of_their_links"),
+    Row("job records (/run/hosttune-jobs, beside the runtime directory)", FILE,
+        "hosttune/monitor/jobs.py::Records (fsio.read_fd_bounded)",
+        "every user's exec writes one; the monitor reads them only from a directory root owns (sticky if others may "
+        "write) under directories that pass the trust rule; a record is a regular file opened no-follow and "
+        "non-blocking, one link, at most 4 KiB of JSON whose every field is validated and must name its file name's "
+        "pid and start time; its user is the file's owner, never its content; it counts only while that pid runs "
+        "with that start time and belongs to that owner; a claimed SLURM_JOB_ID is shown under the owner's name and "
+        "dropped when another user holds or claims the id; the reader executes, writes and removes nothing",
+        "tests/test_monitor_jobrecords.py::test_another_users_records_claim_only_their_own_live_processes_under_their_"
+        "own_name"),
+    Row("the job records directory (exec writes there)", FILE, "hosttune/jobrecord.py::begin (fsio.atomic_write)",
+        "written only into a directory owned by root or the caller, sticky if others can write it, under trusted "
+        "directories; root makes it 1777 only under a trusted parent; an O_EXCL temp file linked to a fresh random "
+        "name, never replacing a name another user took; the sweep removes only the caller's own records",
+        "tests/test_jobrecord.py::test_begin_writes_nothing_where_the_directory_is_not_usable"),
+    Row("the kubelet's pod-resources reply", FILE, "hosttune/monitor/podresources.py::PodResources",
+        "asked only on a socket whose directory passes the trust rule; at most 16 MiB; decoded by hand; pod and "
+        "namespace names must match RFC 1123, device ids a UUID's characters; anything else drops the whole reply "
+        "(pods keep their UIDs)",
+        "tests/test_monitor_podresources.py::test_a_socket_in_another_users_directory_is_not_asked"),
+    Row("image folder files (engine image_source=folder, data_path)", FILE,
+        "hosttune/engine/images.py::ImageFolder.read (fsio.read_bounded, no-follow), scan_folder; "
+        "decoders.py::check_pixels",
+        "the scan refuses links, FIFOs/devices and entries other than .jpg/.jpeg/.png; each file read no-follow, at "
+        "most 64 MiB; a header announcing more than 64 Mpx refused before decoding; only the JPEG/PNG parsers see "
+        "the bytes; every problem one line, exit 2",
+        "tests/test_engine_images.py::test_a_bad_folder_is_one_line_before_training"),
     Row("monitor --config", OPTION, "hosttune/monitor/config.py::load (fsio.read_user_text, yamlio)",
         "a regular file, bounded, no FIFO hang; YAML through the one loader; bad content is one line",
         "tests/test_monitor_config.py::test_monitor_yaml_that_is_a_fifo_is_one_line_not_a_hang"),

@@ -10,11 +10,13 @@ import pytest
 from _doctorhelp import NO_PROFILE, R, cpu_host, gpu_facts_from, gpu_host, healthy_scenario, in_use
 from test_doctor_cpu import CASES as CPU_CASES
 from test_doctor_hosttune import CASES as HOSTTUNE_CASES
+from test_doctor_image_decoder import CASES as IMAGE_DECODER_CASES
 from test_doctor_nvidia import CASES as NVIDIA_CASES
 from test_doctor_os import CASES as OS_CASES
 from test_doctor_storage import CASES as STORAGE_CASES
 from test_doctor_tools import CASES as TOOLS_CASES
 from test_doctor_torch import CASES as TORCH_CASES
+from test_onednn import CASES as ONEDNN_CASES
 
 from hosttune import doctor
 from hosttune.doctor import Check, Context, Finding, run_checks
@@ -22,7 +24,8 @@ from hosttune.errors import UserError
 from hosttune.facts import Kernel, Limits, TorchInstall
 
 # every group's table of cases, in the catalogue's order
-CASES = OS_CASES + CPU_CASES + STORAGE_CASES + TOOLS_CASES + NVIDIA_CASES + TORCH_CASES + HOSTTUNE_CASES
+CASES = (OS_CASES + CPU_CASES + STORAGE_CASES + TOOLS_CASES + NVIDIA_CASES + TORCH_CASES + ONEDNN_CASES
+         + IMAGE_DECODER_CASES + HOSTTUNE_CASES)
 
 
 def test_every_check_has_a_pass_and_a_problem_case() -> None:

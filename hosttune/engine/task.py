@@ -11,7 +11,7 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from .config import Config
-from .data import CharLines, CharText, SeparableImages, ShardedText, default_shards
+from .data import CharLines, CharText, ShardedText, default_shards, image_sets
 from .errors import EngineError
 from .models import GPT, TinyResNet, classification_loss, lm_loss
 
@@ -32,11 +32,11 @@ class Task:
 def build_preset_task(cfg: Config) -> Task:
     torch.manual_seed(cfg.seed)  # the same initial weights on every rank (DDP broadcasts rank 0's anyway)
     if cfg.model == "resnet-tiny":
-        train = SeparableImages(cfg.train_samples, cfg.num_classes, cfg.image_size, cfg.seed, "train")
-        val = SeparableImages(cfg.val_samples, cfg.num_classes, cfg.image_size, cfg.seed, "val")
-        model = TinyResNet(cfg.num_classes, cfg.width)
-        return Task(model, train, classification_loss, val, accuracy=True,
-                    notes={"chance_accuracy": round(1 / cfg.num_classes, 4)})
+        train, val, classes = image_sets(cfg)  # synthetic, or an image folder (image_source, image_decoder)
+        notes: Dict[str, Any] = {"chance_accuracy": round(1 / classes, 4)}
+        if hasattr(train, "decoder_name"):
+            notes["image_decoder"] = train.decoder_name
+        return Task(TinyResNet(classes, cfg.width), train, classification_loss, val, accuracy=True, notes=notes)
     if cfg.model == "gpt-tiny":
         windows = CharText(cfg.block_size, "train")
         text_train: Dataset = windows
