@@ -126,6 +126,25 @@ def test_tensorboard_continued_from_a_step_hides_the_later_steps_an_earlier_writ
     assert [(e.step, e.value) for e in scalars(tmp_path, "val/loss")] == [(3, 8.0)]
 
 
+def test_a_link_at_the_csv_or_the_tensorboard_directory_is_refused_and_nothing_is_written_through_it(
+        tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "target.csv").write_text("keep\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.csv").symlink_to(elsewhere / "target.csv")
+    with pytest.raises(sinks.EngineError, match="cannot continue the metrics CSV"):
+        sinks.CsvSink(run / "metrics.csv", 3)
+    assert (elsewhere / "target.csv").read_text() == "keep\n"
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorboard")
+    (run / "tensorboard").symlink_to(elsewhere)
+    with pytest.raises(sinks.EngineError, match="a link or a file where the run's TensorBoard directory goes"):
+        sinks.TensorBoardSink(run / "tensorboard", 0)
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["target.csv"]
+
+
 # ---- off by default; tensorboard missing ------------------------------------------------------------------------
 
 def test_off_by_default_and_tensorboard_missing_is_one_line_before_training(tmp_path: Path) -> None:

@@ -125,6 +125,10 @@ class TensorBoardSink:
     def __init__(self, log_dir: Path, start_step: int):
         from torch.utils.tensorboard import SummaryWriter
 
+        # SummaryWriter writes its files into whatever the name leads to: a link planted there is refused.
+        if log_dir.is_symlink() or (log_dir.exists() and not log_dir.is_dir()):
+            raise EngineError(f"{log_dir}: a link or a file where the run's TensorBoard directory goes: move it aside")
+        log_dir.mkdir(mode=0o755, exist_ok=True)
         self.start_step = start_step
         # purge_step: TensorBoard hides the events at this step and later that earlier writers in the directory
         # logged (the steps an interrupted run logged after its last checkpoint): each step is shown once.
