@@ -37,7 +37,7 @@ def _export(preset: str, base: Path) -> SimpleNamespace:
         mp.setattr(quantize, "LATENCY_RUNS", 3)  # the timing is reported, not asserted: 3 runs say it works
         mp.setattr(quantize, "WARMUP_RUNS", 1)
         checks = export.export_run(base / "run", base / "out", lines.append)
-    return SimpleNamespace(run=base / "run", out=base / "out", checks=checks, lines=lines,
+    return SimpleNamespace(preset=preset, run=base / "run", out=base / "out", checks=checks, lines=lines,
                            warnings=[f"{w.category.__name__}: {w.message}" for w in caught])
 
 
@@ -116,6 +116,8 @@ def test_an_int8_file_that_is_off_fails_the_check_and_the_cli(exported: SimpleNa
     fp32 = export.export_program(model, batches[0][0])[0].module()
     bad = quantize.check(data, "x", model, fp32, batches, 1, "test")
     assert not bad.ok and bad.rel_error > quantize.INT8_TOLERANCE and "FAILED" in bad.line()
+    if exported.preset != "gpt-tiny":
+        return  # the CLI's exit code is the same for every model: one export run says it
     # the CLI: exit 1 when the int8 check fails (an impossible bound)
     monkeypatch.setattr(quantize, "INT8_TOLERANCE", -1.0)
     monkeypatch.setattr(quantize, "LATENCY_RUNS", 3)
