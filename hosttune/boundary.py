@@ -349,6 +349,10 @@ ROWS: Tuple[Row, ...] = (
     Row("hosttune/programs.py::execve", CALL, "hosttune/programs.py (the gateway itself: os.execve)",
         "argv[0] resolved and checked as for run (train's interpreter, every rank)",
         "tests/test_programs.py::test_train_never_runs_another_users_interpreter_as_root"),
+    Row("hosttune/engine/quantize.py::check", CALL, "torch.jit.load of the int8 file's bytes, in memory",
+        "loads only the bytes it just serialized (TorchScript's own loader, no Python pickle), before the atomic "
+        "writer publishes them; nothing is read back from the output directory",
+        "tests/test_engine_int8.py::test_an_int8_file_that_is_off_fails_the_check_and_the_cli"),
     Row("hosttune/engine/checkpoint.py::_read", CALL, "torch.load(weights_only=True)",
         "no pickled objects are needed; a planted pickle never runs",
         "tests/test_engine_checkpoint.py::test_a_planted_pickle_is_not_executed_and_the_resume_falls_back"),
