@@ -755,6 +755,9 @@ M("sinks-textfile-mode", "hosttune/monitor/sinks.py",
   pins="tests/test_monitor_sinks_pins.py")
 
 # ======== round 2 (issue 21, this session): new code of the last two rounds; ids r2-<area>-... ====================
+# Measured 2026-12-02 on 3f9328e (`--no-pins --only r2-...`, 2 cores under load): 101 planted, 2 equivalent (marked),
+# the 4 r2-pkg-* not run by the suite's own tests (tests/test_packages.py builds and installs packages: minutes each).
+# Before pins: 67 of 95 caught (70.5 %). After tests/*_pins2.py (`--resume`): 95/95, and the r2-pkg-* 4/4 by their pins.
 # ---- plan/network.py: the interface named to gloo/NCCL, loopback, PET_* ------------------------------------------
 _NP = "tests/test_plan_network.py"
 M("r2-netplan-host-v6", "hosttune/plan/network.py",
