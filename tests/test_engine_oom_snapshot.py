@@ -39,6 +39,8 @@ class FakeMemory:
         self.fail = fail
 
     def _record_memory_history(self, enabled: Any = "all", **kwargs: Any) -> None:
+        if self.fail:
+            raise RuntimeError("Recording memory history is not supported on this build")
         self.calls.append({"enabled": enabled, **kwargs})
 
     def _snapshot(self) -> Dict[str, Any]:
@@ -56,6 +58,7 @@ def test_recording_starts_bounded_with_python_stacks_and_stops() -> None:
     assert oom.start_memory_history(memory, 20000) is memory
     oom.stop_memory_history(memory)
     assert memory.calls == [{"enabled": "all", "max_entries": 20000, "stacks": "python"}, {"enabled": None}]
+    assert oom.start_memory_history(FakeMemory(fail=True), 20000) is None  # a torch that cannot: the run goes on
     assert load_config("gpt-tiny").memory_history == 20000  # on by default (it only records on CUDA)
     assert load_config("gpt-tiny", None, ["memory_history=0"]).memory_history == 0
     with pytest.raises(ConfigError, match="memory_history must be >= 0"):

@@ -24,9 +24,13 @@ SNAPSHOT_VIEWER = "https://pytorch.org/memory_viz"
 SNAPSHOT_ATTR = "hosttune_memory_snapshot"  # set on the OutOfMemoryError: the snapshot's path
 
 
-def start_memory_history(memory: Any, entries: int) -> Any:
-    """Record the allocator's last `entries` events with their Python stacks; returns `memory`."""
-    memory._record_memory_history(max_entries=entries, stacks="python")
+def start_memory_history(memory: Any, entries: int) -> Optional[Any]:
+    """Record the allocator's last `entries` events with their Python stacks; returns `memory`, or None where this
+    torch cannot record (the snapshot is a diagnosis: the run goes on without it)."""
+    try:
+        memory._record_memory_history(max_entries=entries, stacks="python")
+    except (AttributeError, RuntimeError):
+        return None
     return memory
 
 
