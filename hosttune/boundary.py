@@ -212,6 +212,14 @@ ROWS: Tuple[Row, ...] = (
         "most 64 MiB; a header announcing more than 64 Mpx refused before decoding; only the JPEG/PNG parsers see "
         "the bytes; every problem one line, exit 2",
         "tests/test_engine_images.py::test_a_bad_folder_is_one_line_before_training"),
+    Row("run dir: metrics.csv and tensorboard/ (metrics_csv, tensorboard; continued on --resume)", FILE,
+        "hosttune/engine/sinks.py::CsvSink._continue (fsio.read_bounded no-follow, fsio.atomic_write, "
+        "fsio.open_append_nofollow), TensorBoardSink",
+        "the CSV is read back no-follow, at most 256 MiB, parsed as CSV text only, rewritten through a private temp "
+        "and appended no-follow; a link or file at tensorboard/ is refused before anything is written; each problem "
+        "one line",
+        "tests/test_engine_metric_sinks.py::test_a_link_at_the_csv_or_the_tensorboard_directory_is_refused_and_"
+        "nothing_is_written_through_it"),
     Row("monitor --config", OPTION, "hosttune/monitor/config.py::load (fsio.read_user_text, yamlio)",
         "a regular file, bounded, no FIFO hang; YAML through the one loader; bad content is one line",
         "tests/test_monitor_config.py::test_monitor_yaml_that_is_a_fifo_is_one_line_not_a_hang"),
@@ -353,6 +361,11 @@ ROWS: Tuple[Row, ...] = (
         "loads only the bytes it just serialized (TorchScript's own loader, no Python pickle), before the atomic "
         "writer publishes them; nothing is read back from the output directory",
         "tests/test_engine_int8.py::test_an_int8_file_that_is_off_fails_the_check_and_the_cli"),
+    Row("hosttune/engine/oom.py::dump_memory_snapshot", CALL,
+        "pickle.dumps of torch.cuda.memory._snapshot() (writes, never loads), then fsio.atomic_write",
+        "serializes the allocator's own snapshot (plain dicts and lists) into the run dir through a private temp, no "
+        "link followed; nothing is unpickled",
+        "tests/test_engine_oom_snapshot.py::test_an_oom_writes_the_snapshot_and_the_report_names_it_and_the_viewer"),
     Row("hosttune/engine/checkpoint.py::_read", CALL, "torch.load(weights_only=True)",
         "no pickled objects are needed; a planted pickle never runs",
         "tests/test_engine_checkpoint.py::test_a_planted_pickle_is_not_executed_and_the_resume_falls_back"),
