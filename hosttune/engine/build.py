@@ -4,9 +4,8 @@ the FLOPs per step for MFU. The seams a parallelism scheme plugs into: `wrap_mod
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
-from typing import Optional, Tuple, Union
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple, Union
 
 import torch
 from torch import nn
@@ -41,6 +40,9 @@ class Trainer:
     flops_per_step: int = 0  # model FLOPs, for MFU; 0 = not counted
     peak_tflops: Optional[float] = None
     hardware_flops_per_step: int = 0  # with activation checkpointing's recompute, for HFU
+    # the start lines (precision path, odd shapes, float8), said once a resume has loaded: an error before it stays
+    # the run's one line
+    notes: List[str] = field(default_factory=list)
 
 
 def build(cfg: Config, task: Task, rt: Runtime) -> Trainer:
@@ -63,14 +65,14 @@ def build(cfg: Config, task: Task, rt: Runtime) -> Trainer:
     recomputes = peak and cfg.activation_checkpointing and hasattr(model, "activation_checkpointing")
     hardware_flops = cfg.grad_accum * count_step_flops(model, data.sample_batch(), task.loss_fn, rt.autocast,
                                                        recompute=True) if recomputes else flops
-    start_notes(model, cfg, rt)  # E1: the precision path, odd shapes, float8 (before compile/DDP/FSDP wrap it)
+    notes = start_notes(model, cfg, rt)  # E1: the precision path, odd shapes, float8 (before compile/DDP/FSDP)
     wrapped, sync_model = wrap_model(model, cfg, rt)  # before the optimizer: FSDP replaces the parameters
     optimizer = build_optimizer(model, cfg, rt)
     scheduler = lr_scheduler(optimizer, cfg)
     scaler = grad_scaler(rt.amp_dtype, rt.device, fsdp=cfg.shard == "fsdp" and rt.world > 1)
     state = TrainState(model, optimizer, scheduler, scaler, data.loader_gen, shard=cfg.shard,
                        ema=WeightEMA(model, cfg.ema_decay) if cfg.ema_decay else None)
-    trainer = Trainer(state, wrapped, sync_model, data, channels_last, flops, peak, hardware_flops)
+    trainer = Trainer(state, wrapped, sync_model, data, channels_last, flops, peak, hardware_flops, notes)
     seed_all(cfg.seed + rt.rank)  # per-rank streams: different dropout masks on each rank
     return trainer
 
@@ -84,16 +86,16 @@ def refuse_float8(cfg: Config, rt: Runtime) -> None:
             raise EngineError(why)
 
 
-def start_notes(model: nn.Module, cfg: Config, rt: Runtime) -> None:
-    """E1: say the precision path (on CPU: which bf16 path and why), warn once of shapes tensor cores dislike, and
-    swap Linear layers for float8 ones when asked."""
-    say = (lambda line: print(line, file=sys.stderr, flush=True)) if rt.rank == 0 else (lambda line: None)
-    say(f"hosttune.engine: {amp_note(cfg.amp, rt.device, rt.amp_dtype)}")
+def start_notes(model: nn.Module, cfg: Config, rt: Runtime) -> List[str]:
+    """E1: the lines to say at start: the precision path (on CPU: which bf16 path and why), a one-time warning of
+    shapes tensor cores dislike, and what float8 converted (the swap of Linear layers happens here, when asked)."""
+    notes = [f"hosttune.engine: {amp_note(cfg.amp, rt.device, rt.amp_dtype)}"]
     odd = shape_warning(model, cfg.micro_batch_size, rt.device.type, rt.amp_dtype is not None)
     if odd:
-        say(odd)
+        notes.append(odd)
     if cfg.float8:
-        say(float8.start_line(float8.convert(model), cfg.compile))
+        notes.append(float8.start_line(float8.convert(model), cfg.compile))
+    return notes
 
 
 def wrap_model(model: nn.Module, cfg: Config, rt: Runtime) -> Tuple[nn.Module, Optional[GradSyncer]]:

@@ -82,6 +82,8 @@ def _train_logged(cfg: Config, task: Task, rt: Runtime, stop: Dict[str, bool], t
     warn_debug_apis(metrics.say)
     resumed_from = load_checkpoint(trainer.state, cfg, rt, metrics, trainer.data.epoch_len)
     open_sinks(cfg, rt, metrics, trainer.state.step)
+    for note in trainer.notes:  # after the resume: a checkpoint that cannot load is the run's only line
+        metrics.say(note)
     if rt.rank == 0 and resumed_from is None:
         metrics.write({"event": "start", "world_size": rt.world, "device": str(rt.device),
                        "amp": str(rt.amp_dtype).replace("torch.", "") if rt.amp_dtype else "off",
