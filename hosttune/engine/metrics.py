@@ -7,16 +7,20 @@ import contextlib
 import copy
 import json
 import math
+import os
 import resource
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
 import torch
 
+from hosttune import fsio
 from hosttune.policy import gpu_peak
 from hosttune.policy.gpu_peak import dense_peak_tflops
+
+from .errors import EngineError
 
 # Streaming multiprocessors of the whole GPU, for the models that can be cut into MIG slices (gpu_peak's keys). A
 # slice has its share of the SMs at the same clock: its peak is the whole GPU's times sm_count / whole.
@@ -106,7 +110,7 @@ class Metrics:
     def __init__(self, run_dir: Path, enabled: bool, total_steps: int, start_step: int):
         self.enabled = enabled
         self.path = run_dir / "metrics.jsonl"
-        self._f = open(self.path, "a", buffering=1) if enabled else None  # line-buffered: tail -f works
+        self._f = self._open() if enabled else None
         self.bar = None
         self.step, self.total = start_step, total_steps
         self.sinks: List[Any] = []  # each with write(record) and close(); records keep NaN (CSV, TensorBoard take it)
@@ -134,6 +138,16 @@ class Metrics:
         elif self.enabled and loss is not None:
             # No bar (a log file, a pipe, no tqdm): one line per log interval, so a job's log shows it is alive.
             print(f"hosttune.engine: step {self.step}/{self.total} loss {loss:.4f}", file=sys.stderr, flush=True)
+
+    def _open(self) -> TextIO:
+        """metrics.jsonl for appending, line-buffered (tail -f works); a link or a non-regular file at its name is
+        refused in one line, never written through."""
+        try:
+            fd = fsio.open_append_nofollow(self.path, 0o644)
+        except OSError as exc:
+            raise EngineError(f"{self.path}: cannot write the metrics: {exc.strerror or exc} (a link or a "
+                              "non-regular file is never written through)") from None
+        return os.fdopen(fd, "a", buffering=1, encoding="utf-8")
 
     def say(self, text: str) -> None:
         """A human line on stderr (rank 0 only), kept clear of the progress bar."""
