@@ -254,7 +254,13 @@ def _compare_with_one_node(tmp_path: Path, script: Path, two_node: List[Dict]) -
 
 
 HANG_SCRIPT = r'''
-import os, sys, time
+import os, sys, threading, time
+
+# A line a second until both ranks are ready: node 0's 5 s watch is for the hang below, not for a start-up (torch's
+# import, the rendezvous) that a busy machine makes longer than 5 s (issue 21: no dependence on the machine's speed).
+started = threading.Event()
+threading.Thread(target=lambda: [print("starting", flush=True) for _ in iter(lambda: started.wait(1.0), True)],
+                 daemon=True).start()
 import torch
 import torch.distributed as dist
 
@@ -262,6 +268,7 @@ out = sys.argv[1]
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 dist.all_reduce(torch.ones(1))
+started.set()
 print(f"rank {rank} ready", flush=True)
 open(os.path.join(out, f"ready{rank}"), "w").close()
 
