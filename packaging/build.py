@@ -263,6 +263,8 @@ def stage(stage_dir: Path, version: str, epoch: int, commit: str, overlay: Optio
     for unit in sorted((src / "systemd").glob("hosttune-*")):  # the monitor, the tune oneshot and its .path
         if unit.is_file() and unit.suffix in (".service", ".path", ".timer"):
             shutil.copy2(str(unit), str(stage_dir / "systemd" / unit.name))
+    (stage_dir / "tmpfiles").mkdir()  # /run/hosttune-jobs (exec's job records), made at boot and by postinst
+    shutil.copy2(str(PKG / "tmpfiles" / "hosttune.conf"), str(stage_dir / "tmpfiles" / "hosttune.conf"))
     # the monitor's Prometheus rules (and their promtool tests) and Grafana dashboard, the Slurm health check
     # wrapper and node-problem-detector's plugin config: /usr/share/hosttune/
     for part in ("prometheus", "grafana", "slurm", "node-problem-detector"):
