@@ -14,6 +14,7 @@ RUNTIME_APT := numactl libnuma1 libjemalloc2 libtcmalloc-minimal4
 # openmpi-bin: real `mpirun -np 2` ranks under exec (tests/test_exec_launchers.py).
 # podman: the container image is built from the .deb for real (tests/test_container_image.py; its storage private to
 # the test, nothing pulled).
+# libturbojpeg0: the engine's libjpeg-turbo decoder through PyTurboJPEG (tests/test_engine_decoders.py).
 # zsh, fish, man-db: the generated completions run in the real shells, the man pages render clean
 # (tests/test_cli_papercuts.py).
 # python3-click/yaml/psutil/distro: the .deb's own dependencies, so tests and bench/ can run hosttune as it ships (on
@@ -21,7 +22,7 @@ RUNTIME_APT := numactl libnuma1 libjemalloc2 libtcmalloc-minimal4
 TEST_APT := $(RUNTIME_APT) hwloc libgoogle-perftools4 systemd procps util-linux tuned \
 	python3-click python3-yaml python3-psutil python3-distro \
 	mmdebstrap lintian rpm rpmlint systemd-container munge slurmctld slurmd slurm-client prometheus-node-exporter \
-	openmpi-bin zsh fish man-db podman
+	openmpi-bin zsh fish man-db podman libturbojpeg0
 # promtool (checks the monitor's textfile and alert rules) from Debian's prometheus package, unpacked, never
 # installed: installing it would start a Prometheus server.
 PROMTOOL := build/promtool/usr/bin/promtool
