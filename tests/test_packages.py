@@ -266,6 +266,7 @@ def test_deb_metadata_and_layout(pkgs: Dict[str, Path]) -> None:
                  "/usr/share/doc/hosttune/changelog.gz", "/usr/share/doc/hosttune/copyright",
                  "/usr/share/doc/hosttune/LICENSE.nvidia-ml-py", "/usr/share/man/man5/monitor.yaml.5.gz",
                  "/usr/share/zsh/vendor-completions/_hosttune", "/usr/share/fish/vendor_completions.d/hosttune.fish",
+                 "/usr/lib/tmpfiles.d/hosttune.conf", f"{site}/engine/data/images/blobs/blobs-00.jpg",
                  "/usr/share/hosttune/node-problem-detector/hosttune-doctor.json",
                  "/usr/share/hosttune/slurm/hosttune-healthcheck", f"{site}/commands/train_rank.py"):
         assert path in files, f"{path} missing from the .deb"
@@ -301,7 +302,7 @@ def test_rpm_metadata_and_layout(pkgs: Dict[str, Path]) -> None:
                  "/usr/lib/systemd/system/hosttune-monitor.service", "/usr/share/man/man1/hosttune.1.gz",
                  "/usr/lib/systemd/system/hosttune-tune.service",
                  "/usr/lib/systemd/system/hosttune-tune-reapply.path",
-                 "/usr/lib/systemd/system/hosttune-tune-reapply.service",
+                 "/usr/lib/systemd/system/hosttune-tune-reapply.service", "/usr/lib/tmpfiles.d/hosttune.conf",
                  "/usr/share/bash-completion/completions/hosttune", "/usr/share/hosttune/profiles",
                  "/usr/share/licenses/hosttune/LICENSE.nvidia-ml-py", "/etc/hosttune",
                  "/usr/share/man/man5/monitor.yaml.5.gz", "/usr/share/zsh/site-functions/_hosttune",
@@ -461,6 +462,8 @@ def test_debian12_install_run_purge(pkgs: Dict[str, Path], tmp_path: Path) -> No
         assert status == f"install ok installed {pkgs['version']}"
         for dep in ("python3-click", "python3-yaml", "python3-psutil", "python3-distro"):
             assert root.run(["dpkg-query", "-W", "-f", "${Status}", dep]).stdout == "install ok installed", dep
+        # postinst made exec's job records directory (tmpfiles.d): root's, world-writable with the sticky bit.
+        assert root.run(["stat", "-c", "%a %U", "/run/hosttune-jobs"]).stdout.strip() == "1777 root"
         out = run_cli(root)
         assert out["version"] == f"hosttune {pkgs['version']}"
         facts = out["facts"]
