@@ -105,12 +105,18 @@ def probe_path(environ: Mapping[str, str]) -> Tuple[List[str], List[str]]:
 
 def run_probe(io: HostIO, python: str, timeout: float = PROBE_TIMEOUT_S) -> Dict[str, Any]:
     """The probe's JSON, or {"error": why}. Live hosts only (io.run refuses a foreign root)."""
+    return _run_json_probe(io, python, PROBE, timeout, note_dropped=True)
+
+
+def _run_json_probe(io: HostIO, python: str, script: str, timeout: float, note_dropped: bool) -> Dict[str, Any]:
+    """Run `script` in `python -I` (through HostIO's program gateway) and return the JSON object of its last line,
+    or {"error": why}."""
     if not io.live:
         return {"error": "not probed with a foreign root"}
     paths, dropped = probe_path(os.environ)
-    if "PYTHONPATH" in dropped:
+    if note_dropped and "PYTHONPATH" in dropped:
         io.note("torch", "PYTHONPATH not searched as root: it names a path another user could write")
-    done = io.run([python, "-I", "-c", PROBE, *paths], timeout=timeout, note=False)
+    done = io.run([python, "-I", "-c", script, *paths], timeout=timeout, note=False)
     if done is None:
         return {"error": f"probe: {io.last_error}"}
     if done.returncode != 0:
@@ -221,18 +227,5 @@ print(json.dumps(out))
 
 def run_image_probe(io: HostIO, python: str, timeout: float = PROBE_TIMEOUT_S) -> Dict[str, Any]:
     """IMAGE_PROBE's JSON ({"pillow": {...} or None, "turbojpeg": {...} or None}), or {"error": why}."""
-    if not io.live:
-        return {"error": "not probed with a foreign root"}
-    paths, _ = probe_path(os.environ)
-    done = io.run([python, "-I", "-c", IMAGE_PROBE, *paths], timeout=timeout, note=False)
-    if done is None:
-        return {"error": f"probe: {io.last_error}"}
-    if done.returncode != 0:
-        tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        return {"error": f"probe failed: {tail[:200]}"}
-    try:
-        data = json.loads(done.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return {"error": "probe printed no JSON"}
-    return data if isinstance(data, dict) else {"error": "probe printed no JSON object"}
+    return _run_json_probe(io, python, IMAGE_PROBE, timeout, note_dropped=False)
 # ---- end IMG ----
