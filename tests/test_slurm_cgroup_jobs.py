@@ -13,8 +13,6 @@ import os
 import random
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +21,10 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
+from _slurmhelp import ClusterBase, missing_tools
+from _slurmhelp import free_port as _free_port
+from _slurmhelp import node_line as _node_line
+from _slurmhelp import tool as _tool
 from conftest import a100
 
 from hosttune.monitor import jobs
@@ -30,19 +32,13 @@ from hosttune.monitor.config import MonitorConfig
 from hosttune.monitor.daemon import Monitor
 
 REPO = Path(__file__).resolve().parents[1]
-SBIN = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
-TOOLS = ("munged", "mungekey", "slurmctld", "slurmd", "srun", "scontrol")
 BUDGET = 600  # seconds per test, cluster start included: a guard against a hang, each wait is for a state
 FREEZER = Path("/sys/fs/cgroup/freezer")
 
 pytestmark = pytest.mark.integration
 
 
-def _tool(name: str) -> str:
-    return shutil.which(name, path=os.pathsep.join(SBIN)) or ""
-
-
-missing = [t for t in TOOLS if not _tool(t)]
+missing = missing_tools()
 if os.geteuid() != 0 or missing:
     pytest.skip(f"needs root and {', '.join(missing) or 'root'} (apt-get install munge slurmctld slurmd slurm-client)",
                 allow_module_level=True)
@@ -50,42 +46,9 @@ if not os.access(FREEZER, os.W_OK):
     pytest.skip(f"Slurm's proctrack/cgroup (cgroup v1 here) needs a writable {FREEZER}", allow_module_level=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Cluster:
+class Cluster(ClusterBase):
     def __init__(self, base: Path) -> None:
-        self.base = base
-        self.conf = base / "slurm.conf"
-        self.node = socket.gethostname().split(".")[0]
-        self.env = dict(os.environ, SLURM_CONF=str(self.conf))
-        self.procs: List[subprocess.Popen[bytes]] = []
-        self.deadline = time.monotonic() + BUDGET
-
-    def left(self, most: float) -> float:
-        return max(1.0, min(most, self.deadline - time.monotonic()))
-
-    def start(self, argv: List[str], log: str) -> None:
-        with open(self.base / log, "wb") as out:
-            self.procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=self.env,
-                                               start_new_session=True, cwd=self.base))
-
-    def stop(self) -> None:
-        for p in reversed(self.procs):
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 10
-        for p in reversed(self.procs):
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        super().__init__(base, BUDGET, grace=10)
 
     def logs(self) -> str:
         return "\n".join(f"--- {n}\n{(self.base / n).read_text(errors='replace')[-3000:]}"
@@ -96,11 +59,6 @@ class Cluster:
                              env=self.env, timeout=15)
         m = re.search(r"\bState=(\S+)", out.stdout)
         return m.group(1) if m else ""
-
-
-def _node_line() -> str:
-    line = subprocess.run([_tool("slurmd"), "-C"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
-    return re.sub(r"RealMemory=\d+", "RealMemory=500", line) + " NodeAddr=127.0.0.1"
 
 
 def _write_conf(c: Cluster) -> None:

@@ -10,21 +10,21 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List
+from typing import Callable, Dict, Iterator
 
 import pytest
+from _slurmhelp import ClusterBase, missing_tools
+from _slurmhelp import free_port as _free_port
+from _slurmhelp import node_line as _node_line
+from _slurmhelp import tool as _tool
 
 REPO = Path(__file__).resolve().parents[1]
 PROBE = Path(__file__).resolve().parent / "probes" / "probe.py"
-SBIN = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
-TOOLS = ("munged", "mungekey", "slurmctld", "slurmd", "srun", "scontrol")
 INTERVAL = 2  # HealthCheckInterval, seconds
 # Seconds per test, cluster start included: every wait below is cut to what is left of it. A guard against a
 # hang, never a speed test: each wait is for a state (a socket, the node's state, a count of health checks), and a
@@ -34,55 +34,16 @@ BUDGET = 900
 pytestmark = pytest.mark.integration
 
 
-def _tool(name: str) -> str:
-    return shutil.which(name, path=os.pathsep.join(SBIN)) or ""
-
-
-missing = [t for t in TOOLS if not _tool(t)]
+missing = missing_tools()
 if os.geteuid() != 0 or missing:
     pytest.skip(f"needs root and {', '.join(missing) or 'root'} (apt-get install munge slurmctld slurmd slurm-client)",
                 allow_module_level=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Cluster:
+class Cluster(ClusterBase):
     def __init__(self, base: Path) -> None:
-        self.base = base
-        self.conf = base / "slurm.conf"
-        self.node = socket.gethostname().split(".")[0]
+        super().__init__(base, BUDGET, grace=5)
         self.profile = base / "profile.yaml"
-        self.env = dict(os.environ, SLURM_CONF=str(self.conf))
-        self.procs: List[subprocess.Popen[bytes]] = []
-        self.deadline = time.monotonic() + BUDGET
-
-    def left(self, most: float) -> float:
-        """At most `most` seconds, and never past the test's budget."""
-        return max(1.0, min(most, self.deadline - time.monotonic()))
-
-    def start(self, argv: List[str], log: str) -> None:
-        with open(self.base / log, "wb") as out:
-            # its own session: the finalizer kills the whole process group (slurmd's health checks included)
-            self.procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=self.env,
-                                               start_new_session=True, cwd=self.base))
-
-    def stop(self) -> None:
-        for p in reversed(self.procs):
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 5
-        for p in reversed(self.procs):
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
 
     def scontrol(self, *args: str) -> str:
         return subprocess.run([_tool("scontrol"), *args], capture_output=True, text=True, env=self.env,
@@ -109,13 +70,6 @@ class Cluster:
     def health_runs(self) -> int:
         runs = self.base / "hc.runs"
         return len(runs.read_text().splitlines()) if runs.exists() else 0
-
-
-def _node_line() -> str:
-    """This machine's node line as slurmd sees it (a mismatch would drain the node for "low socket*core count"),
-    RealMemory kept small so it never exceeds what is free."""
-    line = subprocess.run([_tool("slurmd"), "-C"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
-    return re.sub(r"RealMemory=\d+", "RealMemory=500", line) + " NodeAddr=127.0.0.1"
 
 
 @pytest.fixture

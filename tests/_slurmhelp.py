@@ -1,0 +1,74 @@
+"""What the real-Slurm test modules share (tests/test_slurm_real.py, tests/test_slurm_cgroup_jobs.py): Slurm's
+programs from Debian's packages, a free port, this machine's node line, and the processes of a single-node cluster
+(munged, slurmctld, slurmd in the foreground, each in a session of its own) with a time budget per test."""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import List
+
+SBIN = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
+TOOLS = ("munged", "mungekey", "slurmctld", "slurmd", "srun", "scontrol")
+
+
+def tool(name: str) -> str:
+    return shutil.which(name, path=os.pathsep.join(SBIN)) or ""
+
+
+def missing_tools() -> List[str]:
+    return [t for t in TOOLS if not tool(t)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def node_line() -> str:
+    """This machine's node line as slurmd sees it (a mismatch would drain the node for "low socket*core count"),
+    RealMemory kept small so it never exceeds what is free."""
+    line = subprocess.run([tool("slurmd"), "-C"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
+    return re.sub(r"RealMemory=\d+", "RealMemory=500", line) + " NodeAddr=127.0.0.1"
+
+
+class ClusterBase:
+    """The cluster's processes and the test's time budget (a guard against a hang: each wait is for a state)."""
+
+    def __init__(self, base: Path, budget: float, grace: float) -> None:
+        self.base = base
+        self.conf = base / "slurm.conf"
+        self.node = socket.gethostname().split(".")[0]
+        self.env = dict(os.environ, SLURM_CONF=str(self.conf))
+        self.procs: List[subprocess.Popen[bytes]] = []
+        self.deadline = time.monotonic() + budget
+        self.grace = grace
+
+    def left(self, most: float) -> float:
+        """At most `most` seconds, and never past the test's budget."""
+        return max(1.0, min(most, self.deadline - time.monotonic()))
+
+    def start(self, argv: List[str], log: str) -> None:
+        with open(self.base / log, "wb") as out:
+            # its own session: the finalizer kills the whole process group (slurmd's health checks included)
+            self.procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=self.env,
+                                               start_new_session=True, cwd=self.base))
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + self.grace
+        for p in reversed(self.procs):
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
