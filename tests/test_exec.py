@@ -329,9 +329,12 @@ def test_verify_does_not_blame_a_rank_that_just_exited() -> None:
     """A rank that ends between two reads leaves a zombie whose environ reads empty: no mismatch, no check counted;
     the same rank alive with its planned env is ok, and with a different value it is a mismatch."""
     env = {"HOSTTUNE_VERIFY_PROBE": "1", "PATH": os.environ.get("PATH", "")}
-    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], env=env,
-                             stdin=subprocess.PIPE)
+    child = subprocess.Popen([sys.executable, "-c", "import sys; print('ready', flush=True); sys.stdin.read()"],
+                             env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
+        # Until the child has exec'd Python, /proc/PID/environ is still the forked parent's (a busy machine made
+        # that window long enough to read): wait for the child's own line.
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
         alive = RankCheck(child.pid, 0, 1, (), "none", (), {"HOSTTUNE_VERIFY_PROBE": "1"})
         assert check_rank(alive) == [] and alive.checks == 1
         wrong = RankCheck(child.pid, 0, 1, (), "none", (), {"HOSTTUNE_VERIFY_PROBE": "2"})
