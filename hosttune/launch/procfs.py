@@ -7,6 +7,7 @@ Cheap to import (the shim's binding reads Mems_allowed through it): os and typin
 import os
 from typing import Dict, List, Optional, Tuple
 
+from hosttune import jobrecord
 from hosttune.cpulist import parse_cpulist as _parse_cpulist
 from hosttune.policy import names
 
@@ -137,7 +138,4 @@ def alive(pid: int) -> bool:
 def start_time(pid: int) -> Optional[int]:
     """Field 22 of /proc/PID/stat (clock ticks after boot): with the pid, names one process for good."""
     raw = _read(f"/proc/{pid}/stat")
-    try:
-        return int(raw[raw.rindex(b")") + 2 :].split()[19]) if raw else None
-    except (ValueError, IndexError):
-        return None
+    return jobrecord.start_time_of(raw) if raw else None
