@@ -59,6 +59,43 @@ class ClusterBase:
             self.procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=self.env,
                                                start_new_session=True, cwd=self.base))
 
+    def make_key(self) -> None:
+        subprocess.run([tool("mungekey"), "-c", "-k", str(self.base / "munge.key"), "-b", "1024", "-f"], check=True,
+                       capture_output=True, timeout=30)
+
+    def conf_head(self, name: str) -> str:
+        """slurm.conf's first lines: this node as the controller, munge on the test's own socket, the state, spool,
+        pid files and two free ports in the test's directory. The caller adds its plugins, the node and partition."""
+        base = self.base
+        return f"""ClusterName={name}
+SlurmctldHost={self.node}(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={base}/munge.sock
+CredType=cred/munge
+StateSaveLocation={base}/state
+SlurmdSpoolDir={base}/spool
+SlurmctldPidFile={base}/slurmctld.pid
+SlurmdPidFile={base}/slurmd.pid
+SlurmctldPort={free_port()}
+SlurmdPort={free_port()}
+"""
+
+    def start_daemons(self) -> None:
+        """munged (waited for: its socket), then slurmctld and slurmd in the foreground; the caller waits for the
+        node's state."""
+        base = self.base
+        self.start([tool("munged"), "-F", "--force", f"--key-file={base}/munge.key", f"--socket={base}/munge.sock",
+                    f"--pid-file={base}/munged.pid", f"--log-file={base}/munged.log",
+                    f"--seed-file={base}/munge.seed"], "munged.out")
+        deadline = time.monotonic() + self.left(120)
+        while not (base / "munge.sock").exists():
+            assert time.monotonic() < deadline, (base / "munged.out").read_text()
+            time.sleep(0.1)
+        self.start([tool("slurmctld"), "-D", "-i", "-f", str(self.conf)], "slurmctld.out")
+        self.start([tool("slurmd"), "-D", "-f", str(self.conf)], "slurmd.out")
+
     def stop(self) -> None:
         for p in reversed(self.procs):
             try:

@@ -22,7 +22,6 @@ from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
 from _slurmhelp import ClusterBase, missing_tools
-from _slurmhelp import free_port as _free_port
 from _slurmhelp import node_line as _node_line
 from _slurmhelp import tool as _tool
 from conftest import a100
@@ -65,20 +64,7 @@ def _write_conf(c: Cluster) -> None:
     base = c.base
     # A first job id of its own: two test runs on one machine share the cgroup tree Slurm makes (/slurm/uid_0/...).
     first = random.randrange(1_000, 60_000_000)  # MaxJobId defaults to 67043328
-    c.conf.write_text(f"""ClusterName=hosttune-cg
-SlurmctldHost={c.node}(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket={base}/munge.sock
-CredType=cred/munge
-StateSaveLocation={base}/state
-SlurmdSpoolDir={base}/spool
-SlurmctldPidFile={base}/slurmctld.pid
-SlurmdPidFile={base}/slurmd.pid
-SlurmctldPort={_free_port()}
-SlurmdPort={_free_port()}
-FirstJobId={first}
+    c.conf.write_text(c.conf_head("hosttune-cg") + f"""FirstJobId={first}
 ProctrackType=proctrack/cgroup
 TaskPlugin=task/affinity
 SelectType=select/cons_tres
@@ -109,18 +95,9 @@ def cluster() -> Iterator[Cluster]:
     try:
         for sub in ("state", "spool", "out"):
             (base / sub).mkdir()
-        subprocess.run([_tool("mungekey"), "-c", "-k", str(base / "munge.key"), "-b", "1024", "-f"], check=True,
-                       capture_output=True, timeout=30)
+        c.make_key()
         _write_conf(c)
-        c.start([_tool("munged"), "-F", "--force", f"--key-file={base}/munge.key", f"--socket={base}/munge.sock",
-                 f"--pid-file={base}/munged.pid", f"--log-file={base}/munged.log", f"--seed-file={base}/munge.seed"],
-                "munged.out")
-        deadline = time.monotonic() + c.left(120)
-        while not (base / "munge.sock").exists():
-            assert time.monotonic() < deadline, (base / "munged.out").read_text()
-            time.sleep(0.1)
-        c.start([_tool("slurmctld"), "-D", "-i", "-f", str(c.conf)], "slurmctld.out")
-        c.start([_tool("slurmd"), "-D", "-f", str(c.conf)], "slurmd.out")
+        c.start_daemons()
         deadline = time.monotonic() + c.left(300)
         while not c.state().startswith("IDLE"):
             assert c.procs[-1].poll() is None, f"slurmd exited\n{c.logs()}"

@@ -19,7 +19,6 @@ from typing import Callable, Dict, Iterator
 
 import pytest
 from _slurmhelp import ClusterBase, missing_tools
-from _slurmhelp import free_port as _free_port
 from _slurmhelp import node_line as _node_line
 from _slurmhelp import tool as _tool
 
@@ -82,8 +81,7 @@ def cluster() -> Iterator[Cluster]:
         for sub in ("state", "spool", "etc", "config", "out"):
             (base / sub).mkdir()
         c.profile.write_text("threads: 1\n")
-        subprocess.run([_tool("mungekey"), "-c", "-k", str(base / "munge.key"), "-b", "1024", "-f"], check=True,
-                       capture_output=True, timeout=30)
+        c.make_key()
         hc = base / "healthcheck"
         # slurmd runs HealthCheckProgram with no arguments and a bare environment (SLURMD_NODENAME only): a
         # wrapper names the options, and here the test's slurm.conf and a profile the test breaks and fixes, and
@@ -96,20 +94,7 @@ export HOSTTUNE_RUNTIME_DIR={base}/run HOSTTUNE_STATE_DIR={base}/state-hosttune 
 exec {sys.executable} -m hosttune doctor --slurm --only hosttune >> {base}/hc.out 2>&1
 """)
         hc.chmod(0o755)
-        c.conf.write_text(f"""ClusterName=hosttune-test
-SlurmctldHost={c.node}(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket={base}/munge.sock
-CredType=cred/munge
-StateSaveLocation={base}/state
-SlurmdSpoolDir={base}/spool
-SlurmctldPidFile={base}/slurmctld.pid
-SlurmdPidFile={base}/slurmd.pid
-SlurmctldPort={_free_port()}
-SlurmdPort={_free_port()}
-ProctrackType=proctrack/linuxproc
+        c.conf.write_text(c.conf_head("hosttune-test") + f"""ProctrackType=proctrack/linuxproc
 TaskPlugin=task/affinity
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -126,15 +111,7 @@ HealthCheckNodeState=ANY
 {_node_line()}
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """)
-        c.start([_tool("munged"), "-F", "--force", f"--key-file={base}/munge.key", f"--socket={base}/munge.sock",
-                 f"--pid-file={base}/munged.pid", f"--log-file={base}/munged.log", f"--seed-file={base}/munge.seed"],
-                "munged.out")
-        deadline = time.monotonic() + c.left(120)
-        while not (base / "munge.sock").exists():
-            assert time.monotonic() < deadline, (base / "munged.out").read_text()
-            time.sleep(0.1)
-        c.start([_tool("slurmctld"), "-D", "-i", "-f", str(c.conf)], "slurmctld.out")
-        c.start([_tool("slurmd"), "-D", "-f", str(c.conf)], "slurmd.out")
+        c.start_daemons()
         deadline = time.monotonic() + c.left(300)
         while True:
             try:
