@@ -63,9 +63,10 @@ class ClusterBase:
         subprocess.run([tool("mungekey"), "-c", "-k", str(self.base / "munge.key"), "-b", "1024", "-f"], check=True,
                        capture_output=True, timeout=30)
 
-    def conf_head(self, name: str) -> str:
+    def conf_head(self, name: str, proctrack: str) -> str:
         """slurm.conf's first lines: this node as the controller, munge on the test's own socket, the state, spool,
-        pid files and two free ports in the test's directory. The caller adds its plugins, the node and partition."""
+        pid files, logs and two free ports in the test's directory, task/affinity on cores, `proctrack`. The caller
+        adds what is its own, the node and the partition."""
         base = self.base
         return f"""ClusterName={name}
 SlurmctldHost={self.node}(127.0.0.1)
@@ -80,6 +81,17 @@ SlurmctldPidFile={base}/slurmctld.pid
 SlurmdPidFile={base}/slurmd.pid
 SlurmctldPort={free_port()}
 SlurmdPort={free_port()}
+ProctrackType={proctrack}
+TaskPlugin=task/affinity
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+MpiDefault=none
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SlurmctldLogFile={base}/slurmctld.log
+SlurmdLogFile={base}/slurmd.log
 """
 
     def start_daemons(self) -> None:

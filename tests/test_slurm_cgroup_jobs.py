@@ -64,18 +64,7 @@ def _write_conf(c: Cluster) -> None:
     base = c.base
     # A first job id of its own: two test runs on one machine share the cgroup tree Slurm makes (/slurm/uid_0/...).
     first = random.randrange(1_000, 60_000_000)  # MaxJobId defaults to 67043328
-    c.conf.write_text(c.conf_head("hosttune-cg") + f"""FirstJobId={first}
-ProctrackType=proctrack/cgroup
-TaskPlugin=task/affinity
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-ReturnToService=2
-MpiDefault=none
-JobCompType=jobcomp/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SlurmctldLogFile={base}/slurmctld.log
-SlurmdLogFile={base}/slurmd.log
+    c.conf.write_text(c.conf_head("hosttune-cg", "proctrack/cgroup") + f"""FirstJobId={first}
 SlurmdDebug=debug
 {_node_line()}
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP

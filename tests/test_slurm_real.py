@@ -94,18 +94,7 @@ export HOSTTUNE_RUNTIME_DIR={base}/run HOSTTUNE_STATE_DIR={base}/state-hosttune 
 exec {sys.executable} -m hosttune doctor --slurm --only hosttune >> {base}/hc.out 2>&1
 """)
         hc.chmod(0o755)
-        c.conf.write_text(c.conf_head("hosttune-test") + f"""ProctrackType=proctrack/linuxproc
-TaskPlugin=task/affinity
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-ReturnToService=2
-MpiDefault=none
-JobCompType=jobcomp/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SlurmctldLogFile={base}/slurmctld.log
-SlurmdLogFile={base}/slurmd.log
-HealthCheckProgram={hc}
+        c.conf.write_text(c.conf_head("hosttune-test", "proctrack/linuxproc") + f"""HealthCheckProgram={hc}
 HealthCheckInterval={INTERVAL}
 HealthCheckNodeState=ANY
 {_node_line()}
