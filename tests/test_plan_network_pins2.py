@@ -6,38 +6,20 @@ a tap). Pure, on a fake route table and a sysfs tree under tmp_path."""
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from test_plan_network import FakeRoutes
+
 from hosttune.detect.netroute import LiveRoutes
 from hosttune.plan import network
 from hosttune.plan.network import IFNAME_VARS, LOCAL_ADDR, Endpoint, decide
 
 
-class Routes:
-    """eth0 10.0.0.2 (the way to 10.0.0.0/24), docker0 172.17.0.1; `names` maps host names to their addresses."""
+class Routes(FakeRoutes):
+    """test_plan_network's route table (eth0 10.0.0.2, the way to 10.0.0.0/24; docker0 172.17.0.1); `names` maps
+    host names, this host's "box" included, to their addresses."""
 
     def __init__(self, names: Dict[str, List[str]]) -> None:
+        super().__init__(named=names.get("box", ["127.0.1.1"]))
         self.names = names
-        self.ifs = {"lo": ["127.0.0.1"], "eth0": ["10.0.0.2"], "docker0": ["172.17.0.1"]}
-
-    def hostname(self) -> str:
-        return "box"
-
-    def resolve(self, host: str) -> List[str]:
-        return self.names.get(host, [host] if host[0].isdigit() else [])
-
-    def source(self, address: str) -> Optional[str]:
-        if address.startswith("127."):
-            return "127.0.0.1"
-        if address.startswith("10.0.0."):
-            return "10.0.0.2"
-        if address.startswith("172.17."):
-            return "172.17.0.1"
-        return None
-
-    def interfaces(self) -> Dict[str, List[str]]:
-        return self.ifs
-
-    def kind(self, ifname: str) -> str:
-        return {"lo": "loopback", "docker0": "container-bridge"}.get(ifname, "other")
 
 
 def test_a_ranged_node_count_is_its_most_nodes() -> None:
