@@ -1162,3 +1162,316 @@ M("r2-fsio-append-nonreg", "hosttune/fsio.py",
   "tests/test_fsio.py tests/test_fsio_pins.py tests/test_foundation.py -k 'append or log or fifo'",
   "a log path that is a FIFO or device is appended to",
   pins="tests/test_fsio_pins2.py -k fifo")
+
+# ======== round 3 (issue 21, session 5): code never mutated before; ids r3-<area>-... ===============================
+# Each `tests` is the module's own test files, whole (less the `slow` ones where a file has a multi-minute 2-rank run):
+# what a developer runs for that module, not a -k chosen to catch the mutant.
+
+# ---- monitor/diskio.py: disk rates and the textfile's disk families ----------------------------------------------
+_R3_DISK = "tests/test_monitor_diskio.py"
+M("r3-diskio-write-field", "hosttune/monitor/diskio.py",
+  "Counters((major, minor), values[2], values[6], values[9])", "Counters((major, minor), values[2], values[5], values[9])",
+  _R3_DISK, "written MB/s read from the write-merges column, not sectors written")
+M("r3-diskio-wrap-limit", "hosttune/monitor/diskio.py",
+  "        if wrapped <= limit:\n            return wrapped", "        if True:\n            return wrapped",
+  _R3_DISK, "a disk whose counters were reset reads as one that wrapped: a huge bogus rate")
+M("r3-diskio-dev-check", "hosttune/monitor/diskio.py",
+  "    if before.dev != after.dev or seconds <= 0:", "    if seconds <= 0:",
+  _R3_DISK, "another disk that took the name (new major:minor) gives a rate against the old disk's counters")
+M("r3-diskio-util-unit", "hosttune/monitor/diskio.py",
+  "min(100.0, busy / (seconds * 10.0))", "min(100.0, busy / (seconds * 1000.0))",
+  _R3_DISK, "%util off by 100 (io_ticks are ms: busy / (s * 1000) * 100)")
+M("r3-diskio-partitions", "hosttune/monitor/diskio.py",
+  "(n in listed if listed else not _PARTITION.match(n))", "(n in listed if listed else True)",
+  _R3_DISK, "without /sys/block partitions are sampled beside their disk (counted twice)")
+M("r3-diskio-iowait-negative", "hosttune/monitor/diskio.py",
+  "min(total, max(0, after[0] - before[0]))", "min(total, after[0] - before[0])",
+  _R3_DISK, "iowait going down on some kernels gives a negative share")
+M("r3-diskio-busy-scale", "hosttune/monitor/diskio.py",
+  "(iostat %util; /proc/diskstats io_ticks).\", 0.01)", "(iostat %util; /proc/diskstats io_ticks).\", 1.0)",
+  _R3_DISK, "hosttune_disk_busy_ratio written as a percentage, not a ratio")
+
+# ---- monitor/podresources.py: the kubelet's GPU -> pod map ---------------------------------------------------------
+_R3_POD = "tests/test_monitor_podresources.py"
+M("r3-pod-resource-filter", "hosttune/monitor/podresources.py",
+  "                if not resource.startswith(GPU_RESOURCES):\n                    continue\n", "",
+  _R3_POD, "a pod's other devices (a NIC, an FPGA) are taken for GPUs")
+M("r3-pod-socket-trust", "hosttune/monitor/podresources.py",
+  "        if why is not None:  # a socket in a directory", "        if False:  # a socket in a directory",
+  _R3_POD, "a socket in a directory another user controls is asked: they name the pods")
+M("r3-pod-refresh", "hosttune/monitor/podresources.py",
+  "        if now - self._asked >= REFRESH_S:", "        if now - self._asked >= 0:",
+  _R3_POD, "the kubelet is asked every sample, not every REFRESH_S")
+M("r3-pod-name-check", "hosttune/monitor/podresources.py",
+  "        name = _text(p.get(1, [b\"\"])[-1], _NAME)  # string name = 1",
+  "        name = p.get(1, [b\"\"])[-1].decode(\"ascii\", \"replace\")  # string name = 1",
+  _R3_POD, "a pod name that is no Kubernetes name (a newline, a label injection) reaches the textfile")
+M("r3-pod-field-past-end", "hosttune/monitor/podresources.py",
+  "            if i + size > len(buf):\n                raise Malformed(\"field past the end\")",
+  "            if i + size > len(buf) + 64:\n                raise Malformed(\"field past the end\")",
+  _R3_POD, "a truncated reply is read as a shorter string instead of refused")
+
+# ---- jobrecord.py: the exec job record, its writer and parse -------------------------------------------------------
+_R3_JR = "tests/test_jobrecord.py tests/test_exec_jobrecord.py tests/test_monitor_jobrecords.py"
+M("r3-jobrecord-sticky", "hosttune/jobrecord.py",
+  "    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:",
+  "    if False:", _R3_JR, "a records directory others can write without the sticky bit is used (records removable by anyone)")
+M("r3-jobrecord-owner", "hosttune/jobrecord.py",
+  "    if st.st_uid not in set(owners):\n        return", "    if False:\n        return",
+  _R3_JR, "a records directory another user owns is written to / read")
+M("r3-jobrecord-pid-match", "hosttune/jobrecord.py",
+  "    if type(data.get(\"pid\")) is not int or data[\"pid\"] != pid or type(data.get(\"start\")) is not int \\\n            or data[\"start\"] != start:",
+  "    if type(data.get(\"pid\")) is not int or type(data.get(\"start\")) is not int \\\n            or data[\"start\"] != start:",
+  _R3_JR, "a record whose content names another pid than its file name is believed")
+M("r3-jobrecord-start-field", "hosttune/jobrecord.py",
+  "        return int(stat_text[stat_text.rindex(b\")\") + 2:].split()[19])",
+  "        return int(stat_text[stat_text.rindex(b\")\") + 2:].split()[20])",
+  _R3_JR, "field 23 (vsize) read as the start time: a reused pid passes")
+M("r3-jobrecord-visible-unset", "hosttune/jobrecord.py",
+  "        if value is None:\n            return None\n        for entry", "        if value is None:\n            continue\n        for entry",
+  _R3_JR, "one rank with CUDA_VISIBLE_DEVICES unset (every GPU) is dropped: the job is bound to the others' GPUs only")
+M("r3-jobrecord-sweep-live", "hosttune/jobrecord.py",
+  "        if tag is None or start_time(tag[0]) == tag[1]:\n            continue",
+  "        if tag is None:\n            continue",
+  _R3_JR, "the sweep removes this user's records of jobs still running")
+M("r3-jobrecord-order", "hosttune/jobrecord.py",
+  "    if order is not None and order not in ORDERS:\n        return None", "",
+  _R3_JR, "any CUDA_DEVICE_ORDER string is accepted from a record")
+M("r3-jobrecord-mode", "hosttune/jobrecord.py",
+  "fsio.atomic_write(path, blob, 0o644, exclusive=True, durable=False)", "fsio.atomic_write(path, blob, 0o600, exclusive=True, durable=False)",
+  _R3_JR, "a record the monitor (its own user) cannot read")
+
+# ---- monitor/jobs.py Records: what the monitor believes of a record ------------------------------------------------
+_R3_REC = "tests/test_monitor_jobrecords.py tests/test_monitor_jobs.py tests/test_monitor_jobs_pins2.py tests/test_jobrecord.py"
+M("r3-records-hardlink", "hosttune/monitor/jobs.py",
+  "            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:\n                return None  # a hard link",
+  "            if not stat.S_ISREG(st.st_mode):\n                return None  # a hard link",
+  _R3_REC, "a hard link to another user's record is read under a new name and owner")
+M("r3-records-owner", "hosttune/monitor/jobs.py",
+  "        if owner != uid:\n            return False", "        if False:\n            return False",
+  _R3_REC, "a record written by one user for another user's process labels that process's GPUs")
+M("r3-records-start", "hosttune/monitor/jobs.py",
+  "        return fmt.start_time(pid, self.finder.proc) == start", "        return True",
+  _R3_REC, "a stale record whose pid was reused labels the new process")
+M("r3-records-claimed", "hosttune/monitor/jobs.py",
+  "rec.update(kind=\"slurm\", job=rec[\"slurm_job\"], claimed=True)", "rec.update(kind=\"slurm\", job=rec[\"slurm_job\"], claimed=False)",
+  _R3_REC, "a $SLURM_JOB_ID any user can set is shown as verified")
+M("r3-records-dir-trust", "hosttune/monitor/jobs.py",
+  "        if why is None:\n            why = trust.problem(os.path.dirname(self.dir), kind=\"dir\")[1]",
+  "        if False:\n            why = trust.problem(os.path.dirname(self.dir), kind=\"dir\")[1]",
+  _R3_REC, "a records directory under a directory another user can change is read")
+
+# ---- policy/onednn.py and doctor's torch.onednn / torch.image_decoder ----------------------------------------------
+_R3_ONE = "tests/test_onednn.py tests/test_doctor_catalogue.py tests/test_engine_shapes.py"
+M("r3-onednn-cap-order", "hosttune/policy/onednn.py",
+  "    for var in (\"ONEDNN_MAX_CPU_ISA\", \"DNNL_MAX_CPU_ISA\"):", "    for var in (\"DNNL_MAX_CPU_ISA\", \"ONEDNN_MAX_CPU_ISA\"):",
+  _R3_ONE, "the old DNNL_ name wins over ONEDNN_MAX_CPU_ISA (oneDNN reads ONEDNN_ first)")
+M("r3-onednn-sse42", "hosttune/policy/onednn.py",
+  "({\"sse4_1\"} if \"sse4_2\" in flags else set())", "set()",
+  _R3_ONE, "facts' flags (sse4_2 kept, not sse4_1) give no ISA at all on every x86 CPU")
+M("r3-onednn-unknown-cap", "hosttune/policy/onednn.py",
+  "    if value in NO_CAP or _rank(value) < 0 or not best:\n        return best",
+  "    if value in NO_CAP or not best:\n        return best",
+  _R3_ONE, "an unknown cap value (oneDNN ignores it) is reported as the ISA dispatched to")
+M("r3-onednn-aten-avx512f", "hosttune/policy/onednn.py",
+  "    if {\"avx512bw\", \"avx512vl\", \"fma\"} <= have:", "    if {\"avx512f\", \"fma\"} <= have:",
+  _R3_ONE, "a CPU with AVX-512F but no BW/VL (Knights Landing) is said to run ATen's AVX512 kernels")
+M("r3-onednn-bf16-cap", "hosttune/policy/onednn.py",
+  "        if flag in have and _rank(isa) <= limit:", "        if flag in have:",
+  _R3_ONE, "a cap below AVX512_CORE_BF16 still counts bf16 as native (amp=auto picks emulated bf16)")
+M("r3-onednn-over", "hosttune/policy/onednn.py",
+  "over=ATEN_LEVELS.index(wanted) > ATEN_LEVELS.index(hw))", "over=ATEN_LEVELS.index(wanted) < ATEN_LEVELS.index(hw))",
+  _R3_ONE, "ATEN_CPU_CAPABILITY above the CPU (SIGILL) is a warning, below it a failure")
+M("r3-doctor-onednn-fail", "hosttune/doctor/checks/torch.py",
+  "    if any(c.over for c in caps):", "    if False:",
+  _R3_ONE, "doctor passes an ATEN_CPU_CAPABILITY above the CPU as a warning, not the failure it is")
+_R3_IMGDOC = "tests/test_doctor_image_decoder.py tests/test_doctor_catalogue.py"
+M("r3-doctor-img-pin", "hosttune/doctor/checks/torch.py",
+  "        pin = \"'PyTurboJPEG<2'\" if \"3.0\" in", "        pin = \"PyTurboJPEG\" if \"3.0\" in",
+  _R3_IMGDOC, "PyTurboJPEG 2 over libjpeg-turbo 2.x: the fix installs PyTurboJPEG 2 again")
+M("r3-doctor-img-broken-turbo", "hosttune/doctor/checks/torch.py",
+  "    if turbo and not turbo.get(\"library\"):", "    if False:",
+  _R3_IMGDOC, "PyTurboJPEG without a usable libturbojpeg passes (image_decoder=turbojpeg then fails)")
+M("r3-doctor-img-no-pil", "hosttune/doctor/checks/torch.py",
+  "    if not pil:  # no image library at all", "    if False:  # no image library at all",
+  _R3_IMGDOC, "a python with no image library warns instead of the skip that says how")
+M("r3-doctor-img-plain-pil", "hosttune/doctor/checks/torch.py",
+  "    if turbo or pil.get(\"libjpeg_turbo\") or pil.get(\"simd\"):", "    if turbo or pil:",
+  _R3_IMGDOC, "Pillow built on plain libjpeg (no SIMD) passes")
+
+# ---- doctor/fixes.py: fix commands per distro family -----------------------------------------------------------------
+_R3_FIX = "tests/test_doctor_fixes.py tests/test_doctor_tools.py tests/test_doctor_nvidia.py tests/test_doctor_image_decoder.py"
+M("r3-fixes-apt-family", "hosttune/doctor/fixes.py",
+  "    if ctx.family == \"debian\":\n        return f\"apt-get install -y {apt}\"", "    if ctx.family == \"debian\":\n        return dnf_cmd",
+  _R3_FIX, "Debian/Ubuntu are told to dnf install")
+M("r3-fixes-rhel-family", "hosttune/doctor/fixes.py",
+  "    if ctx.family == \"rhel\":\n        return dnf_cmd", "    if ctx.family == \"rhel\":\n        return f\"apt-get install -y {apt}\"",
+  _R3_FIX, "RHEL is told to apt-get install")
+M("r3-fixes-epel", "hosttune/doctor/fixes.py",
+  "    if epel:\n        dnf_cmd", "    if False:\n        dnf_cmd",
+  _R3_FIX, "a package only EPEL has is installed without enabling EPEL (dnf: no match)")
+M("r3-fixes-grubby", "hosttune/doctor/fixes.py",
+  "    if ctx.family == \"rhel\":\n        return grubby", "    if ctx.family == \"rhel\":\n        return grub",
+  _R3_FIX, "RHEL is told to edit /etc/default/grub and run update-grub (no such command there)")
+M("r3-fixes-package-check", "hosttune/doctor/fixes.py",
+  "        if not PACKAGE.fullmatch(name):", "        if False:",
+  _R3_FIX, "a package name that is not one (shell metacharacters) reaches a root fix")
+M("r3-fixes-rhel10", "hosttune/doctor/fixes.py",
+  "if int(major) >= 10", "if int(major) > 10",
+  _R3_FIX, "RHEL 10 is told to use the dnf module stream RHEL 10 no longer has")
+M("r3-fixes-default-major", "hosttune/doctor/fixes.py",
+  "    if not version:\n        return \"9\"", "    if not version:\n        return \"8\"",
+  _R3_FIX, "an unknown RHEL version gets EPEL/CUDA repos of RHEL 8")
+
+# ---- engine: shapes, activation checkpointing, float8, image folders, int8 export, metric sinks, the OOM snapshot --
+_R3_SHAPES = "tests/test_engine_shapes.py"
+M("r3-shapes-first-conv", "hosttune/engine/shapes.py",
+  "            if not first_conv:\n                dims.insert", "            if True:\n                dims.insert",
+  _R3_SHAPES, "the first convolution's 3 RGB input channels are named (not a choice)")
+M("r3-shapes-amp", "hosttune/engine/shapes.py",
+  "    if device_type != \"cuda\" or not amp:", "    if device_type != \"cuda\":",
+  _R3_SHAPES, "an fp32 CUDA run (no tensor cores this way) is warned")
+M("r3-shapes-batch", "hosttune/engine/shapes.py",
+  "    if micro_batch_size % MULTIPLE:\n", "    if micro_batch_size % MULTIPLE and False:\n",
+  _R3_SHAPES, "an odd micro-batch is never named")
+_R3_AC = "tests/test_engine_ac.py"
+M("r3-ac-every", "hosttune/engine/ac.py",
+  "    return mode != \"selective_layer\" or (index + 1) % every == 0", "    return mode != \"selective_layer\" or index % every == 0",
+  _R3_AC, "selective_layer checkpoints blocks 0, every, ... instead of torchtitan's every-th")
+M("r3-ac-random-first", "hosttune/engine/ac.py",
+  "        if draws_random(func, args, kwargs):\n            return CheckpointPolicy.PREFER_RECOMPUTE",
+  "        if False:\n            return CheckpointPolicy.PREFER_RECOMPUTE",
+  _R3_AC, "attention with dropout is kept: the recompute's later random ops draw different numbers")
+_R3_F8 = "tests/test_engine_float8.py"
+M("r3-float8-capability", "hosttune/engine/float8.py",
+  "tuple(capability) < MIN_CAPABILITY", "tuple(capability) <= MIN_CAPABILITY",
+  _R3_F8, "an Ada GPU (8.9: L4, L40) is refused float8")
+M("r3-float8-head", "hosttune/engine/float8.py",
+  "    leave = set(skip) | ({head} if head else set())", "    leave = set(skip)",
+  _R3_F8, "the output head is trained in float8")
+M("r3-float8-align", "hosttune/engine/float8.py",
+  "        return mod.in_features % ALIGN == 0 and mod.out_features % ALIGN == 0", "        return mod.in_features % ALIGN == 0",
+  _R3_F8, "a Linear whose out_features is not a multiple of 16 is converted (the float8 GEMM refuses it)")
+M("r3-float8-fp16", "hosttune/engine/float8.py",
+  "    if amp == \"fp16\":\n        return \"float8", "    if False:\n        return \"float8",
+  _R3_F8, "float8 with amp=fp16 (a GradScaler torchao's recipes lack) is not refused")
+_R3_IMG = "tests/test_engine_images.py tests/test_engine_decoders.py -m 'not slow'"
+M("r3-images-val-every", "hosttune/engine/images.py",
+  "(k % VAL_EVERY == VAL_EVERY - 1)", "(k % VAL_EVERY == 0)",
+  _R3_IMG, "the validation files are the 1st, 6th, ... of a class, not every 5th")
+M("r3-images-nofollow", "hosttune/engine/images.py",
+  "            return fsio.read_bounded(path, FILE_LIMIT, nofollow=True)", "            return fsio.read_bounded(path, FILE_LIMIT, nofollow=False)",
+  _R3_IMG, "a file swapped for a link after the scan is followed")
+M("r3-images-own-split", "hosttune/engine/images.py",
+  "    own_split = {\"train\", \"val\"} <= tops", "    own_split = \"train\" in tops",
+  _R3_IMG, "a folder with a class named train (and no val/) is read as a train/val layout")
+M("r3-images-centre", "hosttune/engine/images.py",
+  "    top, left = (h - side) // 2, (w - side) // 2", "    top, left = 0, 0",
+  _R3_IMG, "the top-left square is taken, not the centred one")
+M("r3-decoders-pixels", "hosttune/engine/decoders.py",
+  "    if size[0] * size[1] > MAX_PIXELS:", "    if size[0] * size[1] > MAX_PIXELS * 4:",
+  _R3_IMG, "a header announcing 4x the pixel limit is decoded (decompression bomb)")
+M("r3-decoders-auto-fallback", "hosttune/engine/decoders.py",
+  "            if name == \"turbojpeg\":\n                raise", "            if True:\n                raise",
+  _R3_IMG, "image_decoder=auto without PyTurboJPEG fails instead of taking PIL")
+_R3_INT8 = "tests/test_engine_int8.py"
+M("r3-int8-nan-ok", "hosttune/engine/quantize.py",
+  "        return bool(self.skipped) or self.rel_error <= self.tolerance  # NaN fails too",
+  "        return bool(self.skipped) or not self.rel_error > self.tolerance  # NaN fails too",
+  _R3_INT8, "an int8 file whose outputs are NaN passes the check")
+M("r3-int8-padding-mode", "hosttune/engine/quantize.py",
+  "        if isinstance(child, nn.Conv2d) and child.padding_mode == \"zeros\":", "        if isinstance(child, nn.Conv2d):",
+  _R3_INT8, "a reflect/circular-padded conv is swapped for a zero-padded one (different outputs)")
+M("r3-int8-rel-sqrt", "hosttune/engine/quantize.py",
+  "    rel = math.sqrt(err2 / ref2) if ref2 > 0", "    rel = (err2 / ref2) if ref2 > 0",
+  _R3_INT8, "the relative error is squared: a 20 % error reads 4 % and passes the 5 % bound")
+M("r3-int8-top1-rows", "hosttune/engine/quantize.py",
+  "        rows += ref[..., 0].numel()", "        rows += len(x)",
+  _R3_INT8, "top-1 agreement divided by samples, not rows of logits (a sequence model reads over 100 %)")
+_R3_ESINK = "tests/test_engine_metric_sinks.py -m 'not slow'"
+M("r3-esinks-csv-keep", "hosttune/engine/sinks.py",
+  "        kept = [r for r in rows if 1 <= (_step_of(r) or 0) <= start_step]", "        kept = [r for r in rows if 1 <= (_step_of(r) or 0) < start_step]",
+  _R3_ESINK, "a resume drops the CSV row of the step it resumed from")
+M("r3-esinks-purge", "hosttune/engine/sinks.py",
+  "purge_step=start_step + 1", "purge_step=start_step",
+  _R3_ESINK, "TensorBoard hides the resumed-from step's own event (logged before the checkpoint)")
+M("r3-esinks-summary-step", "hosttune/engine/sinks.py",
+  "and isinstance(step, int) and step > self.start_step:", "and isinstance(step, int) and step >= self.start_step:",
+  _R3_ESINK, "a finished run resumed again logs its evaluation twice at the same step")
+M("r3-esinks-event", "hosttune/engine/sinks.py",
+  "    return \"step\" in record and \"loss\" in record and \"event\" not in record", "    return \"step\" in record and \"loss\" in record",
+  _R3_ESINK, "event records with a step and loss (the summary) become CSV rows / train scalars")
+_R3_OOM = "tests/test_engine_oom_snapshot.py"
+M("r3-oom-rank-name", "hosttune/engine/oom.py",
+  "    return run_dir / (\"oom-snapshot.pickle\" if world == 1 else f\"oom-snapshot-rank{rank}.pickle\")",
+  "    return run_dir / \"oom-snapshot.pickle\"",
+  _R3_OOM, "every rank's OOM snapshot goes to one name: they overwrite each other")
+M("r3-oom-effective-batch", "hosttune/engine/oom.py",
+  "--set grad_accum={cfg.grad_accum * cfg.micro_batch_size // half}", "--set grad_accum={cfg.grad_accum * 2}",
+  _R3_OOM, "halving an odd micro-batch: the advised grad_accum changes the effective batch")
+
+# ---- profile/load.py: base: chains, the search path, merging -------------------------------------------------------
+_R3_PROF = "tests/test_profile_load.py tests/test_profile.py tests/test_profile_load_active.py"
+M("r3-profile-chain-order", "hosttune/profile/load.py",
+  "        cur = nxt\n    chain.reverse()\n    return chain", "        cur = nxt\n    return chain",
+  _R3_PROF, "a base's values win over the profile that extends it")
+M("r3-profile-find-last", "hosttune/profile/load.py",
+  "        raise UserError(f\"unknown profile {brief(name)}{hint}\")\n    return cands[-1]",
+  "        raise UserError(f\"unknown profile {brief(name)}{hint}\")\n    return cands[0]",
+  _R3_PROF, "the search path's lowest-priority file wins (a user's profile hides nothing of the system's)")
+M("r3-profile-section-merge", "hosttune/profile/load.py",
+  "            elif key in sects:\n                for k, v", "            elif key in sects:\n                sects[key] = {}\n                for k, v",
+  _R3_PROF, "a profile that sets one dataloader/tune key drops every other key its base set")
+M("r3-profile-env-merge", "hosttune/profile/load.py",
+  "            if key in maps:\n                for k, v", "            if key in maps:\n                maps[key].clear()\n                for k, v",
+  _R3_PROF, "a profile's env: replaces its base's env instead of adding to it")
+M("r3-profile-relative-base", "hosttune/profile/load.py",
+  "            nxt = Path(base) if base.startswith(\"/\") else cur.parent / base", "            nxt = Path(base)",
+  _R3_PROF, "a relative base: path is resolved against the current directory, not the profile's")
+M("r3-profile-env-trust", "hosttune/profile/load.py",
+  "        env[k] = trust.check_env_value(k, env[k], env_where[k])", "        env[k] = env[k]",
+  _R3_PROF, "as root, a merged env value naming code another user can write (LD_PRELOAD, PATH) is exported")
+
+# ---- tune: apply / verify / revert and the transaction -------------------------------------------------------------
+_R3_TUNE = "tests/test_tune.py tests/test_tune_state.py tests/test_tune_rootfs.py tests/test_tune_kinds.py tests/test_tune_pins.py"
+M("r3-tune-rollback-order", "hosttune/tune/txn.py",
+  "        for step in reversed(self.undo):", "        for step in self.undo:",
+  _R3_TUNE, "a failed apply undoes its steps first-to-last (a directory before the file in it)")
+M("r3-tune-attr-undo", "hosttune/tune/txn.py",
+  "        if old is not None:\n            self.undo.append(lambda: self.tree.write_attr(rel, old))",
+  "        if False:\n            self.undo.append(lambda: self.tree.write_attr(rel, old))",
+  _R3_TUNE, "a failed apply leaves the sysfs/sysctl values it already changed")
+M("r3-tune-undo-mode", "hosttune/tune/txn.py",
+  "                self.tree.write_file(rel, prev[0], mode=prev[1])", "                self.tree.write_file(rel, prev[0])",
+  _R3_TUNE, "an undone file write puts the bytes back with 0644, not the file's own mode")
+M("r3-tune-kept-drift", "hosttune/tune/core.py",
+  "    if kept is not None:\n        return Status(t.id, t.title, expected, actual, \"drift\", kept)",
+  "    if False:\n        return Status(t.id, t.title, expected, actual, \"drift\", kept)",
+  _R3_TUNE, "a value right now but not kept across reboots verifies ok")
+M("r3-tune-boot-writes", "hosttune/tune/core.py",
+  "    if t.persist is not None and not boot:", "    if t.persist is not None:",
+  _R3_TUNE, "the boot re-apply rewrites hosttune's files under /etc")
+M("r3-tune-restore-none", "hosttune/tune/core.py",
+  "            if old is None:\n                continue\n", "",
+  _R3_TUNE, "revert writes the string None into a knob that had no saved value")
+M("r3-tune-revert-ours", "hosttune/tune/core.py",
+  "            if read_ours(tree, rel) is not None:", "            if tree.read(rel) is not None:",
+  _R3_TUNE, "revert removes an admin's file at hosttune's name (no marker line)")
+M("r3-tune-revert-dirs", "hosttune/tune/core.py",
+  "key=lambda p: -p.count(\"/\")", "key=lambda p: p.count(\"/\")",
+  _R3_TUNE, "revert removes made directories parents first: the parents stay behind")
+
+# ---- launch/supervise.py: exec's exit status and signal pass-through ----------------------------------------------
+_R3_SUP = "tests/test_launch_supervise.py tests/test_sigexec.py tests/test_exec.py"
+M("r3-supervise-killed-status", "hosttune/launch/supervise.py",
+  "    if rc < 0:\n        return 128 - rc", "    if rc < 0:\n        return 1",
+  _R3_SUP, "a job killed by signal N exits 1, not 128+N")
+M("r3-supervise-forwarded-status", "hosttune/launch/supervise.py",
+  "    if rc != 0 and received:\n        return 128 + received[0]", "    if False:\n        return 128 + received[0]",
+  _R3_SUP, "a job failing after a forwarded signal exits with its own status, not 128+N")
+M("r3-supervise-forward-group", "hosttune/launch/supervise.py",
+  "            _killpg(self.child.pid, signum)", "            os.kill(self.child.pid, signum)",
+  _R3_SUP, "a forwarded signal reaches the launcher only, not the ranks in its process group")
+M("r3-supervise-sighup", "hosttune/launch/supervise.py",
+  "FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)", "FORWARDED = (signal.SIGINT, signal.SIGTERM)",
+  _R3_SUP, "a hang-up (ssh dropped) is not forwarded to the job")
