@@ -100,17 +100,20 @@ def bad_root(tmp_path: Path) -> Path:
 
 
 def test_fail_on_and_skip(bad_root: Path) -> None:
+    """In-process (click's runner gives the command's exit status; the real process's: test_npd_line_and_exit_codes)
+    on a captured root: nothing live is measured (issue 21: a `python -m hosttune` start each)."""
     base = ["doctor", "--root", str(bad_root), "--json"]
-    by = {f["id"]: f for f in json.loads(hosttune(*base, "--only", "cpu").stdout)["findings"]}
+    cpu = run_cli([*base, "--only", "cpu"])
+    by = {f["id"]: f for f in json.loads(cpu.stdout)["findings"]}
     assert by["cpu.cgroup_limit"]["status"] == "warn"
-    assert hosttune(*base, "--only", "cpu").returncode == 0
-    assert hosttune(*base, "--only", "cpu", "--fail-on", "warn").returncode == 1
-    assert hosttune(*base, "--only", "storage").returncode == 1
-    done = hosttune(*base, "--only", "storage", "--skip", "storage.shm")
+    assert cpu.returncode == 0
+    assert run_cli([*base, "--only", "cpu", "--fail-on", "warn"]).returncode == 1
+    assert run_cli([*base, "--only", "storage"]).returncode == 1
+    done = run_cli([*base, "--only", "storage", "--skip", "storage.shm"])
     assert done.returncode == 0, done.stdout
     shm = {f["id"]: f for f in json.loads(done.stdout)["findings"]}["storage.shm"]
     assert shm["status"] == "skip" and "--skip" in shm["actual"]
-    table = hosttune("doctor", "--root", str(bad_root), "--only", "storage", "--skip", "storage.shm")
+    table = run_cli(["doctor", "--root", str(bad_root), "--only", "storage", "--skip", "storage.shm"])
     assert "SKIP  storage.shm" in table.stdout and "not run (--skip)" in table.stdout
 
 
@@ -210,8 +213,10 @@ def test_slurm_drains_resumes_and_leaves_an_admins_drain_alone(tmp_path: Path, s
     slurm = FakeSlurm(tmp_path)
     profile = tmp_path / "p.yaml"
 
-    def check() -> "subprocess.CompletedProcess[str]":
-        return hosttune("doctor", "--slurm", "--only", "hosttune", env=slurm_env)
+    def check() -> Any:
+        """In-process (click's runner; issue 21): the drain/resume decisions, each against the stand-in scontrol on
+        slurm_env's PATH. The real process: test_slurm_with_a_failing_scontrol_still_prints_the_line."""
+        return run_cli(["doctor", "--slurm", "--only", "hosttune"], env=slurm_env)
 
     done = check()
     assert done.returncode == 0 and done.stdout.startswith("hosttune: ok: ") and done.stdout.count("\n") == 1
@@ -273,12 +278,12 @@ def test_slurm_sync_without_scontrol() -> None:
 def test_the_stale_profile_fix_is_a_command_that_works(tmp_path: Path) -> None:
     env = dict(os.environ)
     user = Path(env["XDG_CONFIG_HOME"]) / "hosttune" / "profile.yaml"
-    assert hosttune("profile", "generate", "--base", "memory-saver", "-o", str(user), env=env).returncode == 0
+    assert run_cli(["profile", "generate", "--base", "memory-saver", "-o", str(user)], env=env).returncode == 0
     text = user.read_text()
     user.write_text(re.sub(r"(?m)^fingerprint: \w+", "fingerprint: 00000000deadbeef", text))
 
-    def fresh() -> Dict[str, str]:
-        data = json.loads(hosttune("doctor", "--json", "--only", "hosttune", env=env).stdout)
+    def fresh() -> Dict[str, str]:  # in-process (issue 21); the fix itself runs as the real command below
+        data = json.loads(run_cli(["doctor", "--json", "--only", "hosttune"], env=env).stdout)
         return {f["id"]: f for f in data["findings"]}["hosttune.profile_fresh"]  # type: ignore[no-any-return]
 
     stale = fresh()

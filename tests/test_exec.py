@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 from _exechelp import _wait_for
-from conftest import PROBES
+from conftest import PROBES, run_cli
 from conftest import job_processes as _job_processes
 
 from hosttune.cpulist import format_cpulist
@@ -47,7 +47,8 @@ def reports(out: Path) -> List[Dict[str, Any]]:
 
 
 def dry_run(*command: str, env: Optional[Dict[str, str]] = None, extra: List[str] = ()) -> Dict[str, Any]:
-    r = hosttune("exec", "--dry-run", "--json", *extra, "--", *command, env=env)
+    """The plan, in-process (a dry run plans and prints, it starts nothing: issue 21, a `python -m hosttune` each)."""
+    r = run_cli(["exec", "--dry-run", "--json", *extra, "--", *command], env=env)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)  # type: ignore[no-any-return]
 
@@ -210,7 +211,10 @@ def test_exit_status_is_the_jobs() -> None:
     ],
 )
 def test_user_errors_are_one_line_exit_2(args: List[str], message: str) -> None:
-    r = hosttune(*args)
+    """In-process (click's runner: the same command and error handler; issue 21, a `python -m hosttune` start each).
+    The real process's one line and exit 2 for exec's errors: test_double_dash_still_runs_a_command_named_like_an_
+    option and test_nproc_per_node_is_capped_with_one_line."""
+    r = run_cli(args)
     assert r.returncode == 2, r.stderr
     assert message in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
@@ -309,12 +313,12 @@ def test_sigint_reaches_a_supervised_job(probe_env: Dict[str, str], tmp_path: Pa
 
 
 def test_dry_run_text_and_captured_host(hwloc_tree: Any) -> None:
-    r = hosttune("exec", "--dry-run", "--", "torchrun", "--nproc_per_node=2", "train.py")
+    r = run_cli(["exec", "--dry-run", "--", "torchrun", "--nproc_per_node=2", "train.py"])
     assert r.returncode == 0, r.stderr
     # Python ranks run as written and apply their plans through the per-rank hook; --no-python ones get the shim
     assert "argv: torchrun --nproc_per_node=2 train.py\n" in r.stdout and "per-rank hook" in r.stdout
     assert "rank 0/2: cpus" in r.stdout and "rank 1/2: cpus" in r.stdout
-    r = hosttune("exec", "--dry-run", "--", "torchrun", "--nproc_per_node=2", "--no-python", "./run.sh")
+    r = run_cli(["exec", "--dry-run", "--", "torchrun", "--nproc_per_node=2", "--no-python", "./run.sh"])
     assert r.returncode == 0 and "--no-python" in r.stdout and "hosttune" in r.stdout.split("\n")[1], r.stdout
     root = hwloc_tree("16amd64-8n2c")
     d = dry_run("torchrun", "--nproc_per_node=4", "train.py", extra=["--root", str(root)])
@@ -355,19 +359,19 @@ def test_verify_does_not_blame_a_rank_that_just_exited() -> None:
 def test_dry_run_says_when_the_profile_was_generated_for_other_hardware(hwloc_tree: Any, tmp_path: Path) -> None:
     """issue 17: a profile generated for one captured host (8 NUMA nodes), planned for another (4 sockets): one line
     on stderr naming the fingerprint, with or without --json; the same profile on the host it was made for says
-    nothing."""
+    nothing. In-process (click's runner): a dry run starts nothing."""
     made_for, other = hwloc_tree("16amd64-8n2c"), hwloc_tree("16em64t-4s2c2t")
     prof = tmp_path / "made-elsewhere.yaml"
-    r = hosttune("profile", "generate", "--root", str(made_for), "-o", str(prof))
+    r = run_cli(["profile", "generate", "--root", str(made_for), "-o", str(prof)])
     assert r.returncode == 0, r.stderr
     for extra in ([], ["--json"]):
-        r = hosttune("exec", "--dry-run", *extra, "--profile", str(prof), "--root", str(other), "--", "true")
+        r = run_cli(["exec", "--dry-run", *extra, "--profile", str(prof), "--root", str(other), "--", "true"])
         assert r.returncode == 0, r.stderr
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and "fingerprint" in lines[0] and "made-elsewhere" in lines[0], r.stderr
         if extra:
             json.loads(r.stdout)  # stdout stays the plan alone
-    r = hosttune("exec", "--dry-run", "--profile", str(prof), "--root", str(made_for), "--", "true")
+    r = run_cli(["exec", "--dry-run", "--profile", str(prof), "--root", str(made_for), "--", "true"])
     assert r.returncode == 0 and r.stderr == "", r.stderr
 
 
@@ -385,6 +389,7 @@ def test_unknown_exec_option_is_one_line_exit_2(args: List[str]) -> None:
 def test_double_dash_still_runs_a_command_named_like_an_option() -> None:
     r = hosttune("exec", "--", "--bogus", env=dict(os.environ))
     assert r.returncode == 2 and "--bogus: command not found" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
 
 
 # Runs `python -m hosttune ARGS` as -m does (runpy, so hosttune sees itself started as the program) with an audit
