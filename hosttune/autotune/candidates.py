@@ -26,6 +26,17 @@ JEMALLOC_NO_BG_CONF = "oversize_threshold:1,background_thread:false,dirty_decay_
 TCMALLOC_NO_RELEASE = {"TCMALLOC_RELEASE_RATE": "0"}
 TCMALLOC_BIG_CACHE = {"TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES": str(256 << 20)}
 
+# The priority order, the order in which a budget that cannot hold every candidate leaves them out (budget.py keeps
+# the first that fit). First, taken in turn, one alternative of each decision the default plan most often gets wrong
+# on a given host, the decisions with the largest effects measured here: where the ranks run (hard pinning lost up
+# to x0.53 in a contended round on a 2-vCPU VM; per-rank taskset + jemalloc ran x0.67-0.91 of the plain launcher in
+# bench_autotune), which allocator, and how many threads (half the threads ran x4.3 on a loaded 2-vCPU VM). Then the
+# refinements, knob by knob: DataLoader workers, the allocator's own settings, the OpenMP wait policy, pinned memory.
+MAJOR_KNOBS = ("binding", "allocator", "threads")
+MINOR_KNOBS = ("workers", "allocator settings", "openmp", "pinning")
+PRIORITY_TEXT = ("priority (a budget that holds fewer keeps the first): binding, allocator and threads in turn, "
+                 "then DataLoader workers, allocator settings, OpenMP wait policy, pinned memory")
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -34,6 +45,7 @@ class Candidate:
     changes: Mapping[str, Any] = field(default_factory=dict)  # Profile field -> value
     env: Mapping[str, str] = field(default_factory=dict)  # added to the profile's literal env
     touches: Tuple[str, ...] = ()  # the variables it varies (the caller's own setting of one wins in exec)
+    knob: str = ""  # the decision it changes (KNOBS: the order a budget leaves candidates out in)
 
     def apply(self, profile: Any) -> Any:
         """The default profile with this candidate's changes, its name and a reason per changed key."""
@@ -63,10 +75,10 @@ class Host:
 def _allocators(default: Any, host: Host) -> List[Candidate]:
     uses_jemalloc = default.allocator in ("auto", "jemalloc") and host.jemalloc
     out = [Candidate("glibc", "glibc malloc, nothing preloaded", {"allocator": "system"},
-                     touches=("LD_PRELOAD", "MALLOC_CONF"))]
+                     touches=("LD_PRELOAD", "MALLOC_CONF"), knob="allocator")]
     if host.tcmalloc and default.allocator != "tcmalloc":
         out.append(Candidate("tcmalloc", "tcmalloc preloaded", {"allocator": "tcmalloc"},
-                             touches=("LD_PRELOAD", "MALLOC_CONF")))
+                             touches=("LD_PRELOAD", "MALLOC_CONF"), knob="allocator"))
     if host.tcmalloc:
         for name, why, conf in (
                 ("tcmalloc-norelease", "tcmalloc never returning freed memory to the OS (TCMALLOC_RELEASE_RATE=0)",
@@ -74,28 +86,29 @@ def _allocators(default: Any, host: Host) -> List[Candidate]:
                 ("tcmalloc-bigcache", "tcmalloc with 256 MiB of thread caches in all "
                  "(TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES)", TCMALLOC_BIG_CACHE)):
             out.append(Candidate(name, why, {"allocator": "tcmalloc", "tcmalloc": {**dict(default.tcmalloc), **conf}},
-                                 touches=("LD_PRELOAD", *conf)))
+                                 touches=("LD_PRELOAD", *conf), knob="allocator settings"))
     if host.jemalloc:
         if not uses_jemalloc:
             out.append(Candidate("jemalloc", "jemalloc with the throughput settings",
-                                 {"allocator": "jemalloc"}, touches=("LD_PRELOAD", "MALLOC_CONF")))
+                                 {"allocator": "jemalloc"}, touches=("LD_PRELOAD", "MALLOC_CONF"), knob="allocator"))
         out.append(Candidate("jemalloc-decay", "jemalloc purging freed pages (decay on, background thread)",
                              {"allocator": "jemalloc", "malloc_conf": JEMALLOC_DECAY_CONF},
-                             touches=("LD_PRELOAD", "MALLOC_CONF")))
+                             touches=("LD_PRELOAD", "MALLOC_CONF"), knob="allocator settings"))
         out.append(Candidate("jemalloc-nobg", "jemalloc without its background purge thread",
                              {"allocator": "jemalloc", "malloc_conf": JEMALLOC_NO_BG_CONF},
-                             touches=("LD_PRELOAD", "MALLOC_CONF")))
+                             touches=("LD_PRELOAD", "MALLOC_CONF"), knob="allocator settings"))
     return out
 
 
 def _bindings(default: Any) -> List[Candidate]:
-    out = [Candidate("unbound", "no CPU or memory binding", {"binding": "none", "memory_policy": "none"})]
+    out = [Candidate("unbound", "no CPU or memory binding", {"binding": "none", "memory_policy": "none"},
+                     knob="binding")]
     if not (default.binding in ("auto", "cores") and default.memory_policy == "none"):
         out.append(Candidate("cores", "disjoint core sets, no memory binding",
-                             {"binding": "cores", "memory_policy": "none"}))
+                             {"binding": "cores", "memory_policy": "none"}, knob="binding"))
     if not (default.binding in ("auto", "cores") and default.memory_policy == "bind"):
         out.append(Candidate("cores+memory", "disjoint core sets, memory bound to their node",
-                             {"binding": "cores", "memory_policy": "bind"}))
+                             {"binding": "cores", "memory_policy": "bind"}, knob="binding"))
     return out
 
 
@@ -104,20 +117,20 @@ def _threads(host: Host) -> List[Candidate]:
     t = host.threads
     if t and t >= 2:
         out.append(Candidate(f"threads-{t // 2}", f"{t // 2} thread(s) per rank (half the default's {t})",
-                             {"threads": t // 2}, touches=("OMP_NUM_THREADS",)))
+                             {"threads": t // 2}, touches=("OMP_NUM_THREADS",), knob="threads"))
     if t and host.logical_per_rank and host.logical_per_rank > t:
         n = host.logical_per_rank
         out.append(Candidate(f"threads-{n}", f"{n} threads per rank (every logical CPU of the rank)",
-                             {"threads": n}, touches=("OMP_NUM_THREADS",)))
+                             {"threads": n}, touches=("OMP_NUM_THREADS",), knob="threads"))
     return out
 
 
 def _openmp() -> List[Candidate]:
     return [
         Candidate("omp-passive", "OpenMP threads sleep when idle (OMP_WAIT_POLICY=PASSIVE)",
-                  env={"OMP_WAIT_POLICY": "PASSIVE"}, touches=("OMP_WAIT_POLICY",)),
+                  env={"OMP_WAIT_POLICY": "PASSIVE"}, touches=("OMP_WAIT_POLICY",), knob="openmp"),
         Candidate("omp-active", "OpenMP threads spin when idle (OMP_WAIT_POLICY=ACTIVE)",
-                  env={"OMP_WAIT_POLICY": "ACTIVE"}, touches=("OMP_WAIT_POLICY",)),
+                  env={"OMP_WAIT_POLICY": "ACTIVE"}, touches=("OMP_WAIT_POLICY",), knob="openmp"),
     ]
 
 
@@ -144,7 +157,7 @@ def _dataloader(default: Any, host: Host) -> Tuple[List[Candidate], List[str]]:
         out.append(Candidate("pin-memory-" + ("off" if pinned else "on"),
                              "DataLoader batches " + ("not " if pinned else "") + "in pinned (page-locked) memory",
                              {"dataloader": dataclasses.replace(dl, pin_memory=not pinned)},
-                             touches=("HOSTTUNE_PIN_MEMORY",)))
+                             touches=("HOSTTUNE_PIN_MEMORY",), knob="pinning"))
     return out, notes
 
 
@@ -152,11 +165,11 @@ def _workers(dl: Any, n: int, why: str) -> Candidate:
     return Candidate(f"workers-{n}", why,
                      {"dataloader": dataclasses.replace(dl, num_workers=n, persistent_workers="auto",
                                                         prefetch_factor=dl.prefetch_factor if n else "auto")},
-                     touches=("HOSTTUNE_NUM_WORKERS",))
+                     touches=("HOSTTUNE_NUM_WORKERS",), knob="workers")
 
 
 def generate(default: Any, host: Host, environ: Mapping[str, str]) -> Tuple[List[Candidate], List[str]]:
-    """(the candidates in a fixed order, one line per candidate left out and why)."""
+    """(the candidates in priority order, one line per candidate left out and why)."""
     out: List[Candidate] = []
     loader, notes = _dataloader(default, host)
     base = default.to_dict()
@@ -168,7 +181,19 @@ def generate(default: Any, host: Host, environ: Mapping[str, str]) -> Tuple[List
         if _same(base, cand.apply(default).to_dict()):
             continue
         out.append(cand)
-    return out, notes
+    return prioritized(out), notes
+
+
+def prioritized(found: List[Candidate]) -> List[Candidate]:
+    """The candidates in priority order (MAJOR_KNOBS in turn, then MINOR_KNOBS one after another; within a knob, as
+    generated): stable, so the same host and command always leave out the same ones."""
+    def key(i: int, c: Candidate) -> Tuple[int, int, int]:
+        if c.knob in MAJOR_KNOBS:
+            nth = [x.knob for x in found[:i]].count(c.knob)  # its place among its knob's alternatives
+            return 0, nth, MAJOR_KNOBS.index(c.knob)
+        tier = MINOR_KNOBS.index(c.knob) if c.knob in MINOR_KNOBS else len(MINOR_KNOBS)
+        return 1, tier, i
+    return [c for _, c in sorted(enumerate(found), key=lambda p: key(*p))]
 
 
 def _same(a: Dict[str, Any], b: Dict[str, Any]) -> bool:

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from hosttune.autotune import candidates as cands
 from hosttune.autotune import contention, search, stats
 from hosttune.term import printable
 
@@ -25,6 +26,7 @@ def plan_text(session: Any) -> str:
     for c in session.candidates:
         lines.append(f"  {c.name:<18} {c.why}")
     lines.extend(f"  ({printable(n)})" for n in session.notes)
+    lines.append(f"  ({cands.PRIORITY_TEXT})")
     if getattr(session, "engine_runs", False):
         lines.append("run directories: each trial of the engine gets --run-dir in a fresh scratch directory under "
                      "TMPDIR (no trial resumes another's checkpoints), removed after it unless the trial is dropped")
@@ -37,16 +39,19 @@ def plan_text(session: Any) -> str:
         lines.append(f"  {st.label:<8} {st.names} candidates x {st.rounds} round(s) = {st.trials} trials ({what})")
     lines.append(f"  busy host: up to {session.confirm} extra confirmation rounds, as the budget allows, when the "
                  f"default's trials run contended")
-    total = session.trials()
-    lines.append(f"budget: {session.budget_s:g} s = {total} trials of at most {session.window_s:.1f} s "
-                 f"(a job that ends sooner leaves the rest to later rounds)")
-    if total * session.window_s > session.budget_s * 1.01:
-        lines.append(f"note: trials that use their whole window need {total * session.window_s:.0f} s: rounds that "
-                     f"no longer fit are cut, and without the confirmation rounds nothing is kept")
+    lines.append(f"budget: {session.budget_s:g} s = {session.trials()} trials of at most {session.window_s:.1f} s")
+    plan = session.plan
+    if plan is not None:
+        lines.append(f"plan: {plan.why()}")
+        lines.extend(f"  {line}" for line in plan.lines())
+    lines.append("after the default's first trial the plan is made again at its measured length: a job that ends "
+                 "before its window fits more candidates, one that runs past it fewer")
     return "\n".join(lines)
 
 
 def trial_line(t: search.Trial, res: search.Result, planned: int) -> str:
+    """`planned`: the trials planned before the first; once the search has planned again, its own count."""
+    planned = res.plan.trials() if res.plan is not None else planned
     what = f"{t.score:.4g}" if t.score is not None else f"dropped: {printable(t.why)}"
     busy = f"; host busy {t.busy:.0%}" if t.busy is not None and t.busy >= contention.BUSY else ""
     return f"[{len(res.trials)}/{planned}] {t.name}: {what} ({t.seconds:.1f} s; {res.spent:.0f} s spent{busy})"
@@ -71,6 +76,7 @@ def table(res: search.Result, min_gain: float) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.append(verdict(res, min_gain))
+    lines.extend(res.budget_lines())
     busy = res.contention_line()
     if busy:
         lines.append(busy)
@@ -100,7 +106,8 @@ def to_json(res: search.Result, min_gain: float, saved: Optional[Path]) -> str:
     return json.dumps({"candidates": rows, "winner": w.name if w else None,
                        "winner_confirmation": conf[w.name].to_dict() if w else None,
                        "spent_s": round(res.spent, 1), "trials": len(res.trials), "stopped": res.stopped or None,
-                       "contention": res.contention_dict(), "saved": str(saved) if saved else None}, indent=2)
+                       "contention": res.contention_dict(), "budget": res.budget_dict(),
+                       "saved": str(saved) if saved else None}, indent=2)
 
 
 def save(session: Any, res: search.Result, w: stats.Summary, output: Optional[str]) -> Path:

@@ -147,8 +147,8 @@ def _judge(name: str, spec: metric.MetricSpec, out: _Output, rc: int, stopped: b
     value, why = metric.read(spec, out.matched)
     if value is None:
         within = f" within the {window_s:g} s window" if stopped else ""
-        return Trial(name, None, seconds, f"{why}{within}; last line: {last}")
-    return Trial(name, metric.score(spec, value), seconds)
+        return Trial(name, None, seconds, f"{why}{within}; last line: {last}", cut=stopped)
+    return Trial(name, metric.score(spec, value), seconds, cut=stopped)
 
 
 def _stop(proc: "subprocess.Popen[bytes]") -> int:

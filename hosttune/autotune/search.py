@@ -7,8 +7,13 @@ noise). A round of n candidates is D c1 D c2 ... cn D, the candidates in a new s
 is the last D of the round before, so a round costs 2n trials (the search's very first default trial is extra).
 
 `search` follows the schedule on a `Runner` (anything with `run(name) -> Trial`; the real one is runner.py, tests
-use a fake) while the budget lasts: before each round after the first it checks that the round, at the mean trial
-length seen so far, still fits beside what the confirmation rounds need (one round may overshoot by its length). A
+use a fake) while the budget lasts. With `replan` (the session's searches) the names come in priority order and the
+search first runs the default's first trial, then keeps only the candidates the budget holds at its measured length
+(budget.py: the plan, and one line per candidate left out), so the confirmation rounds, which decide, always fit the
+plan. Before each round after the first it checks that the round, at the mean trial length seen so far, still fits
+beside what the confirmation rounds need (rungs are cut first when trials run longer than planned), and no candidate
+trial starts unless it and the default trial that closes its ratio would fit even if both ran their whole window
+(`trial_s`, or the longest trial so far if longer): the budget is never exceeded (the plan leaves room for that). A
 candidate whose trial fails is out, with the reason; a default trial that fails only costs its neighbours one side
 of their ratio, but a first default trial that fails ends the search (`DefaultFailed`): nothing can be compared to
 it.
@@ -27,10 +32,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
-from hosttune.autotune import contention, stats
+from hosttune.autotune import budget, contention, stats
+from hosttune.autotune.budget import CONFIRM, Stage, planned_trials, schedule  # noqa: F401 (the schedule's names here)
 from hosttune.autotune.candidates import DEFAULT
-
-CONFIRM = 8  # with two finalists the sign test needs 8 of 8 rounds above 1 + min_gain (p = 1/256 each)
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,7 @@ class Trial:
     seconds: float  # how long it took (budget accounting)
     why: str = ""  # why it was dropped
     busy: Optional[float] = None  # contention during it (contention.Meter: 0 = quiet), None: not measured
+    cut: bool = False  # its window ended it (the job did not end by itself)
 
 
 class Runner(Protocol):
@@ -48,34 +53,6 @@ class Runner(Protocol):
 
 class DefaultFailed(Exception):
     """The default plan's first trial gave no metric: nothing to compare to."""
-
-
-@dataclass(frozen=True)
-class Stage:
-    label: str
-    names: int  # candidates in it
-    rounds: int
-
-    @property
-    def trials(self) -> int:
-        """Each round opens on the default trial that closed the round before (the very first one is extra)."""
-        return self.rounds * 2 * self.names
-
-
-def schedule(n: int, confirm: int = CONFIRM) -> List[Stage]:
-    """The stages for n candidates: the halving rungs, then the finalists' confirmation rounds."""
-    out: List[Stage] = []
-    k, rung = n, 0
-    while k > 2:
-        out.append(Stage(f"rung {rung}", k, rung + 1))
-        k, rung = math.ceil(k / 2), rung + 1
-    if k:
-        out.append(Stage("confirm", k, confirm))
-    return out
-
-
-def planned_trials(n: int, confirm: int = CONFIRM) -> int:
-    return sum(s.trials for s in schedule(n, confirm)) + (1 if n else 0)
 
 
 @dataclass
@@ -91,6 +68,23 @@ class Result:
     busy_ratios: Dict[str, List[float]] = field(default_factory=dict)  # rounds whose candidate trial was busy
     extra_rounds: int = 0  # confirmation rounds added because the host was busy
     extra_planned: int = 0  # how many a busy host asks for (0: the host was quiet)
+    plan: Optional[budget.Plan] = None  # what the budget held at the default's first trial's measured length
+    window_plan: Optional[budget.Plan] = None  # what it held at the window's length, before any trial
+
+    def budget_lines(self) -> List[str]:
+        """What the budget held: one line for the plan, one per candidate left out."""
+        if self.plan is None:
+            return []
+        head = [f"plan: {self.plan.why()}: {self.plan.trials()} trials"]
+        w = self.window_plan
+        if w is not None and len(w.kept) != len(self.plan.kept):
+            head[0] += f" (at the window's {w.trial_s:.3g} s: {len(w.kept)})"
+        return head + self.plan.lines()
+
+    def budget_dict(self) -> Dict[str, object]:
+        return {"window": None if self.window_plan is None else self.window_plan.to_dict(),
+                "measured": None if self.plan is None else self.plan.to_dict(),
+                "left_out": list(self.plan.left_out) if self.plan is not None else []}
 
     def summaries(self) -> List[stats.Summary]:
         w = self.widening()
@@ -170,6 +164,7 @@ class _Search:
         self.res = Result(list(names), ratios={n: [] for n in names})
         self.last: Optional[float] = None  # the default trial that closed the last round (opens the next)
         self.opened = False
+        self.cut = False  # a round ended early: its next candidate and closing default would pass the budget
 
     def _trial(self, name: str) -> Trial:
         t = self.runner.run(name)
@@ -189,12 +184,21 @@ class _Search:
         first = 0 if self.opened else 1
         return self.res.spent + (rounds * 2 * n + first + reserve) * each <= self.budget
 
+    def room(self, trials: int) -> bool:
+        """Whether `trials` more trials stay within the budget even if each runs its whole window (or as long as the
+        longest so far, stopping included): the guard that keeps the search from ever running past the budget."""
+        longest = max((t.seconds for t in self.res.trials), default=0.0)
+        return self.res.spent + trials * max(self.trial_s, longest) <= self.budget
+
     def round(self, names: List[str], into: Dict[str, List[float]]) -> None:
         order = list(names)
         self.rng.shuffle(order)
         before = self.last if self.opened else self._default()
         self.opened = True
         for name in order:
+            if not self.room(2):  # the candidate and the default that closes its ratio
+                self.cut = True
+                break
             t = self._trial(name)
             after = self._default()
             if t.score is None:
@@ -225,18 +229,22 @@ class _Search:
 
 def search(names: Sequence[str], runner: Runner, budget_s: float, trial_s: float, *, confirm: int = CONFIRM,
            progress: Optional[Callable[[Trial, Result], None]] = None, seed: int = stats.SEED,
-           extra: Optional[int] = None) -> Result:
+           extra: Optional[int] = None, replan: bool = False) -> Result:
     """Run the schedule for `names` (the default is not one of them) within `budget_s` seconds of trials; on a busy
-    host up to `extra` (default: `confirm`) more confirmation rounds as the budget allows."""
+    host up to `extra` (default: `confirm`) more confirmation rounds as the budget allows. `replan`: `names` are in
+    priority order, and after the default's first trial only the first that the budget holds at its measured length
+    are searched (`Result.plan`; the rest are left out)."""
     s = _Search(names, runner, budget_s, trial_s, progress, seed)
     res = s.res
-    alive = list(names)
+    alive = _replan(s, list(names), confirm) if replan and names else list(names)
+    if res.stopped:
+        return res
     reserve = confirm * 2 * min(2, len(alive))
     for stage in schedule(len(alive), confirm)[:-1]:
         for _ in range(stage.rounds):
             if len(alive) <= 2:
                 break
-            if not s.fits(len(alive), reserve=reserve):
+            if not s.fits(len(alive), reserve=reserve) or s.cut:
                 res.stopped = "the budget ran out during the halving rungs"
                 break
             s.round(alive, res.ratios)
@@ -250,12 +258,29 @@ def search(names: Sequence[str], runner: Runner, budget_s: float, trial_s: float
         finalists = s.alive(res.finalists)
         if not finalists:
             break
-        if not s.fits(len(finalists)):
+        if not s.fits(len(finalists)) or s.cut:
             res.stopped = res.stopped or "the budget ran out during the confirmation rounds"
             break
         s.round(finalists, res.confirm)
+    if s.cut and not res.stopped:
+        res.stopped = "the budget ran out during the last confirmation round"
     _more_if_busy(s, confirm if extra is None else extra)
     return res
+
+
+def _replan(s: _Search, names: List[str], confirm: int) -> List[str]:
+    """The default's first trial (it opens the first round), then the first of `names` that the budget holds at
+    its measured length; none (and the search stops, said why) when not even one candidate fits."""
+    s.last, s.opened = s._default(), True
+    first = s.res.trials[-1]
+    plan = budget.make(names, s.budget, budget.estimate(first.seconds, first.cut), confirm, "measured",
+                       measured_s=first.seconds, bound_s=max(s.trial_s, first.seconds))
+    s.res.plan = plan
+    s.res.candidates = list(plan.kept)
+    s.res.ratios = {n: [] for n in plan.kept}
+    if not plan.kept:
+        s.res.stopped = plan.too_small_line()
+    return list(plan.kept)
 
 
 def _more_if_busy(s: _Search, extra: int) -> None:
@@ -268,7 +293,7 @@ def _more_if_busy(s: _Search, extra: int) -> None:
         return
     for _ in range(extra):
         finalists = s.alive(res.finalists)
-        if not finalists or not s.fits(len(finalists)):
+        if not finalists or not s.fits(len(finalists)) or s.cut:
             return
         s.round(finalists, res.confirm)
         res.extra_rounds += 1

@@ -3,13 +3,15 @@ a private scratch directory, the schedule and the trial window that fit the budg
 
 `prepare` detects the host once, loads the default profile (`profile.active`: what `hosttune exec` uses without
 `--profile`), asks `hosttune exec --dry-run --json` for rank 0's threads and CPUs under it, and builds the
-candidates. `start` writes every candidate (and the default) as a profile file (`profile.write` -> `fsio`) into a
+candidates (in priority order, candidates.prioritized). The budget is planned before any trial (budget.py): one
+too small for even one candidate with its confirmation rounds is refused at once, and `plan` holds the candidates
+the budget holds at the window's length; the search plans again at the default's first trial's measured length.
+`start` writes every candidate (and the default) as a profile file (`profile.write` -> `fsio`) into a
 fresh 0700 directory that `close` removes: only hosttune's own files, never anything of the job's. A command that
 starts the bundled engine gets a scratch run directory per trial (rundirs.py), made in `run` and removed as it goes.
 """
 
 import json
-import math
 import os
 import shutil
 import tempfile
@@ -17,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from hosttune.autotune import budget, contention, metric, rundirs, runner, search
 from hosttune.autotune import candidates as cands
-from hosttune.autotune import contention, metric, rundirs, runner, search
 from hosttune.errors import UserError
 
-MIN_WINDOW_S = 3.0  # a trial shorter than this measures start-up, not the job
+MIN_WINDOW_S = budget.MIN_WINDOW_S
 
 
 @dataclass
@@ -40,16 +42,21 @@ class Session:
     job_threads: int = 0  # runnable threads of the job under the default plan (the load-average fallback's share)
     engine_runs: bool = False  # the command starts the bundled engine: each trial in a scratch run directory
     runs: Optional[rundirs.RunDirs] = None
+    plan: Optional[budget.Plan] = None  # what the budget holds at the window's length (before any trial)
 
     @property
     def names(self) -> List[str]:
         return [c.name for c in self.candidates]
 
+    def planned(self) -> int:
+        """The candidates the search plans for before any trial: those the budget holds at the window's length."""
+        return len(self.plan.kept) if self.plan is not None else len(self.candidates)
+
     def stages(self) -> List[search.Stage]:
-        return search.schedule(len(self.candidates), self.confirm)
+        return search.schedule(self.planned(), self.confirm)
 
     def trials(self) -> int:
-        return search.planned_trials(len(self.candidates), self.confirm)
+        return search.planned_trials(self.planned(), self.confirm)
 
     def profile_of(self, name: str) -> Any:
         if name == cands.DEFAULT:
@@ -76,7 +83,10 @@ class Session:
             self.runs = rundirs.RunDirs()
         r = runner.ExecRunner(self.command, self.profiles, self.spec, self.window_s, environ,
                               contention.Meter(job_threads=self.job_threads), self.runs)
-        return search.search(self.names, r, self.budget_s, self.window_s, confirm=self.confirm, progress=progress)
+        res = search.search(self.names, r, self.budget_s, self.window_s, confirm=self.confirm, progress=progress,
+                            replan=True)
+        res.window_plan = self.plan
+        return res
 
     def close(self) -> None:
         if self.runs is not None:
@@ -87,15 +97,13 @@ class Session:
             self.scratch = None
 
 
-def window_for(budget_s: float, trials: int, window_s: Optional[float]) -> float:
-    """The trial window: as given, else the budget spread over the planned trials; too short is a UserError."""
-    if window_s is None:
-        window_s = budget_s / max(1, trials)
-    if not (window_s >= MIN_WINDOW_S and math.isfinite(window_s)):
-        need = math.ceil(MIN_WINDOW_S * max(1, trials))
-        raise UserError(f"--budget {budget_s:g}s gives {trials} trials {window_s:.1f} s each; a trial needs at least "
-                        f"{MIN_WINDOW_S:g} s: give --budget {need}s or more")
-    return window_s
+def window_for(budget_s: float, n: int, confirm: int, window_s: Optional[float]) -> float:
+    """The trial window: as given, else the budget spread over the trials of as many candidates as get at least
+    MIN_WINDOW_S each (budget.default_window); a budget too small for one candidate is a UserError (exit 2)."""
+    problem = budget.too_small(budget_s, window_s, confirm)
+    if problem is not None:
+        raise UserError(problem)
+    return window_s if window_s is not None else budget.default_window(budget_s, n, confirm)
 
 
 def prepare(command: Sequence[str], spec: metric.MetricSpec, budget_s: float, *, window_s: Optional[float] = None,
@@ -106,6 +114,9 @@ def prepare(command: Sequence[str], spec: metric.MetricSpec, budget_s: float, *,
     from hosttune import detect
     from hosttune import profile as profmod
 
+    problem = budget.too_small(budget_s, window_s, confirm)
+    if problem is not None:  # before anything runs: no candidate could be confirmed, whatever the host
+        raise UserError(problem)
     env = dict(os.environ if environ is None else environ)
     facts = detect.collect(Path("/"), probe_torch=False)
     default = profmod.active(None, facts, env)
@@ -123,7 +134,8 @@ def prepare(command: Sequence[str], spec: metric.MetricSpec, budget_s: float, *,
             s.candidates = _only(s.candidates, s.notes, only)
         s.start()
         _distinct(s, plan, env)
-        s.window_s = window_for(budget_s, s.trials(), window_s)
+        s.window_s = window_for(budget_s, len(s.candidates), confirm, window_s)
+        s.plan = budget.make(s.names, budget_s, s.window_s, confirm, "window")
     except BaseException:
         s.close()
         raise
