@@ -51,8 +51,8 @@ def test_a_budget_that_fits_some_candidates_confirms_the_best_of_those_and_leave
     w = res.winner(0.01)
     assert w is not None and w.name == "c1" and w.rounds == search.CONFIRM
     assert not res.stopped and res.spent == 10.0 * search.planned_trials(3) <= 440.0
-    why = ("budget 440s fits 3 of 6 candidates at 11 s a trial (the default's first trial took 10 s, +10%; the last "
-           "two at up to 12 s, the window)")
+    why = ("budget 440s fits 3 of 6 candidates at 11 s a trial, the default's first 10 s +10%, the last two up to "
+           "the 12 s window")
     table = report.table(res, 0.01).splitlines()
     assert f"left out: c5 ({why})" in table and [x for x in table if x.startswith("left out: ")] == \
         [f"left out: {n} ({why})" for n in ("c3", "c4", "c5")]
@@ -101,8 +101,8 @@ def test_a_budget_the_measured_trials_cannot_fill_with_one_confirmed_candidate_s
     res = search.search(NAMES, fake, 170.0, 10.0, replan=True)
     assert fake.calls == [DEFAULT] and res.winner(0.01) is None
     assert res.plan is not None and res.plan.kept == () and res.plan.left_out == tuple(NAMES)
-    assert res.stopped == ("the budget holds no candidate with its 8 confirmation rounds at 11 s a trial "
-                           "(measured: the default's first trial): give --budget 4m or more")  # 17 x 11 s = 187 s
+    assert res.stopped == ("the budget holds no candidate with its 8 confirmation rounds at 11 s a trial, as long as "
+                           "the default's first: give --budget 4m or more")  # 17 x 11 s = 187 s
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -136,8 +136,8 @@ def test_candidates_are_left_out_in_priority_order_binding_allocator_threads_bef
     assert [c.name for c in cands.prioritized(found)] == order  # stable: the same list keeps its order
     plan = budget.make(order, 12 * 60.0, 41.0, search.CONFIRM, "measured", measured_s=41.0)
     assert plan.kept == ("unbound",) and plan.left_out[-1] == "omp-active"
-    assert plan.lines()[-1] == ("left out: omp-active (budget 12m fits 1 of 11 candidates at 41 s a trial "
-                                "(measured: the default's first trial))")
+    assert plan.lines()[-1] == ("left out: omp-active (budget 12m fits 1 of 11 candidates at 41 s a trial, as long as "
+                                "the default's first)")
 
 
 def test_the_dry_run_plan_says_what_fits_at_the_window_and_what_is_left_out() -> None:
@@ -151,11 +151,11 @@ def test_the_dry_run_plan_says_what_fits_at_the_window_and_what_is_left_out() ->
     s.window_s = session.window_for(1200.0, len(found), s.confirm, 30.0)
     s.plan = budget.make(s.names, 1200.0, s.window_s, s.confirm, "window")
     text = report.plan_text(s).splitlines()
-    assert "plan: budget 20m fits 3 of 11 candidates at 30 s a trial (the window)" in text  # 39 x 30 = 1170 s
-    assert "  left out: omp-active (budget 20m fits 3 of 11 candidates at 30 s a trial (the window))" in text
+    assert "plan: budget 20m fits 3 of 11 candidates at 30 s a trial, the window" in text  # 39 x 30 = 1170 s
+    assert "  left out: omp-active (budget 20m fits 3 of 11 candidates at 30 s a trial, the window)" in text
     assert "budget: 1200 s = 39 trials of at most 30.0 s" in text
     assert "  rung 0   3 candidates x 1 round(s) = 6 trials (keep the better half)" in text
-    assert any(line.startswith("  (priority (a budget that holds fewer keeps the first)") for line in text)
+    assert f"  ({cands.PRIORITY_TEXT})" in text and cands.PRIORITY_TEXT.startswith("listed in priority order")
     # no --trial: the window is the budget over the trials of every candidate, less 10% to start and stop each
     w = session.window_for(1200.0, len(found), s.confirm, None)
     assert w == pytest.approx(1200.0 / (1.1 * search.planned_trials(len(found))))

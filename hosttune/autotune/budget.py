@@ -135,12 +135,11 @@ class Plan:
     def at(self) -> str:
         """How long a trial is planned at, and why."""
         if self.basis == "window":
-            return f"{self.trial_s:.3g} s a trial (the window)"
-        last = f"; the last two at up to {self.bound_s:.3g} s, the window" if self.bound_s is not None else ""
+            return f"{self.trial_s:.3g} s a trial, the window"
+        last = f", the last two up to the {self.bound_s:.3g} s window" if self.bound_s is not None else ""
         if self.measured_s is not None and self.trial_s > self.measured_s * 1.0001:
-            return (f"{self.trial_s:.3g} s a trial (the default's first trial took {self.measured_s:.3g} s, "
-                    f"+{SLACK:.0%}{last})")
-        return f"{self.trial_s:.3g} s a trial (measured: the default's first trial{last})"
+            return f"{self.trial_s:.3g} s a trial, the default's first {self.measured_s:.3g} s +{SLACK:.0%}{last}"
+        return f"{self.trial_s:.3g} s a trial, as long as the default's first{last}"
 
     def why(self) -> str:
         return f"budget {duration(self.budget_s)} fits {len(self.kept)} of {self.of} candidates at {self.at()}"

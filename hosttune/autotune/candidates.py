@@ -34,8 +34,8 @@ TCMALLOC_BIG_CACHE = {"TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES": str(256 << 20)}
 # refinements, knob by knob: DataLoader workers, the allocator's own settings, the OpenMP wait policy, pinned memory.
 MAJOR_KNOBS = ("binding", "allocator", "threads")
 MINOR_KNOBS = ("workers", "allocator settings", "openmp", "pinning")
-PRIORITY_TEXT = ("priority (a budget that holds fewer keeps the first): binding, allocator and threads in turn, "
-                 "then DataLoader workers, allocator settings, OpenMP wait policy, pinned memory")
+PRIORITY_TEXT = ("listed in priority order, first kept when the budget holds fewer: binding, allocator and threads "
+                 "in turn, then DataLoader workers, allocator settings, OpenMP wait policy, pinned memory")
 
 
 @dataclass(frozen=True)
