@@ -176,3 +176,14 @@ def test_a_budget_too_small_for_one_candidate_is_exit_2_before_any_trial(tmp_pat
     (line,) = res.stderr.strip().splitlines()
     assert "holds no candidate with its 8 confirmation rounds" in line and need in line and "Traceback" not in line
     assert not marker.exists() and res.stdout == ""
+
+
+def test_a_trial_the_window_ended_is_marked_cut_so_the_plan_adds_no_slack_to_it() -> None:
+    from hosttune.autotune import metric, runner
+
+    spec = metric.compile_metric("([0-9.]+) it/s", warmup_matches=0)
+    out = runner._Output(spec, 0.0, matched=[(1.0, "5 it/s")], tail=["5 it/s"])
+    ended = runner._judge("c", spec, out, -15, True, 21.0, 20.0)
+    assert ended.cut and ended.score == 5.0 and budget.estimate(ended.seconds, ended.cut) == 21.0
+    by_itself = runner._judge("c", spec, out, 0, False, 8.0, 20.0)
+    assert not by_itself.cut and budget.estimate(by_itself.seconds, by_itself.cut) == pytest.approx(8.8)
