@@ -44,8 +44,8 @@ def plan_text(session: Any) -> str:
     if plan is not None:
         lines.append(f"plan: {plan.why()}")
         lines.extend(f"  {line}" for line in plan.lines())
-    lines.append("after the default's first trial the plan is made again at its measured length: a job that ends "
-                 "before its window fits more candidates, one that runs past it fewer")
+    lines.append("after the default's first two trials the plan is made again at the second's length: a job that "
+                 "ends before its window fits more candidates, one that runs past it fewer")
     return "\n".join(lines)
 
 

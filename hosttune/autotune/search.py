@@ -8,15 +8,15 @@ is the last D of the round before, so a round costs 2n trials (the search's very
 
 `search` follows the schedule on a `Runner` (anything with `run(name) -> Trial`; the real one is runner.py, tests
 use a fake) while the budget lasts. With `replan` (the session's searches) the names come in priority order and the
-search first runs the default's first trial, then keeps only the candidates the budget holds at its measured length
-(budget.py: the plan, and one line per candidate left out), so the confirmation rounds, which decide, always fit the
-plan. Before each round after the first it checks that the round, at the mean trial length seen so far, still fits
-beside what the confirmation rounds need (rungs are cut first when trials run longer than planned), and no candidate
-trial starts unless it and the default trial that closes its ratio would fit even if both ran their whole window
-(`trial_s`, or the longest trial so far if longer): the budget is never exceeded (the plan leaves room for that). A
-candidate whose trial fails is out, with the reason; a default trial that fails only costs its neighbours one side
-of their ratio, but a first default trial that fails ends the search (`DefaultFailed`): nothing can be compared to
-it.
+search first runs two default trials (a warm-up: the first is a cold start), then keeps only the candidates the
+budget holds at the second's measured length (budget.py: the plan, and one line per candidate left out), so the
+confirmation rounds, which decide, always fit the plan. Before each round after the first it checks that the round,
+at the mean trial length seen so far, still fits beside what the confirmation rounds need (rungs are cut first when
+trials run longer than planned), and no candidate trial starts unless it and the default trial that closes its
+ratio would fit even if both ran their whole window (`trial_s`, or the longest trial so far if longer): the budget
+is never exceeded (the plan leaves room for that). A candidate whose trial fails is out, with the reason; a default
+trial that fails only costs its neighbours one side of their ratio, but a first default trial that fails ends the
+search (`DefaultFailed`): nothing can be compared to it.
 
 Each trial may carry how busy the host was during it (`Trial.busy`, contention.py). When the default trials ran on
 a busy host (median contention >= `contention.BUSY`), `Result` says so in one line (`contention_line`), widens
@@ -68,7 +68,7 @@ class Result:
     busy_ratios: Dict[str, List[float]] = field(default_factory=dict)  # rounds whose candidate trial was busy
     extra_rounds: int = 0  # confirmation rounds added because the host was busy
     extra_planned: int = 0  # how many a busy host asks for (0: the host was quiet)
-    plan: Optional[budget.Plan] = None  # what the budget held at the default's first trial's measured length
+    plan: Optional[budget.Plan] = None  # what the budget held at the default's second trial's length
     window_plan: Optional[budget.Plan] = None  # what it held at the window's length, before any trial
 
     def budget_lines(self) -> List[str]:
@@ -165,6 +165,7 @@ class _Search:
         self.last: Optional[float] = None  # the default trial that closed the last round (opens the next)
         self.opened = False
         self.cut = False  # a round ended early: its next candidate and closing default would pass the budget
+        self.warmup = 0  # the first trials, a cold start, that the mean trial length leaves out
 
     def _trial(self, name: str) -> Trial:
         t = self.runner.run(name)
@@ -176,8 +177,9 @@ class _Search:
 
     def fits(self, n: int, rounds: int = 1, reserve: int = 0) -> bool:
         """Whether the next round (and `reserve` trials after it) fit the budget at the mean trial length seen so
-        far. The first round always runs: the window is only an upper bound, most jobs end sooner."""
-        done = self.res.trials
+        far, the warm-up's cold start left out. The first round always runs: the window is only an upper bound, most
+        jobs end sooner."""
+        done = self.res.trials[self.warmup:] or self.res.trials
         if not done:
             return True
         each = sum(t.seconds for t in done) / len(done)
@@ -232,7 +234,7 @@ def search(names: Sequence[str], runner: Runner, budget_s: float, trial_s: float
            extra: Optional[int] = None, replan: bool = False) -> Result:
     """Run the schedule for `names` (the default is not one of them) within `budget_s` seconds of trials; on a busy
     host up to `extra` (default: `confirm`) more confirmation rounds as the budget allows. `replan`: `names` are in
-    priority order, and after the default's first trial only the first that the budget holds at its measured length
+    priority order, and after two default trials only the first that the budget holds at the second's length
     are searched (`Result.plan`; the rest are left out)."""
     s = _Search(names, runner, budget_s, trial_s, progress, seed)
     res = s.res
@@ -269,12 +271,18 @@ def search(names: Sequence[str], runner: Runner, budget_s: float, trial_s: float
 
 
 def _replan(s: _Search, names: List[str], confirm: int) -> List[str]:
-    """The default's first trial (it opens the first round), then the first of `names` that the budget holds at
-    its measured length; none (and the search stops, said why) when not even one candidate fits."""
+    """The default's warm-up trial (a cold start) and its second (which opens the first round), then the first of
+    `names` that the budget holds at the second's measured length; none (and the search stops, said why) when not
+    even one candidate fits."""
+    for _ in range(budget.WARMUP):
+        s._default()
+    s.warmup = budget.WARMUP
     s.last, s.opened = s._default(), True
-    first = s.res.trials[-1]
-    plan = budget.make(names, s.budget, budget.estimate(first.seconds, first.cut), confirm, "measured",
-                       measured_s=first.seconds, bound_s=max(s.trial_s, first.seconds))
+    warm = s.res.trials[-1]
+    longest = max(t.seconds for t in s.res.trials)
+    plan = budget.make(names, s.budget, budget.estimate(warm.seconds, warm.cut), confirm, "measured",
+                       measured_s=warm.seconds, bound_s=max(s.trial_s, longest), spent_s=s.res.spent,
+                       done=len(s.res.trials))
     s.res.plan = plan
     s.res.candidates = list(plan.kept)
     s.res.ratios = {n: [] for n in plan.kept}

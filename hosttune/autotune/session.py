@@ -5,7 +5,7 @@ a private scratch directory, the schedule and the trial window that fit the budg
 `--profile`), asks `hosttune exec --dry-run --json` for rank 0's threads and CPUs under it, and builds the
 candidates (in priority order, candidates.prioritized). The budget is planned before any trial (budget.py): one
 too small for even one candidate with its confirmation rounds is refused at once, and `plan` holds the candidates
-the budget holds at the window's length; the search plans again at the default's first trial's measured length.
+the budget holds at the window's length; the search plans again at the default's second trial's measured length.
 `start` writes every candidate (and the default) as a profile file (`profile.write` -> `fsio`) into a
 fresh 0700 directory that `close` removes: only hosttune's own files, never anything of the job's. A command that
 starts the bundled engine gets a scratch run directory per trial (rundirs.py), made in `run` and removed as it goes.
@@ -56,7 +56,7 @@ class Session:
         return search.schedule(self.planned(), self.confirm)
 
     def trials(self) -> int:
-        return search.planned_trials(self.planned(), self.confirm)
+        return budget.total_trials(self.planned(), self.confirm)
 
     def profile_of(self, name: str) -> Any:
         if name == cands.DEFAULT:
