@@ -6,6 +6,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from test_tune import host_tree, snapshot
 
 import hosttune.tune as tune
@@ -39,3 +40,16 @@ def test_a_value_right_now_that_hosttunes_file_would_not_keep_is_drift(tmp_path:
     assert st.state == "drift" and "keeps another value" in st.reason
     assert {c.id for c in tune.apply(root, only=["swappiness"])} == {"swappiness"}
     assert "vm.swappiness = 10\n" in conf.read_text()
+
+
+def test_the_boot_reapply_writes_no_file(tmp_path: Path) -> None:
+    root = host_tree(tmp_path / "host")
+    tune.apply(root)
+    (root / SYSCTL).unlink()  # an admin removed hosttune's sysctl file since
+    (root / "proc/sys/vm/swappiness").write_text("60\n")  # a reboot: the runtime values are the kernel's again
+    (root / "proc/sys/kernel/numa_balancing").write_text("1\n")
+    res = run_cli(["tune", "apply", "--boot", "--root", str(root)])
+    assert res.returncode == 0, res.stderr
+    assert "changed swappiness: 60 -> 10" in res.stdout and "changed numa_balancing: 1 -> 0" in res.stdout
+    assert (root / "proc/sys/vm/swappiness").read_text() == "10\n"
+    assert not (root / SYSCTL).exists()  # hosttune-tune.service restores runtime values only, never /etc
