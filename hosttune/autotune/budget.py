@@ -105,8 +105,10 @@ def smallest_budget(seconds: float) -> str:
 
 def too_small(budget_s: float, window_s: Optional[float], confirm: int) -> Optional[str]:
     """The one line that refuses a budget too small for even one candidate with its confirmation rounds (None: it
-    fits), at the given window, else at the shortest window with its start-and-stop slack."""
+    fits), at the given window, else at the shortest window with its start-and-stop slack; or a window too short."""
     trials = total_trials(1, confirm)
+    if window_s is not None and not (window_s >= MIN_WINDOW_S and math.isfinite(window_s)):
+        return f"--trial {window_s:g}: a trial needs at least {MIN_WINDOW_S:g} s (a shorter one measures start-up)"
     if window_s is not None:
         if trials * window_s <= budget_s:
             return None
