@@ -53,3 +53,15 @@ def test_the_boot_reapply_writes_no_file(tmp_path: Path) -> None:
     assert "changed swappiness: 60 -> 10" in res.stdout and "changed numa_balancing: 1 -> 0" in res.stdout
     assert (root / "proc/sys/vm/swappiness").read_text() == "10\n"
     assert not (root / SYSCTL).exists()  # hosttune-tune.service restores runtime values only, never /etc
+
+
+def test_revert_never_writes_a_value_it_did_not_save(tmp_path: Path) -> None:
+    root = host_tree(tmp_path / "host")
+    epp = root / "sys/devices/system/cpu/cpufreq/policy2/energy_performance_preference"
+    epp.write_text("\n")  # read back empty before the first apply: no value to restore
+    tune.apply(root, only=["epp"])
+    assert epp.read_text() == "performance\n"
+    tune.revert(root)
+    assert epp.read_text() == "performance\n"  # left as applied, never the text "None"
+    assert (root / "sys/devices/system/cpu/cpufreq/policy0/energy_performance_preference").read_text() == \
+        "balance_power\n"
