@@ -1475,3 +1475,21 @@ M("r3-supervise-forward-group", "hosttune/launch/supervise.py",
 M("r3-supervise-sighup", "hosttune/launch/supervise.py",
   "FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)", "FORWARDED = (signal.SIGINT, signal.SIGTERM)",
   _R3_SUP, "a hang-up (ssh dropped) is not forwarded to the job")
+
+# ---- round 3's pins: the tests/*_pins3.py written for what the mutants' own tests let through -----------------------
+_R3_PINS = {
+    "tests/test_onednn_pins3.py": ("r3-onednn-unknown-cap", "r3-onednn-aten-avx512f"),
+    "tests/test_doctor_fixes_pins3.py": ("r3-fixes-apt-family", "r3-fixes-rhel-family", "r3-fixes-epel", "r3-fixes-grubby",
+                                         "r3-fixes-package-check", "r3-fixes-rhel10", "r3-fixes-default-major"),
+    "tests/test_profile_load_pins3.py": ("r3-profile-chain-order", "r3-profile-section-merge", "r3-profile-env-merge",
+                                         "r3-profile-relative-base"),
+    "tests/test_tune_pins3.py": ("r3-tune-rollback-order", "r3-tune-attr-undo", "r3-tune-undo-mode", "r3-tune-kept-drift",
+                                 "r3-tune-boot-writes", "r3-tune-restore-none"),
+    "tests/test_jobrecord_pins3.py": ("r3-jobrecord-owner", "r3-records-claimed", "r3-records-hardlink"),
+    "tests/test_engine_oom_pins3.py": ("r3-oom-effective-batch",),
+    "tests/test_engine_quantize_pins3.py": ("r3-int8-nan-ok", "r3-int8-padding-mode", "r3-int8-top1-rows"),
+    "tests/test_engine_images_pins3.py": ("r3-images-own-split", "r3-images-centre"),
+}
+_R3_PIN_OF = {mid: sel for sel, ids in _R3_PINS.items() for mid in ids}
+MUTANTS[:] = [m._replace(pins=_R3_PIN_OF[m.id]) if m.id in _R3_PIN_OF else m for m in MUTANTS]
+assert set(_R3_PIN_OF) <= {m.id for m in MUTANTS}, set(_R3_PIN_OF) - {m.id for m in MUTANTS}
