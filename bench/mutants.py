@@ -1209,7 +1209,9 @@ M("r3-pod-name-check", "hosttune/monitor/podresources.py",
 M("r3-pod-field-past-end", "hosttune/monitor/podresources.py",
   "            if i + size > len(buf):\n                raise Malformed(\"field past the end\")",
   "            if i + size > len(buf) + 64:\n                raise Malformed(\"field past the end\")",
-  _R3_POD, "a truncated reply is read as a shorter string instead of refused")
+  _R3_POD, "a truncated reply is read as a shorter string instead of refused",
+  equivalent="the check after every field (`if i > len(buf)`) refuses the same truncated field with the same message; "
+             "only the slice before it is cut short")
 
 # ---- jobrecord.py: the exec job record, its writer and parse -------------------------------------------------------
 _R3_JR = "tests/test_jobrecord.py tests/test_exec_jobrecord.py tests/test_monitor_jobrecords.py"
@@ -1485,7 +1487,8 @@ _R3_PINS = {
                                          "r3-profile-relative-base"),
     "tests/test_tune_pins3.py": ("r3-tune-rollback-order", "r3-tune-attr-undo", "r3-tune-undo-mode", "r3-tune-kept-drift",
                                  "r3-tune-boot-writes", "r3-tune-restore-none"),
-    "tests/test_jobrecord_pins3.py": ("r3-jobrecord-owner", "r3-records-claimed", "r3-records-hardlink"),
+    "tests/test_jobrecord_pins3.py": ("r3-jobrecord-owner", "r3-records-claimed", "r3-records-hardlink",
+                                      "r3-records-dir-trust"),
     "tests/test_engine_oom_pins3.py": ("r3-oom-effective-batch",),
     "tests/test_engine_quantize_pins3.py": ("r3-int8-nan-ok", "r3-int8-padding-mode", "r3-int8-top1-rows"),
     "tests/test_engine_images_pins3.py": ("r3-images-own-split", "r3-images-centre"),

@@ -65,3 +65,17 @@ def test_a_hard_linked_record_is_read_under_neither_name(tmp_path: Path) -> None
     # their choosing, or one job counted twice)
     os.link(path, d / jobrecord.name(pid, start, "0badf00d"))
     assert jobs.Records(str(d), NoJobFinder()).read() == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="handing the parent directory to another user needs root")
+def test_a_records_directory_under_a_directory_another_user_owns_is_neither_written_nor_read(tmp_path: Path) -> None:
+    parent = tmp_path / "run"
+    parent.mkdir(mode=0o755)
+    run = str(parent / "hosttune")
+    d = Path(jobrecord.records_dir(run))
+    d.mkdir(mode=0o755)  # root's own, not writable by others: only its parent is theirs
+    assert jobrecord.begin(run, "0", {}) is not None and jobs.Records(str(d), NoJobFinder()).read() != []
+    os.chown(parent, NOBODY, NOBODY)  # they can rename the directory away and put their own in its place
+    assert jobrecord.dir_problem(str(d)) is not None and jobrecord.begin(run, "1", {}) is None
+    records = jobs.Records(str(d), NoJobFinder())
+    assert records.read() == [] and records.problem is not None
