@@ -23,13 +23,13 @@ class Clocked:
     """A job whose speed depends on the plan in a known way: the default scores 100, candidate c scores 100 x
     factors[c]; each trial takes seconds[name] (default `each`) on a simulated clock, `cut` when the window ended
     it. `late(i)` gives the length of every trial after the first two (a host that slows down after the plan), `cold`
-    the first one's (a cold start)."""
+    the first one's (a cold start); `busy` the host's contention during every trial."""
 
     def __init__(self, factors: Dict[str, float], each: float = 10.0, seconds: Optional[Dict[str, float]] = None,
                  cut: bool = False, fail: frozenset = frozenset(), late: Optional[Callable[[int], float]] = None,
-                 cold: Optional[float] = None):
+                 cold: Optional[float] = None, busy: Optional[float] = None):
         self.factors, self.each, self.seconds, self.cut = factors, each, dict(seconds or {}), cut
-        self.fail, self.late, self.cold = fail, late, cold
+        self.fail, self.late, self.cold, self.busy = fail, late, cold, busy
         self.calls: List[str] = []
 
     def run(self, name: str) -> search.Trial:
@@ -41,7 +41,7 @@ class Clocked:
             length = self.cold
         if name in self.fail:  # a hung trial: the window ends it, it printed nothing
             return search.Trial(name, None, length, "printed no metric within the window", cut=True)
-        return search.Trial(name, 100.0 * self.factors.get(name, 1.0), length, cut=self.cut)
+        return search.Trial(name, 100.0 * self.factors.get(name, 1.0), length, cut=self.cut, busy=self.busy)
 
 
 def test_a_budget_that_fits_some_candidates_confirms_the_best_of_those_and_leaves_the_rest_out() -> None:
@@ -122,6 +122,16 @@ def test_a_budget_the_measured_trials_cannot_fill_with_one_confirmed_candidate_s
     assert res.plan is not None and res.plan.kept == () and res.plan.left_out == tuple(NAMES)
     assert res.stopped == ("the budget holds no candidate with its 8 confirmation rounds at 11 s a trial, as long as "
                            "the default's second: give --budget 4m or more")  # 18 x 11 s = 198 s
+
+
+def test_a_busy_hosts_extra_confirmation_rounds_are_whole_rounds_within_the_budget() -> None:
+    """Was (seen on a real run, 08:50 UTC): the extra round the window no longer had room for was cut before its
+    first trial and still counted ("1 extra confirmation round(s) run") with no trial run."""
+    fake = Clocked({"c": 1.3}, each=10.0, busy=0.5)
+    res = search.search(["c"], fake, 250.0, 30.0, replan=True)  # 18 trials = 180 s; one more round fits at 30 s
+    assert res.busy() and res.extra_rounds == 1 and len(res.confirm["c"]) == search.CONFIRM + 1
+    assert res.spent == 200.0 and len(fake.calls) == 20
+    assert "1 extra confirmation round(s) run before deciding (of 8; the budget held no more)" in res.contention_line()
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -301,7 +301,8 @@ def _more_if_busy(s: _Search, extra: int) -> None:
         return
     for _ in range(extra):
         finalists = s.alive(res.finalists)
-        if not finalists or not s.fits(len(finalists)) or s.cut:
+        # a whole round, even at the window's length: an extra round the budget cuts short is no round
+        if not finalists or not s.fits(len(finalists)) or not s.room(2 * len(finalists)) or s.cut:
             return
         s.round(finalists, res.confirm)
         res.extra_rounds += 1
