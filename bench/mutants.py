@@ -1480,7 +1480,7 @@ M("r3-supervise-sighup", "hosttune/launch/supervise.py",
 
 # ---- round 3's pins: the tests/*_pins3.py written for what the mutants' own tests let through -----------------------
 _R3_PINS = {
-    "tests/test_onednn_pins3.py": ("r3-onednn-unknown-cap", "r3-onednn-aten-avx512f"),
+    "tests/test_onednn_pins3.py": ("r3-onednn-unknown-cap", "r3-onednn-aten-avx512f", "r3-onednn-sse42"),
     "tests/test_doctor_fixes_pins3.py": ("r3-fixes-apt-family", "r3-fixes-rhel-family", "r3-fixes-epel", "r3-fixes-grubby",
                                          "r3-fixes-package-check", "r3-fixes-rhel10", "r3-fixes-default-major"),
     "tests/test_profile_load_pins3.py": ("r3-profile-chain-order", "r3-profile-section-merge", "r3-profile-env-merge",

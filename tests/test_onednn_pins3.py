@@ -22,3 +22,10 @@ def test_avx512f_without_bw_and_vl_is_not_atens_avx512_level() -> None:
     assert onednn.aten_capability(KNIGHTS_LANDING, {}) == "AVX2"
     (cap,) = onednn.caps(KNIGHTS_LANDING, {"ATEN_CPU_CAPABILITY": "avx512"})
     assert cap.over and cap.has == "AVX2"  # doctor's failure: torch would die of SIGILL
+
+
+def test_sse4_2_alone_is_onednns_sse41_level() -> None:
+    # facts keeps sse4_2 (not sse4_1), which implies it: a Westmere-class CPU without AVX still has oneDNN's SSE41
+    assert onednn.cpu_isa(("sse4_2", "fma")) == "SSE41"
+    assert onednn.effective_isa(("sse4_2",), {}) == "SSE41"
+    assert onednn.cpu_isa(("fma",)) == ""  # nothing oneDNN dispatches to by these flags
