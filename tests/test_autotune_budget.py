@@ -7,7 +7,7 @@ took; no wall time is read)."""
 import json
 import sys
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -221,3 +221,33 @@ def test_a_trial_the_window_ended_is_marked_cut_so_the_plan_adds_no_slack_to_it(
     assert ended.cut and ended.score == 5.0 and budget.estimate(ended.seconds, ended.cut) == 21.0
     by_itself = runner._judge("c", spec, out, 0, False, 8.0, 20.0)
     assert not by_itself.cut and budget.estimate(by_itself.seconds, by_itself.cut) == pytest.approx(8.8)
+
+
+def test_the_json_carries_what_was_planned_measured_and_left_out(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    """Through the real CLI, in-process: the session, the plans and the report are the real ones; only the job is
+    not started (each trial takes 1 s of a 10 s window). At the window 5m hold one of the two candidates; at the
+    measured length both: the JSON says both plans, the window's left out and the measured one's none."""
+    import tempfile
+
+    from hosttune.autotune import runner
+
+    def trial(self: Any, name: str, command: Any = None, environ: Any = None) -> search.Trial:
+        return search.Trial(name, 100.0, 1.0)
+
+    monkeypatch.setattr(runner.ExecRunner, "_run", trial)
+    scratch = tmp_path / "tmp"  # the session's scratch profiles, removed after
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    res = run_cli(["autotune", "--budget", "5m", "--trial", "10", "--candidates", "omp-passive,omp-active", "--json",
+                   "--metric", "([0-9.]+) it/s", "--", sys.executable, "job.py"])
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    window, measured = data["budget"]["window"], data["budget"]["measured"]
+    assert (window["fits"], window["left_out"], window["trial_s"]) == (1, ["omp-active"], 10.0)
+    assert (measured["fits"], measured["left_out"], measured["measured_s"]) == (2, [], 1.0)
+    assert measured["planned_trials"] == data["trials"] == budget.total_trials(2) and data["spent_s"] <= 300
+    assert data["budget"]["left_out"] == [] and data["winner"] is None
+    assert "plan: budget 5m fits 1 of 2 candidates at 10 s a trial, the window" in res.stderr
+    assert "[1/18] default: 100 (1.0 s;" in res.stderr and "[34/34] default: 100 (1.0 s;" in res.stderr
+    assert list(scratch.iterdir()) == []
