@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
 import pytest
-from conftest import REPO
+from conftest import REPO, run_cli
 
 from hosttune.cpulist import format_cpulist
 from hosttune.errors import UserError
@@ -423,8 +423,7 @@ def test_hosttune_started_as_one_rank_of_any_launcher_plans_that_rank(job: Dict[
     # `mpirun -np 2 hosttune exec -- python train.py`: hosttune itself is the rank (as under srun)
     env = dict(job["env"], OMPI_COMM_WORLD_LOCAL_RANK="1", OMPI_COMM_WORLD_LOCAL_SIZE="2")
     show = "import json, os; print(json.dumps([sorted(os.sched_getaffinity(0)), os.environ['OMP_NUM_THREADS']]))"
-    dry = subprocess.run([PY, "-m", "hosttune", "exec", "--dry-run", "--json", "--", PY, "-c", show], env=env,
-                         capture_output=True, text=True, timeout=60)
+    dry = run_cli(["exec", "--dry-run", "--json", "--", PY, "-c", show], env=env)  # the plan: in this process
     assert dry.returncode == 0, dry.stderr
     plan = json.loads(dry.stdout)
     assert plan["kind"] == "rank" and [(r["local_rank"], r["local_world_size"]) for r in plan["ranks"]] == [(1, 2)]

@@ -188,6 +188,8 @@ def test_env_cli_says_kept_and_override_replaces() -> None:
 
 
 def gpu_env(fake_nvml: Any, extra: Dict[str, str]) -> Dict[str, str]:
+    """The environment of a job on a host with two fake A100s: for a child process, and for the CLI run in this
+    process (`run`, with the fake NVML this process has loaded; a plan is not about the process boundary)."""
     env = fake_nvml({"driver": "550.54.15", "cuda_driver": 12040, "devices": [a100(0, "AF", 0), a100(1, "3B", 0)]})
     return env_for(extra, env)
 
@@ -196,7 +198,7 @@ def gpu_env(fake_nvml: Any, extra: Dict[str, str]) -> Dict[str, str]:
 def test_exec_dry_run_keeps_the_users_alloc_conf_on_a_gpu_host(fake_nvml: Any, name: str) -> None:
     env = gpu_env(fake_nvml, {name: "backend:cudaMallocAsync", "OMP_NUM_THREADS": "2"})
     cmd = [*TORCHRUN, "--nproc_per_node=2", PROBE]
-    r = hosttune("exec", "--profile", "throughput", "--dry-run", "--json", "--", *cmd, env=env)
+    r = run(["exec", "--profile", "throughput", "--dry-run", "--json", "--", *cmd], env=env)
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     other = GENERIC if name == CUDA else CUDA
@@ -204,11 +206,11 @@ def test_exec_dry_run_keeps_the_users_alloc_conf_on_a_gpu_host(fake_nvml: Any, n
         assert rank["env"][name] == "backend:cudaMallocAsync" and other not in rank["env"]
         assert {k["name"] for k in rank["kept"]} >= {name}
     assert d["env"][name] == "backend:cudaMallocAsync" and other not in d["env"]  # what torchrun itself gets
-    text = hosttune("exec", "--profile", "throughput", "--dry-run", "--", *cmd, env=env).stdout
+    text = run(["exec", "--profile", "throughput", "--dry-run", "--", *cmd], env=env).stdout
     assert text.count(f"# {name}=backend:cudaMallocAsync kept: set by you (profile: expandable_segments:True; "
                       f"--override to use the profile)") == 2  # one reason line per rank
-    forced = json.loads(hosttune("exec", "--profile", "throughput", "--override", "--dry-run", "--json", "--", *cmd,
-                                 env=env).stdout)
+    forced = json.loads(run(["exec", "--profile", "throughput", "--override", "--dry-run", "--json", "--", *cmd],
+                            env=env).stdout)
     for rank in forced["ranks"]:  # the probe does not know torch's version: both names, the profile's value
         assert rank["env"][GENERIC] == rank["env"][CUDA] == "expandable_segments:True" and rank["kept"] == []
 
@@ -216,13 +218,13 @@ def test_exec_dry_run_keeps_the_users_alloc_conf_on_a_gpu_host(fake_nvml: Any, n
 def test_numa_binding_dry_run_binds_nothing_and_says_so(fake_nvml: Any) -> None:
     env = gpu_env(fake_nvml, {})
     cmd = [*TORCHRUN, "--numa-binding", "exclusive", "--nproc_per_node=2", PROBE]
-    d = json.loads(hosttune("exec", "--profile", "throughput", "--dry-run", "--json", "--", *cmd, env=env).stdout)
+    d = json.loads(run(["exec", "--profile", "throughput", "--dry-run", "--json", "--", *cmd], env=env).stdout)
     assert "--numa-binding" in d["argv"] and "exclusive" in d["argv"]  # torchrun still gets it
     for rank in d["ranks"]:
         assert rank["cpus"] == [] and rank["mems"] == [] and rank["mem_policy"] == "none"
         assert rank["bound_by"] == "torchrun --numa-binding=exclusive"
         assert 0 < int(rank["env"]["OMP_NUM_THREADS"]) <= max(1, len(os.sched_getaffinity(0)) // 2)
-    text = hosttune("exec", "--profile", "throughput", "--dry-run", "--", *cmd, env=env)
+    text = run(["exec", "--profile", "throughput", "--dry-run", "--", *cmd], env=env)
     header = [ln for ln in text.stdout.splitlines() if ln.startswith("# torchrun --numa-binding=exclusive binds")]
     assert len(header) == 1 and "hosttune binds nothing on top" in header[0]
     assert "numactl" not in d["argv"] and "hosttune binds nothing" not in text.stderr
