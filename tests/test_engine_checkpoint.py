@@ -19,6 +19,7 @@ from hosttune.engine.config import Config
 torch = pytest.importorskip("torch")
 
 from _enginehelp import CPU, REPO, TINY, _Recorded, assert_one_line_error, engine, toy_fit  # noqa: E402
+from _enginemainhelp import engine_here  # noqa: E402
 
 from hosttune.engine import checkpoint as ckpt  # noqa: E402
 from hosttune.engine.data import ResumableSampler  # noqa: E402
@@ -125,9 +126,10 @@ def test_pruning_never_deletes_the_checkpoint_just_written(tmp_path: Path) -> No
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished 2-step gpt run with checkpoints step-1 and step-2; tests copy it."""
+    """A finished 2-step gpt run with checkpoints step-1 and step-2; tests copy it. (In this process: the run is
+    the input here, not the subject.)"""
     cwd = tmp_path_factory.mktemp("tiny")
-    r = engine(*TINY, "--run-dir", "run", cwd=cwd)
+    r = engine_here(*TINY, "--run-dir", "run", cwd=cwd)
     assert r.returncode == 0, r.stderr[-2000:]
     return cwd / "run"
 
@@ -152,7 +154,7 @@ class _Planted:
 def test_a_planted_pickle_is_not_executed_and_the_resume_falls_back(run_copy: Path) -> None:
     marker = run_copy.parent / "owned"
     torch.save({"model": _Planted(marker), "step": 2}, run_copy / "checkpoints" / "step-0000002" / "state.pt")
-    r = engine(*TINY, "--run-dir", "run", "--resume", cwd=run_copy.parent)
+    r = engine_here(*TINY, "--run-dir", "run", "--resume", cwd=run_copy.parent)
     assert not marker.exists()
     assert r.returncode == 0, r.stderr[-2000:]
     assert "warning: skipping checkpoint step-0000002: state.pt is truncated, corrupt or not written by" in r.stderr
@@ -185,7 +187,9 @@ def test_a_damaged_checkpoint_falls_back_to_the_previous_one_with_a_warning(run_
     else:
         state.unlink()
         os.mkfifo(state)  # a reader that opened it blocking would hang forever
-    r = engine(*TINY, "--run-dir", "run", "--resume", "--set", "steps=3", cwd=run_copy.parent)
+    # A fifo is the case that would hang: a real process, under the helper's timeout. The others in this process.
+    r = (engine if damage == "fifo" else engine_here)(*TINY, "--run-dir", "run", "--resume", "--set", "steps=3",
+                                                      cwd=run_copy.parent)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
     assert "warning: skipping checkpoint step-0000002: state.pt" in r.stderr
@@ -204,7 +208,8 @@ def test_another_models_checkpoint_is_refused_in_one_line(run_copy: Path, other:
     args = [*TINY, *other]
     if other[0] == "--preset":
         args = ["--preset", "resnet-tiny", "--set", "steps=2", "--set", "device=cpu", "--set", "amp=off"]
-    r = engine(*args, "--run-dir", "run", "--resume", cwd=run_copy.parent)
+    # The same error path twice: the real process for one (what the user sees), this process for the other.
+    r = (engine if other[0] == "--set" else engine_here)(*args, "--run-dir", "run", "--resume", cwd=run_copy.parent)
     assert_one_line_error(r, needle, "use another --run-dir")
 
 
