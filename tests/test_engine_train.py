@@ -1,14 +1,13 @@
-"""hosttune/engine/train.py's step, in real processes: under real torchrun (gloo, CPU) every DDP rank ends with the
-same parameters (and, the control, not without gradient sync); gradient accumulation is invisible in the logged loss
-and in the gradient norm clipping sees. Pinned before the issue-17 rebuild (the signal pins are in
-tests/test_launch_supervise.py).
+"""hosttune/engine/train.py's step: under real torchrun (gloo, CPU) every DDP rank ends with the same parameters
+(and, the control, not without gradient sync); gradient accumulation is invisible in the logged loss and in the
+gradient norm clipping sees (the engine's CLI run in this process: tests/_enginemainhelp.py). Pinned before the
+issue-17 rebuild (the signal pins are in tests/test_launch_supervise.py).
 
 Each test is named after the behaviour it pins and fails when that behaviour breaks. They go through entry points
 that outlive the refactor: `hosttune.engine.api.fit` and `python -m hosttune.engine`."""
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -18,88 +17,103 @@ from conftest import torchrun_env as env
 
 torch = pytest.importorskip("torch")
 
+from _enginemainhelp import engine_here  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
 
-PY = sys.executable
-
-
 # ---- DDP: every rank ends with the same parameters -------------------------------------------------------------
-# A user's script on the engine's public API. Each rank dumps its own parameters after fit(); PIN_NO_SYNC swaps
-# DDP for a wrapper that never all-reduces (the control: the dumps must then differ, or the pin could not see it).
-DDP_SCRIPT = r'''
+# A user's script on the engine's public API. Each rank dumps its own parameters after fit(): first with DDP
+# (synced/), then, the control, with DDP swapped for a wrapper that never all-reduces (unsynced/: the dumps must then
+# differ, or the pin could not see it). Both in one torchrun job (issue 21: one launcher and two rank interpreters
+# fewer): the first fit() runs exactly as a job of its own; the engine creates and destroys its process group in
+# each fit(), and the second group gets a store namespace of its own, as an elastic restart's does
+# (runtime.init_process_group keys it by TORCHELASTIC_RESTART_COUNT).
+DDP_SCRIPT = r"""
 import contextlib, os, sys
 import torch
 from torch import nn
 
-if os.environ.get("PIN_NO_SYNC"):
-    import torch.nn.parallel
-    import torch.nn.parallel.distributed
-
-    class NoSyncDDP(nn.Module):
-        def __init__(self, module, *args, **kwargs):
-            super().__init__()
-            self.module = module
-
-        def forward(self, *args, **kwargs):
-            return self.module(*args, **kwargs)
-
-        @contextlib.contextmanager
-        def no_sync(self):
-            yield
-
-    torch.nn.parallel.DistributedDataParallel = NoSyncDDP
-    torch.nn.parallel.distributed.DistributedDataParallel = NoSyncDDP
-
+from hosttune.engine import build
 from hosttune.engine.api import fit
 
-g = torch.Generator().manual_seed(0)
-x = torch.randn(512, 8, generator=g)
-y = (x[:, 0] + x[:, 1] > 0).long()
-data = torch.utils.data.TensorDataset(x, y)
-torch.manual_seed(0)  # the same initial weights on every rank (DDP would broadcast rank 0's anyway)
-model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
-fit(model, data, nn.functional.cross_entropy, steps=int(sys.argv[2]), micro_batch_size=16, grad_accum=2, lr=1e-2,
-    min_lr=1e-3, warmup_steps=1, weight_decay=0.0, log_interval=1, run_dir=sys.argv[1], amp="off", device="cpu")
-rank = os.environ.get("RANK", "0")
-torch.save({k: v.detach().clone() for k, v in model.state_dict().items()}, f"{sys.argv[1]}/params-rank{rank}.pt")
-'''
+
+class NoSyncDDP(nn.Module):
+    def __init__(self, module, *args, **kwargs):
+        super().__init__()
+        self.module = module
+
+    def forward(self, *args, **kwargs):
+        return self.module(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        yield
 
 
-def ddp_run(tmp: Path, **extra: str) -> List[Dict[str, Any]]:
+def train(run_dir, steps):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(512, 8, generator=g)
+    y = (x[:, 0] + x[:, 1] > 0).long()
+    data = torch.utils.data.TensorDataset(x, y)
+    torch.manual_seed(0)  # the same initial weights on every rank (DDP would broadcast rank 0's anyway)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+    fit(model, data, nn.functional.cross_entropy, steps=steps, micro_batch_size=16, grad_accum=2, lr=1e-2,
+        min_lr=1e-3, warmup_steps=1, weight_decay=0.0, log_interval=1, run_dir=run_dir, amp="off", device="cpu")
+    rank = os.environ.get("RANK", "0")
+    torch.save({k: v.detach().clone() for k, v in model.state_dict().items()}, f"{run_dir}/params-rank{rank}.pt")
+
+
+steps = int(sys.argv[2])
+train(sys.argv[1] + "/synced", steps)
+assert build.DDP is torch.nn.parallel.DistributedDataParallel  # the engine wraps in DDP itself
+build.DDP = NoSyncDDP
+os.environ["TORCHELASTIC_RESTART_COUNT"] = str(int(os.environ["TORCHELASTIC_RESTART_COUNT"]) + 1)
+train(sys.argv[1] + "/unsynced", steps)
+"""
+
+
+@pytest.fixture(scope="module")
+def ddp_params(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, List[Dict[str, Any]]]:
+    """Each rank's parameters after the synced and after the unsynced fit() (6 steps each)."""
+    tmp = tmp_path_factory.mktemp("ddp")
     script = tmp / "user_train.py"
     script.write_text(DDP_SCRIPT)
     run_dir = tmp / "run"
     r = subprocess.run([*TORCHRUN, "--standalone", "--nproc_per_node=2", str(script), str(run_dir), "6"],
-                       cwd=tmp, env=env(**extra), capture_output=True, text=True, timeout=300)
+                       cwd=tmp, env=env(), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    return [torch.load(run_dir / f"params-rank{rank}.pt", weights_only=True) for rank in (0, 1)]
+    return {kind: [torch.load(run_dir / kind / f"params-rank{rank}.pt", weights_only=True) for rank in (0, 1)]
+            for kind in ("synced", "unsynced")}
 
 
-def test_two_ddp_ranks_end_with_bitwise_equal_parameters(tmp_path: Path) -> None:
-    a, b = ddp_run(tmp_path)
+def test_two_ddp_ranks_end_with_bitwise_equal_parameters(ddp_params: Dict[str, List[Dict[str, Any]]]) -> None:
+    a, b = ddp_params["synced"]
     assert a.keys() == b.keys() and a
     for k in a:
         assert torch.equal(a[k], b[k]), f"{k} differs between rank 0 and rank 1"
 
 
-def test_without_gradient_sync_the_ranks_parameters_differ(tmp_path: Path) -> None:
+def test_without_gradient_sync_the_ranks_parameters_differ(ddp_params: Dict[str, List[Dict[str, Any]]]) -> None:
     """The control for the pin above: each rank sees its own shard of the data, so a job that syncs no gradient
     ends with different parameters on each rank, and the bitwise comparison would catch it."""
-    a, b = ddp_run(tmp_path, PIN_NO_SYNC="1")
+    a, b = ddp_params["unsynced"]
+    assert a.keys() == b.keys() and a
     assert any(not torch.equal(a[k], b[k]) for k in a)
 
 
 # ---- gradient accumulation is invisible in what is logged and in what clipping sees ----------------------------------
 def engine_log(tmp: Path, name: str, micro: int, accum: int, clip: float) -> List[Dict[str, Any]]:
+    """`python -m hosttune.engine --preset gpt-tiny ...`, in this process (the logged numbers are the subject, not
+    the process; issue 21). One validation batch: the final evaluation is not what is compared."""
     run_dir = tmp / name
     sets = ["steps=4", f"micro_batch_size={micro}", f"grad_accum={accum}", "log_interval=1", "dropout=0",
-            "warmup_steps=1", f"grad_clip={clip}", "amp=off", "device=cpu", "deterministic=true", "num_workers=0"]
-    argv = [PY, "-m", "hosttune.engine", "--preset", "gpt-tiny", "--run-dir", str(run_dir)]
+            "warmup_steps=1", f"grad_clip={clip}", "amp=off", "device=cpu", "deterministic=true", "num_workers=0",
+            "eval_batches=1"]
+    argv = ["--preset", "gpt-tiny", "--run-dir", str(run_dir)]
     for s in sets:
         argv += ["--set", s]
-    r = subprocess.run(argv, cwd=tmp, env=env(), capture_output=True, text=True, timeout=300)
+    r = engine_here(*argv, cwd=tmp)
     assert r.returncode == 0, r.stderr[-3000:]
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     return [row for row in rows if "loss" in row and "step" in row and "event" not in row]
