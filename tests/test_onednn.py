@@ -127,24 +127,35 @@ def _this_cpu_flags() -> tuple:
         pytest.skip("no /proc/cpuinfo")
 
 
+def _without_a_cap() -> dict:
+    return {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+
+
+@pytest.fixture(scope="module")
+def torch_uncapped() -> dict:
+    """What a torch without ATEN_CPU_CAPABILITY says, asked once for the module (issue 21: a torch start-up each)."""
+    pytest.importorskip("torch")
+    return _torch_says(_without_a_cap())
+
+
 @pytest.mark.parametrize("aten", [None, "default", "avx2"])
-def test_the_aten_capability_is_what_torch_says_on_this_machine(aten) -> None:
+def test_the_aten_capability_is_what_torch_says_on_this_machine(aten, request) -> None:
     pytest.importorskip("torch")
     flags = _this_cpu_flags()
     if not {"avx2", "fma"} <= set(flags):
         pytest.skip("the comparison is for x86 CPUs with AVX2")
-    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    env = _without_a_cap()
     if aten:
         env["ATEN_CPU_CAPABILITY"] = aten
-    assert _torch_says(env)["cap"] == onednn.aten_capability(flags, env)
+    said = _torch_says(env) if aten else request.getfixturevalue("torch_uncapped")
+    assert said["cap"] == onednn.aten_capability(flags, env)
 
 
-def test_the_probe_names_the_onednn_torch_was_built_with() -> None:
-    pytest.importorskip("torch")
+def test_the_probe_names_the_onednn_torch_was_built_with(torch_uncapped: dict) -> None:
     out = subprocess.run([sys.executable, "-I", "-c", torchenv.PROBE], capture_output=True, text=True, check=True,
                          cwd="/")
     ours = json.loads(out.stdout)["torch"]["onednn"]
-    m = re.search(r"(?:oneDNN|MKL-DNN) v(\d+\.\d+(?:\.\d+)?)", _torch_says(dict(os.environ))["config"])
+    m = re.search(r"(?:oneDNN|MKL-DNN) v(\d+\.\d+(?:\.\d+)?)", torch_uncapped["config"])
     if m is None:
         assert ours is None  # a torch built without oneDNN
     else:
