@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import pytest
 
@@ -18,6 +18,7 @@ np = pytest.importorskip("numpy")
 Image = pytest.importorskip("PIL.Image", reason="Pillow is not installed (the images extra)")
 
 from _enginehelp import engine  # noqa: E402
+from _enginemainhelp import engine_here  # noqa: E402
 from conftest import TORCHRUN  # noqa: E402
 from conftest import torchrun_env as env  # noqa: E402
 
@@ -155,7 +156,7 @@ def test_image_source_picks_the_dataset(tmp_path: Path) -> None:
 
 # ---- the CLI: bad files are one line, exit 2, also from a loader worker ----
 
-def assert_error_line(r: subprocess.CompletedProcess, *needles: str) -> None:
+def assert_error_line(r: Any, *needles: str) -> None:
     """Exit 2, no traceback, and the error is one line (the engine's start-up notes, such as the amp line, may
     come before it)."""
     assert r.returncode == 2, r.stderr[-2000:]
@@ -172,13 +173,30 @@ def summary_of(run_dir: Path) -> Dict[str, Any]:
     return [r for r in lines if r.get("event") == "summary"][-1]
 
 
-def cli(tmp_path: Path, folder: Path, *sets: str) -> subprocess.CompletedProcess:
+def cli_args(tmp_path: Path, folder: Path, *sets: str) -> List[str]:
     args = ["--preset", "resnet-tiny", "--run-dir", str(tmp_path / "run"), "--set", "image_source=folder",
             "--set", f"data_path={folder}", "--set", "steps=2", "--set", "micro_batch_size=4", "--set", "amp=off",
             "--set", "device=cpu", "--set", "warmup_steps=0", "--set", "eval_batches=1", "--set", "log_interval=1"]
     for s in sets:
         args += ["--set", s]
-    return engine(*args, cwd=tmp_path)
+    return args
+
+
+def cli(tmp_path: Path, folder: Path, *sets: str) -> subprocess.CompletedProcess:
+    return engine(*cli_args(tmp_path, folder, *sets), cwd=tmp_path)
+
+
+def bad_folder(tmp_path: Path, bad: Any) -> Path:
+    """A folder whose every file is `bad` (whichever batch comes first hits one); None: a JPEG whose header claims
+    9000x9000 pixels."""
+    root = make_folder(tmp_path / "imgs", per_class=5, size=16)
+    good = (root / "class0" / "000.jpg").read_bytes()
+    if bad is None:
+        at = good.index(b"\xff\xc0")
+        bad = good[: at + 5] + (9000).to_bytes(2, "big") * 2 + good[at + 9:]
+    for f in sorted(root.rglob("*.jpg")):
+        f.write_bytes(bad)
+    return root
 
 
 @pytest.mark.parametrize("workers", [0, 2])
@@ -186,16 +204,22 @@ def cli(tmp_path: Path, folder: Path, *sets: str) -> subprocess.CompletedProcess
     (b"not an image at all", "not a JPEG or PNG image"),
     (None, "pixels, more than"),  # a header claiming 9000x9000
 ], ids=["text", "bomb"])
-def test_a_bad_image_is_one_line_exit_2(tmp_path: Path, workers: int, bad: Any, needle: str) -> None:
-    root = make_folder(tmp_path / "imgs", per_class=5, size=16)
-    good = (root / "class0" / "000.jpg").read_bytes()
-    if bad is None:
-        at = good.index(b"\xff\xc0")
-        bad = good[: at + 5] + (9000).to_bytes(2, "big") * 2 + good[at + 9:]
-    for f in sorted(root.rglob("*.jpg")):
-        f.write_bytes(bad)  # every file: whichever batch comes first hits one
-    r = cli(tmp_path, root, f"num_workers={workers}")
-    assert_error_line(r, needle, str(root))
+def test_a_bad_image_is_one_line_exit_2(tmp_path: Path, capfd: pytest.CaptureFixture, workers: int, bad: Any,
+                                        needle: str) -> None:
+    """The engine's CLI run in this process (tests/_enginemainhelp.py; issue 21: each case paid a torch start-up for
+    the same CLI path); with workers=2 the error is raised in forked loader workers, whose own stderr (fd 2) capfd
+    holds: no traceback or error line there either. The real process: the _from_the_real_cli test below."""
+    root = bad_folder(tmp_path, bad)
+    assert_error_line(engine_here(*cli_args(tmp_path, root, f"num_workers={workers}"), cwd=tmp_path), needle,
+                      str(root))
+    fd2 = capfd.readouterr().err  # a worker's traceback or second error line would be here
+    assert "Traceback" not in fd2 and "error" not in fd2.lower(), fd2
+
+
+def test_a_bad_image_in_a_loader_worker_is_one_line_exit_2_from_the_real_cli(tmp_path: Path) -> None:
+    """The whole process once: exit status 2, and nothing else on its stderr (no worker's traceback at exit)."""
+    root = bad_folder(tmp_path, None)
+    assert_error_line(cli(tmp_path, root, "num_workers=2"), "pixels, more than", str(root))
 
 
 def test_a_fifo_in_the_folder_is_one_line_not_a_hang(tmp_path: Path) -> None:
@@ -218,9 +242,11 @@ def test_image_decoder_turbojpeg_without_the_module_is_one_line(tmp_path: Path) 
 
 
 def test_the_bundled_images_train_from_the_cli(tmp_path: Path) -> None:
-    r = engine("--preset", "resnet-tiny", "--run-dir", str(tmp_path / "run"), "--set", "image_source=bundled",
-               "--set", "steps=4", "--set", "micro_batch_size=8", "--set", "amp=off", "--set", "device=cpu",
-               "--set", "warmup_steps=0", "--set", "num_workers=2", "--set", "log_interval=2", cwd=tmp_path)
+    """The engine's CLI run in this process (tests/_enginemainhelp.py; issue 21: torch is here already), with two
+    forked loader workers; `python -m hosttune.engine` trains as a process in test_engine_checkpoint."""
+    r = engine_here("--preset", "resnet-tiny", "--run-dir", str(tmp_path / "run"), "--set", "image_source=bundled",
+                    "--set", "steps=4", "--set", "micro_batch_size=8", "--set", "amp=off", "--set", "device=cpu",
+                    "--set", "warmup_steps=0", "--set", "num_workers=2", "--set", "log_interval=2", cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     summary = summary_of(tmp_path / "run")
     assert summary["image_decoder"] in ("pil", "turbojpeg") and summary["chance_accuracy"] == 0.25
