@@ -25,6 +25,49 @@ _UNREAD = re.compile(r"/sys/devices/system/cpu/cpu\d+/(cache|cpuidle|power|micro
 HWLOC_NAMES = sorted(p.name[: -len(".tar.gz")] for p in HWLOC.glob("*.tar.gz"))
 
 
+# ---- anyversion: tests that exercise nothing version-specific ---------------------------------------------------
+# They check repository text (the README against the CLI's own tables, docs, manifests, packaging scripts run by
+# /bin/sh, the architecture's static rules, boundary.py's rows against the source's syntax trees, the test
+# scheduler): the answer is the same under any interpreter, so the Python 3.9 pass (Makefile pytest-py39) leaves
+# them to the 3.11 pass (issue 21: "cut duplicate runs between the 3.9 and 3.11 passes"). Whole modules by file
+# name, or single tests as "file::function" (every parametrized case of it). Not here: anything that runs hosttune
+# code for its behaviour (its CLI, planner, detectors, launchers), or imports a module to see what it imports.
+ANYVERSION = frozenset({
+    "test_readme.py",  # README's claims and samples; the manifests' and the image's hosttune runs on 3.11
+    "test_k8s_manifests.py",  # contrib/kubernetes: run by the container image (Debian 12's Python 3.11)
+    "test_packaging_pins2.py",  # the .deb/.rpm maintainer scripts, run by /bin/sh
+    "test_pyproject.py",
+    "test_xdist_sched.py",  # the test scheduler (tests/_xdist_sched.py), fed with synthetic scopes
+    "test_architecture.py::test_import_contracts_hold",
+    "test_architecture.py::test_import_contracts_catch_an_upward_import_and_torch_outside_the_engine",
+    "test_architecture.py::test_no_module_is_over_600_lines_but_the_listed_ones_and_they_do_not_grow",
+    "test_architecture.py::test_no_function_is_over_60_lines_but_the_listed_ones_and_they_do_not_grow",
+    "test_architecture.py::test_the_ratchet_fails_a_new_offender_a_grown_entry_and_a_stale_one",
+    "test_architecture.py::test_function_length_counts_code_not_its_docstring_or_literal_tables",
+    "test_boundary.py::test_every_row_is_complete_and_unique",
+    "test_boundary.py::test_every_row_names_a_test_that_exists",
+    "test_boundary.py::test_every_hosttune_variable_has_a_row",
+    "test_boundary.py::test_every_dangerous_call_site_has_a_row",
+    "test_boundary.py::test_the_scans_see_each_kind_of_call_and_ignore_exceptions",
+    "test_boundary.py::test_fake_nvml_is_read_by_no_module_of_hosttune",
+    "test_boundary.py::test_every_test_security_md_names_exists",
+    "test_boundary.py::test_every_gateway_a_row_names_exists",
+})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "anyversion: checks repository text only; the Python 3.9 pass skips it "
+                                       "(tests/conftest.py ANYVERSION)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+    for item in items:
+        name = Path(str(item.fspath)).name
+        if name in ANYVERSION or f"{name}::{getattr(item, 'originalname', item.name)}" in ANYVERSION:
+            item.add_marker(pytest.mark.anyversion)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`--dist loadscope` hands out the heaviest modules first (tests/_xdist_sched.py: issue 21's pass times)."""
@@ -35,21 +78,49 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return LongestFirstScheduling(config, log)
 
 
+def _hwloc_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where this run's hwloc trees go: under pytest-xdist the run's own directory that all its workers share
+    (basetemp's parent, pytest-N/: new for every run, so two runs at once never meet), else this session's."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = tmp_path_factory.getbasetemp().parent / "hwloc-shared"
+        base.mkdir(mode=0o700, exist_ok=True)
+        return base
+    return tmp_path_factory.mktemp("hwloc")
+
+
+def extract_hwloc(base: Path, name: str) -> Path:
+    """base/<name>: the archive extracted once for all of this run's workers (issue 21: each worker unpacked every
+    archive again, ~11 CPU-s a worker). One worker extracts under an exclusive lock into a private directory and
+    renames it into place; the others wait for the lock and find the finished tree (never a half-written one)."""
+    import fcntl
+
+    final = base / name
+    with open(base / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not final.is_dir():
+            part = base / f".{name}.part-{os.getpid()}"
+            shutil.rmtree(part, ignore_errors=True)
+            with tarfile.open(HWLOC / f"{name}.tar.gz") as tar:
+                members = [m for m in tar.getmembers() if not _UNREAD.search(m.name)]
+                if sys.version_info >= (3, 12):
+                    tar.extractall(part, members=members, filter="tar")
+                else:
+                    tar.extractall(part, members=members)
+            os.rename(part / name, final)
+            shutil.rmtree(part)
+    return final
+
+
 @pytest.fixture(scope="session")
 def hwloc_tree(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """hwloc_tree(name) -> the extracted root of ../shared/fixtures/hwloc-linux/<name>.tar.gz (once per session)."""
-    base = tmp_path_factory.mktemp("hwloc")
+    """hwloc_tree(name) -> the extracted root of ../shared/fixtures/hwloc-linux/<name>.tar.gz (once per run, shared
+    by its xdist workers). The trees are read-only inputs: a test that changes one copies it first."""
+    base = _hwloc_base(tmp_path_factory)
     done: Dict[str, Path] = {}
 
     def get(name: str) -> Path:
         if name not in done:
-            with tarfile.open(HWLOC / f"{name}.tar.gz") as tar:
-                members = [m for m in tar.getmembers() if not _UNREAD.search(m.name)]
-                if sys.version_info >= (3, 12):
-                    tar.extractall(base, members=members, filter="tar")
-                else:
-                    tar.extractall(base, members=members)
-            done[name] = base / name
+            done[name] = extract_hwloc(base, name)
         return done[name]
 
     return get

@@ -5,6 +5,7 @@ each node's memory, the cgroup-allowed CPUs and the allowed NUMA nodes. Delibera
 reason below, never loosened silently.
 """
 
+import functools
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
@@ -14,6 +15,14 @@ from conftest import HWLOC_NAMES, hwloc_expected
 from hosttune.detect import HostIO, collect
 from hosttune.detect.gpu import device_locality, scan_pci
 from hosttune.facts import Facts
+
+
+@functools.cache
+def collected(root: Path) -> Facts:
+    """The detector's facts of a captured tree, once per tree and worker (Facts are frozen; issue 21: the module
+    collected every tree twice)."""
+    return collect(root, probe_torch=False, use_nvml=False)
+
 
 # Every property compared per fixture; the report's agreement count is len(HWLOC_NAMES) * len(PROPERTIES).
 PROPERTIES = ["pus", "cores", "packages", "node_ids", "node_cpus", "node_memory", "allowed_cpus", "allowed_mems"]
@@ -56,7 +65,7 @@ def _agreements(root: Path, facts: Facts, exp: Dict[str, Any]) -> Dict[str, Any]
 def test_topology_agrees_with_hwloc(name: str, hwloc_tree: Callable[[str], Path]) -> None:
     root = hwloc_tree(name)
     exp = hwloc_expected(name)
-    facts = collect(root, probe_torch=False, use_nvml=False)
+    facts = collected(root)
     got = _agreements(root, facts, exp)
     assert set(got) == set(PROPERTIES)
     for prop, (ours, theirs) in got.items():
@@ -94,7 +103,7 @@ def test_no_nvidia_gpu_is_invented(hwloc_tree: Callable[[str], Path]) -> None:
     vendor file (caveat 5), the others are ASPEED VGA, Xeon Phi and NEC vector engines."""
     for name in HWLOC_NAMES:
         exp = hwloc_expected(name)
-        facts = collect(hwloc_tree(name), probe_torch=False, use_nvml=False)
+        facts = collected(hwloc_tree(name))
         nvidia = [g for g in exp.get("gpus", []) if g["vendor_id"] == "0x10de"]
         assert len(facts.gpus) == len(nvidia) == 0, name
 
@@ -104,7 +113,7 @@ def test_pci_locality_matches_hwloc(hwloc_tree: Callable[[str], Path]) -> None:
     checked = 0
     for name in ("nvidiagpunumanodes", "32intel64-2p8co2t+8ve", "32em64t-2n8c+dax+nvme+mic+dimms"):
         io = HostIO(hwloc_tree(name))
-        online = set(collect(io.root, probe_torch=False, use_nvml=False).cpu.online)
+        online = set(collected(hwloc_tree(name)).cpu.online)
         for g in hwloc_expected(name)["gpus"]:
             _node, cpus = device_locality(io, g["pci_busid"])
             assert sorted(c for c in cpus if c in online) == g["local_cpus"], (name, g["pci_busid"])
@@ -125,3 +134,33 @@ def test_nvme_only_under_class_block(hwloc_tree: Callable[[str], Path]) -> None:
     assert (by_mount["/"].device, by_mount["/"].kind) == ("sda", "hdd")
     assert by_mount["/work"].kind == "network" and by_mount["/work"].fstype == "lustre"
     assert classify_block(io, None, "/dev/nvme0n1") == ("nvme0n1", "nvme")
+
+
+def test_a_tree_is_extracted_once_for_all_workers_and_never_seen_half_written(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/conftest.py's extract_hwloc, as xdist workers call it at the same moment (threads here: each holds its
+    own open file description, so flock excludes them as it does processes): one extraction, all get the finished
+    tree, nothing temporary left; a later call finds it and extracts nothing."""
+    import tarfile
+    import threading
+
+    from conftest import _UNREAD, HWLOC, extract_hwloc
+
+    name, base = "16amd64-8n2c", tmp_path / "hwloc-shared"
+    base.mkdir()
+    got: List[Path] = []
+    opened: List[Any] = []
+    real_open = tarfile.open
+    monkeypatch.setattr(tarfile, "open", lambda *a, **kw: opened.append(a) or real_open(*a, **kw))
+    threads = [threading.Thread(target=lambda: got.append(extract_hwloc(base, name))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert got == [base / name] * 4 and len(opened) == 1, (got, opened)
+    assert extract_hwloc(base, name) == base / name and len(opened) == 1
+    with real_open(HWLOC / f"{name}.tar.gz") as tar:
+        want = sorted(m.name for m in tar.getmembers() if not _UNREAD.search(m.name) and m.name != name)
+    have = sorted(str(p.relative_to(base)) for p in (base / name).rglob("*"))
+    assert have == want
+    assert sorted(p.name for p in base.iterdir()) == [f".{name}.lock", name]
