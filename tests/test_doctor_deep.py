@@ -616,8 +616,9 @@ def test_allreduce_without_a_correctness_answer_fails() -> None:
 
 # A rank whose all_reduce returns wrong sums (here: one added to what gloo returned), run through the probe's own
 # measurement in a real one-rank gloo group: the probe must say correct=false, which the finding turns into a fail.
+# One interpreter measures both modes, each in its own group on its own port (issue 21: a torch start-up each).
 WRONG_SUMS = """
-import json, socket, sys
+import json, os, sys
 sys.path.insert(0, sys.argv[1])
 import torch.distributed as dist
 import probe_torch as p
@@ -627,33 +628,49 @@ def wrong(tensor, *a, **k):
     out = real(tensor, *a, **k)
     tensor.add_(1)
     return out
-if sys.argv[2] == "wrong":
-    dist.all_reduce = wrong
-print(json.dumps(p.allreduce("gloo", 1 << 16, 2)))
+for arg in sys.argv[2:]:
+    mode, port = arg.split(":")
+    os.environ["MASTER_PORT"] = port
+    dist.all_reduce = wrong if mode == "wrong" else real
+    print(json.dumps(dict(p.allreduce("gloo", 1 << 16, 2), mode=mode)), flush=True)
 """
+ALLREDUCE_MODES = [("wrong", False), ("right", True)]
 
 
-@pytest.mark.parametrize("mode, correct", [("wrong", False), ("right", True)])
-def test_probe_catches_an_allreduce_returning_wrong_sums(facts: Facts, tmp_path: Path, mode: str,
-                                                         correct: bool) -> None:
-    if facts.torch is None or not facts.torch.version:
-        pytest.skip("no torch on this machine")
+def _free_port() -> int:
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1",
-               LOCAL_RANK="0", GLOO_SOCKET_IFNAME="lo")
-    (tmp_path / "wrong.py").write_text(WRONG_SUMS)
-    done = subprocess.run([facts.torch.python, str(tmp_path / "wrong.py"), str(PROBE.parent), mode],
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def allreduce_rows(facts: Facts, tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Dict[str, Any]]:
+    """mode -> the probe's row, both modes measured by one interpreter."""
+    if facts.torch is None or not facts.torch.version:
+        pytest.skip("no torch on this machine")
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", RANK="0", WORLD_SIZE="1", LOCAL_RANK="0",
+               GLOO_SOCKET_IFNAME="lo")
+    script = tmp_path_factory.mktemp("wrong-sums") / "wrong.py"
+    script.write_text(WRONG_SUMS)
+    done = subprocess.run([facts.torch.python, str(script), str(PROBE.parent),
+                           *[f"{mode}:{_free_port()}" for mode, _ in ALLREDUCE_MODES]],
                           capture_output=True, text=True, timeout=180, cwd="/", env=env)
     assert done.returncode == 0, done.stderr[-2000:]
-    row = json.loads(done.stdout.splitlines()[-1])
-    assert row["correct"] is correct and row["world"] == 1
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [r["mode"] for r in rows] == [mode for mode, _ in ALLREDUCE_MODES], done.stdout[-2000:]
+    return {r.pop("mode"): r for r in rows}
+
+
+@pytest.mark.parametrize("mode, correct", ALLREDUCE_MODES)
+def test_probe_catches_an_allreduce_returning_wrong_sums(allreduce_rows: Dict[str, Dict[str, Any]], mode: str,
+                                                         correct: bool) -> None:
+    row = allreduce_rows[mode]
+    assert row["correct"] is correct and row["world"] == 1, (mode, row)
     f = findings.allreduce_finding(job_of(dict(row, what="allreduce gloo"), name="allreduce_gloo"), "gloo", None,
                                    "correct sums")
-    assert f.status == ("pass" if correct else "fail"), f
+    assert f.status == ("pass" if correct else "fail"), (mode, f)
 
 
 A10G = "NVIDIA A10G"  # dense bf16 peak 70 TFLOP/s: 49 TFLOP/s is exactly 70 % of it
