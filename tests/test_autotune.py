@@ -297,28 +297,38 @@ for i in range(3):
 
 @pytest.mark.slow
 @pytest.mark.integration
-def test_real_autotune_finds_and_saves_the_winner(tmp_path: Path) -> None:
+def test_real_autotune_finds_saves_and_the_next_exec_applies_the_winner(tmp_path: Path) -> None:
+    """The one real end-to-end run (issue 21: it was two, one per way of saving): a candidate whose trials fail is
+    dropped, the winner is saved as the job's measured overlay, and the next plain `hosttune exec` of the same job
+    runs it under the winner's plan. `--output` (a whole profile file for exec --profile) is the same search saved
+    elsewhere: test_profile_measured.py::test_autotune_output_writes_a_whole_profile_that_exec_profile_runs."""
+    from hosttune.profile import measured
+
     job = tmp_path / "job.py"
     job.write_text(JOB)
-    out = tmp_path / "winner.yaml"
     scratch = tmp_path / "tmp"  # the trials' profile files go to a private directory under TMPDIR, removed after
     scratch.mkdir()
     env = dict(os.environ)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
     env["TMPDIR"] = str(scratch)
+    cmd = [sys.executable, str(job)]
     argv = [sys.executable, "-m", "hosttune", "autotune", "--budget", "10m", "--candidates", "omp-passive,omp-active",
-            "--output", str(out), "--metric", r"([0-9.]+) samples/s", "--", sys.executable, str(job)]
+            "--metric", r"([0-9.]+) samples/s", "--", *cmd]
     res = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "winner: omp-passive, x2.000" in res.stdout
     assert "omp-active" in res.stdout and "dropped: exit status 1" in res.stdout
-    text = out.read_text()
+    saved = measured.save_path(cmd)  # this test's own XDG_CONFIG_HOME (conftest's per-test scrub)
+    assert f"saved: {saved}" in res.stdout, res.stdout
+    text = saved.read_text()
     assert "OMP_WAIT_POLICY: PASSIVE" in text and "measured by hosttune autotune" in text
-    check = subprocess.run([sys.executable, "-m", "hosttune", "exec", "--profile", str(out), "--", sys.executable,
-                            "-c", "import os; print(os.environ['OMP_WAIT_POLICY'])"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=300)
-    assert check.returncode == 0 and check.stdout.strip() == "PASSIVE", check.stderr
     assert list(scratch.iterdir()) == []
+    # the next plain exec of the same job applies the overlay, says so once, and the job runs under it
+    again = subprocess.run([sys.executable, "-m", "hosttune", "exec", "--", *cmd], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[-1] == "step 2: 200.0 samples/s", again.stdout  # OMP_WAIT_POLICY=PASSIVE
+    assert again.stderr.count("measured overlay applied: omp-passive") == 1, again.stderr
 
 
 def test_hosttune_train_is_tried_as_the_torchrun_line_it_runs(tmp_path: Path) -> None:
