@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence, Set
 
 import pytest
-from conftest import PROBES
+from conftest import PROBES, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -71,10 +71,12 @@ def exec_(command: Sequence[str], env: Dict[str, str], *extra: str,
                           text=True, timeout=timeout)
 
 
-def dry_run(command: Sequence[str], env: Dict[str, str]) -> Dict[str, Any]:
-    r = exec_(command, env, "--dry-run", "--json")
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)  # type: ignore[no-any-return]
+def dry_run(command: Sequence[str], env: Dict[str, str], *extra: str) -> Any:
+    """`hosttune exec --dry-run [--json]` of `command`, through the CLI in this process (a plan is not about the
+    process boundary; an interpreter start costs ~1 s on this shared machine): the plan (`--json`), else the result."""
+    res = run_cli(["exec", "--dry-run", *extra, "--", *command], env=env)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout) if "--json" in extra else res
 
 
 def release(env: Dict[str, str]) -> Path:
@@ -175,7 +177,7 @@ def test_torch_distributed_launch(probe_env: Dict[str, str], use_env: bool) -> N
     # torch's own thread count is read in one of the two (importing torch in a rank costs seconds here)
     cmd = [PY, "-m", "torch.distributed.launch", "--nproc_per_node=2", *(["--use-env", PROBE_HELD, "--torch"] if use_env
                                                                        else [PROBE_HELD]), *held(probe_env)]
-    plan = dry_run(cmd, probe_env)
+    plan = dry_run(cmd, probe_env, "--json")
     assert plan["kind"] != "plain" and len(plan["ranks"]) == 2
     assert all(r["env"]["OMP_NUM_THREADS"] == str(physical_cores(set(r["cpus"]))) for r in plan["ranks"])
     ranks = run_ranks(cmd, probe_env, 2)
@@ -185,9 +187,7 @@ def test_torch_distributed_launch(probe_env: Dict[str, str], use_env: bool) -> N
 
 
 def test_torch_distributed_launch_dry_run_text(probe_env: Dict[str, str]) -> None:
-    r = exec_([PY, "-m", "torch.distributed.launch", "--nproc_per_node=2", "--use-env", "train.py"], probe_env,
-              "--dry-run")
-    assert r.returncode == 0, r.stderr
+    r = dry_run([PY, "-m", "torch.distributed.launch", "--nproc_per_node=2", "--use-env", "train.py"], probe_env)
     assert "# plain job" not in r.stdout and "rank 1/2" in r.stdout
 
 
@@ -197,7 +197,7 @@ def test_torch_distributed_launch_dry_run_text(probe_env: Dict[str, str]) -> Non
 def test_accelerate_multi_gpu_two_ranks(probe_env: Dict[str, str]) -> None:
     cmd = [program("accelerate"), "launch", "--multi_gpu", "--num_processes", "2", PROBE_HELD, "--torch",
            *held(probe_env)]
-    plan = dry_run(cmd, probe_env)
+    plan = dry_run(cmd, probe_env, "--json")
     ranks = run_ranks(cmd, probe_env, 2)
     check_ranks(ranks, plan, 2)
 
@@ -206,7 +206,7 @@ def test_accelerate_multi_gpu_two_ranks(probe_env: Dict[str, str]) -> None:
 def test_accelerate_threads_given_are_kept(probe_env: Dict[str, str]) -> None:
     cmd = [program("accelerate"), "launch", "--multi_gpu", "--num_processes", "2", "--num_cpu_threads_per_process",
            "2", PROBE, "--sleep", "0"]
-    plan = dry_run(cmd, probe_env)
+    plan = dry_run(cmd, probe_env, "--json")
     assert [r["env"]["OMP_NUM_THREADS"] for r in plan["ranks"]] == ["2", "2"]
     r = exec_(cmd, probe_env)
     assert r.returncode == 0, r.stderr
@@ -216,7 +216,7 @@ def test_accelerate_threads_given_are_kept(probe_env: Dict[str, str]) -> None:
 
 def test_accelerate_cpu_alone_is_one_process(probe_env: Dict[str, str]) -> None:
     cmd = [program("accelerate"), "launch", "--cpu", PROBE_HELD, *held(probe_env)]
-    plan = dry_run(cmd, probe_env)
+    plan = dry_run(cmd, probe_env, "--json")
     assert len(plan["ranks"]) == 1
     (rank,) = run_ranks(cmd, probe_env, 1)
     check_ranks([rank], plan, 1)
@@ -265,7 +265,7 @@ def test_lightning_ddp_script(probe_env: Dict[str, str], tmp_path: Path) -> None
     script = tmp_path / "train_lightning.py"
     script.write_text(LIGHTNING_SCRIPT.format(probes=str(PROBES), hold=str(release(probe_env))))
     ranks = run_ranks([PY, str(script)], probe_env, 2, timeout=180)
-    plan = dry_run([PY, "-m", "torch.distributed.run", "--nproc_per_node=2", str(script)], probe_env)
+    plan = dry_run([PY, "-m", "torch.distributed.run", "--nproc_per_node=2", str(script)], probe_env, "--json")
     check_ranks(ranks, plan, 2, started_with_env=False)
 
 
@@ -280,7 +280,7 @@ def _mpirun() -> List[str]:
 @two_cpus
 def test_mpirun_two_ranks(probe_env: Dict[str, str]) -> None:
     cmd = [*_mpirun(), "-np", "2", PY, PROBE_HELD, *held(probe_env)]
-    plan = dry_run(cmd, probe_env)
+    plan = dry_run(cmd, probe_env, "--json")
     assert plan["kind"] != "plain" and len(plan["ranks"]) == 2
     assert plan["argv"][1:3] == ["--bind-to", "none"]  # Open MPI would bind each rank to a core by itself
     ranks = run_ranks(cmd, probe_env, 2)
@@ -291,7 +291,7 @@ def test_mpirun_two_ranks(probe_env: Dict[str, str]) -> None:
 @two_cpus
 def test_mpirun_binding_asked_is_mpis(probe_env: Dict[str, str]) -> None:
     cmd = [*_mpirun(), "-np", "2", "--bind-to", "core", PY, PROBE_HELD, *held(probe_env)]
-    plan = dry_run(cmd, probe_env)
+    plan = dry_run(cmd, probe_env, "--json")
     assert "--bind-to" in plan["argv"] and "none" not in plan["argv"]
     ranks = run_ranks(cmd, probe_env, 2)
     check_ranks(ranks, plan, 2, hosttune_binds=False)
@@ -303,7 +303,7 @@ def test_mpirun_binding_asked_is_mpis(probe_env: Dict[str, str]) -> None:
 @two_cpus
 def test_deepspeed_two_ranks(probe_env: Dict[str, str]) -> None:
     cmd = [program("deepspeed"), "--num_gpus", "2", PROBE_HELD, *held(probe_env)]
-    plan = dry_run(cmd, probe_env)
+    plan = dry_run(cmd, probe_env, "--json")
     assert len(plan["ranks"]) == 2
     ranks = run_ranks(cmd, probe_env, 2, timeout=180)
     check_ranks(ranks, plan, 2)
