@@ -115,7 +115,7 @@ def test_when_trials_run_longer_than_planned_the_rungs_give_way_to_the_confirmat
     assert w is not None and w.name == "c2" and res.spent <= 730.0
 
 
-def test_a_budget_the_measured_trials_cannot_fill_with_one_confirmed_candidate_stops_after_the_first_trial() -> None:
+def test_a_budget_the_measured_trials_cannot_fill_with_one_confirmed_candidate_stops_after_two_default_trials() -> None:
     fake = Clocked({"c0": 2.0}, each=11.0, cut=True)
     res = search.search(NAMES, fake, 170.0, 10.0, replan=True)
     assert fake.calls == [DEFAULT, DEFAULT] and res.winner(0.01) is None
