@@ -58,19 +58,6 @@ def exported(trained: Path, tmp_path_factory: pytest.TempPathFactory) -> SimpleN
     return SimpleNamespace(out=out, stderr=r.stderr)
 
 
-@pytest.fixture(scope="module")
-def program_made_once(trained: Path) -> Any:
-    """export.export_program that answers with the program the real one made of `trained`'s last checkpoint, once
-    for the module (through export's own loading steps), instead of tracing the model again: for tests about what
-    the export does around the program (ONNX skipped, a failed check, where files are written), not about torch.export
-    (issue 21: each trace costs seconds of CPU). The files are still written, read back and compared as ever."""
-    where, state = export.newest_checkpoint(trained, lambda line: None)
-    model, val_set = export.build_model(export.saved_config(state, where))
-    export.load_weights(model, state, where)
-    made = export.export_program(model.eval(), export.validation_batches(val_set, export.SAMPLES)[0][0])
-    return lambda model, example: made
-
-
 def onnx_made_once(exported: SimpleNamespace) -> Any:
     """export.onnx_bytes that answers with the ONNX file `exported` made of the same checkpoint (what the real one
     returns for it) instead of tracing the model again: for tests about what happens to the bytes afterwards."""
@@ -103,10 +90,9 @@ def test_cli_export_writes_a_program_that_matches_the_checkpoint(trained: Path, 
             assert (program(x) - model(x)).abs().max().item() <= export.TOLERANCE
 
 
-def test_without_onnxscript_onnx_is_skipped_in_one_line(trained: Path, program_made_once: Any, tmp_path: Path,
+def test_without_onnxscript_onnx_is_skipped_in_one_line(trained: Path, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture) -> None:
-    monkeypatch.setattr(export, "export_program", program_made_once)
     monkeypatch.setattr(export, "_missing_onnx_modules", lambda: ["onnxscript"])
     assert main(["--export", str(tmp_path / "out"), "--run-dir", str(trained)]) == 0
     err = capsys.readouterr().err
@@ -130,9 +116,8 @@ def test_a_tampered_export_fails_the_comparison(trained: Path, exported: SimpleN
     assert "FAILED: outputs differ" in export.check_line(check)
 
 
-def test_cli_fails_when_a_check_fails(trained: Path, program_made_once: Any, tmp_path: Path,
-                                      monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
-    monkeypatch.setattr(export, "export_program", program_made_once)
+def test_cli_fails_when_a_check_fails(trained: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture) -> None:
     monkeypatch.setattr(export, "TOLERANCE", -1.0)  # an impossible bound: every comparison fails
     monkeypatch.setattr(export, "_missing_onnx_modules", lambda: ["onnxscript"])
     assert main(["--export", str(tmp_path / "out"), "--run-dir", str(trained)]) == 1
@@ -189,15 +174,13 @@ needs_onnx = pytest.mark.skipif(not (importlib.util.find_spec("onnx") and import
 @needs_onnx
 @pytest.mark.slow
 def test_an_export_into_another_users_directory_follows_no_planted_link(
-        trained: Path, exported: SimpleNamespace, program_made_once: Any, tmp_path: Path, other_user: Any,
+        trained: Path, exported: SimpleNamespace, tmp_path: Path, other_user: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A models directory the other user made world-writable; they plant links at the ONNX file's old temp name
     (`.model.onnx.<pid>.tmp`, this process's pid) and at every file the export writes, each pointing at a root-owned
-    0600 file. Root's export replaces the links with its files and never writes through one. (The ONNX bytes and
-    the torch.export program are the module's of this checkpoint: what is written where is the subject, not the
-    tracing.)"""
+    0600 file. Root's export replaces the links with its files and never writes through one. (The ONNX bytes are
+    the module's export of this checkpoint: what is written where is the subject, not the tracing.)"""
     monkeypatch.setattr(export, "onnx_bytes", onnx_made_once(exported))
-    monkeypatch.setattr(export, "export_program", program_made_once)
     out = other_user.home / "models"
     done = other_user.run(["sh", "-c", f"mkdir -m 777 {out} && chmod 777 {out}"])
     assert done.returncode == 0, done.stderr
@@ -221,15 +204,13 @@ def test_an_export_into_another_users_directory_follows_no_planted_link(
 @needs_onnx
 @pytest.mark.slow
 def test_without_onnxruntime_the_onnx_check_is_skipped_and_export_json_is_written(
-        trained: Path, exported: SimpleNamespace, program_made_once: Any, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+        trained: Path, exported: SimpleNamespace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture) -> None:
     """onnx installed, onnxruntime not (its import fails, as when it is not installed): one line says the
     comparison was skipped, the ONNX file (checked by onnx.checker) and export.json are written, exit 0. The ONNX
-    bytes and the torch.export program are the module's of this checkpoint: the subject is what follows without
-    onnxruntime."""
+    bytes are the module's export of this checkpoint: the subject is what follows without onnxruntime."""
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` raises ImportError
     monkeypatch.setattr(export, "onnx_bytes", onnx_made_once(exported))
-    monkeypatch.setattr(export, "export_program", program_made_once)
     out = tmp_path / "out"
     assert main(["--export", str(out), "--run-dir", str(trained)]) == 0
     err = capsys.readouterr().err
