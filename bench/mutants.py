@@ -1402,7 +1402,9 @@ M("r3-esinks-summary-step", "hosttune/engine/sinks.py",
   _R3_ESINK, "a finished run resumed again logs its evaluation twice at the same step")
 M("r3-esinks-event", "hosttune/engine/sinks.py",
   "    return \"step\" in record and \"loss\" in record and \"event\" not in record", "    return \"step\" in record and \"loss\" in record",
-  _R3_ESINK, "event records with a step and loss (the summary) become CSV rows / train scalars")
+  _R3_ESINK, "event records with a step and loss become CSV rows / train scalars",
+  equivalent="no record the engine writes has both an event and a loss (summary: final_train_loss/val_loss; start and "
+             "resume: neither), so every record is sorted the same way")
 _R3_OOM = "tests/test_engine_oom_snapshot.py"
 M("r3-oom-rank-name", "hosttune/engine/oom.py",
   "    return run_dir / (\"oom-snapshot.pickle\" if world == 1 else f\"oom-snapshot-rank{rank}.pickle\")",
