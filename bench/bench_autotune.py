@@ -166,7 +166,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="1 candidate (unbound), --budget 9m, 2 rounds")
     ap.add_argument("--budget", default=None, help="autotune's budget (default 20m, quick 9m)")
     ap.add_argument("--candidates", default=None, help="autotune --candidates (quick: unbound)")
-    ap.add_argument("--trial", type=float, default=90.0,
+    ap.add_argument("--trial", type=float, default=30.0,
                     help="autotune --trial: a trial's window, seconds (an upper bound: this job ends by itself)")
     ap.add_argument("--rounds", type=int, default=None, help="rounds of the four arms (default 5, quick 2)")
     ap.add_argument("--cotenant", type=int, default=0, metavar="N",

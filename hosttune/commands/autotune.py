@@ -24,7 +24,9 @@ class _AutotuneCommand(_ExecCommand):
 
 @click.command("autotune", cls=_AutotuneCommand,
                context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--budget", default="10m", show_default=True, help="Time for all trials: 600, 90s, 10m, 1h.")
+@click.option("--budget", default="10m", show_default=True,
+              help="Time for all trials: 600, 90s, 10m, 1h (too small for one candidate with its confirmation "
+                   "rounds: exit 2).")
 @click.option("--metric", "metric_re", default=None,
               help="Regular expression of the job's throughput (its group, or (?P<value>...)); the last match counts.")
 @click.option("--engine", is_flag=True, help="The job is hosttune's bundled engine: read its samples/s.")
@@ -35,14 +37,17 @@ class _AutotuneCommand(_ExecCommand):
 @click.option("--warmup-seconds", default=0.0, show_default=True, type=float,
               help="Metric matches in a trial's first seconds discarded.")
 @click.option("--trial", "trial_s", default=None, type=float,
-              help="Seconds per trial (default: the budget spread over the planned trials).")
+              help="Seconds a trial may run, at most (default: the budget spread over every candidate's "
+                   "planned trials, less 10% to start and stop each).")
 @click.option("--min-gain", default=0.01, show_default=True, type=float,
               help="A winner's interval must clear 1 + this (0.01 = 1%).")
 @click.option("--output", default=None, help="Write the winner as a whole profile file here, for exec --profile "
               "(default: the job's measured overlay, which the next exec of the same job applies).")
 @click.option("--candidates", "only", default=None, help="Only these candidates (comma-separated names, as "
               "--dry-run lists them).")
-@click.option("--dry-run", is_flag=True, help="Print the candidates, the order and the budget; run nothing.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the candidates in priority order, the order of trials and what fits the budget; run "
+                   "nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result table as JSON.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def cmd(budget: str, metric_re: Optional[str], engine: bool, lower_is_better: bool, warmup: Optional[int],
