@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from conftest import PROBES
+from conftest import PROBES, run_cli
 from conftest import job_processes as _job_processes
 
 pytestmark = pytest.mark.integration
@@ -33,9 +33,15 @@ def exec_(*command: str, env: Dict[str, str], prefix: List[str] = (), extra: Lis
 
 
 def plan_of(*command: str, env: Dict[str, str], prefix: List[str] = ()) -> Dict[str, Any]:
-    r = exec_(*command, env=env, prefix=prefix, extra=["--dry-run", "--json"])
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)  # type: ignore[no-any-return]
+    """The job's plan (`exec --dry-run --json`): in this process (the CLI in-process: a plan is not about the process
+    boundary, and an interpreter start costs ~1 s here), or under `prefix` (taskset) in a real one."""
+    if prefix:
+        r = exec_(*command, env=env, prefix=prefix, extra=["--dry-run", "--json"])
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)  # type: ignore[no-any-return]
+    res = run_cli(["exec", "--dry-run", "--json", "--", *command], env=env)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)  # type: ignore[no-any-return]
 
 
 def reports(env: Dict[str, str]) -> List[Dict[str, Any]]:
