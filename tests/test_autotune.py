@@ -530,7 +530,8 @@ def test_sigterm_to_autotune_stops_the_running_trial(tmp_path: Path) -> None:
     job, marker = tmp_path / "job.py", tmp_path / "pid"
     job.write_text(SLEEPER)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]), TMPDIR=str(tmp_path))
-    argv = [sys.executable, "-m", "hosttune", "autotune", "--budget", "1h", "--trial", "600", "--candidates",
+    # a 600 s trial window (the job is still running when SIGTERM comes); 4h: one candidate's 18 trials of 600 s fit
+    argv = [sys.executable, "-m", "hosttune", "autotune", "--budget", "4h", "--trial", "600", "--candidates",
             "omp-passive", "--metric", "x", "--", sys.executable, str(job), str(marker)]
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
