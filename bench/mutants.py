@@ -1498,7 +1498,8 @@ _R3_PINS = {
                                       "r3-records-dir-trust"),
     "tests/test_engine_oom_pins3.py": ("r3-oom-effective-batch",),
     "tests/test_engine_float8_pins3.py": ("r3-float8-head",),
-    "tests/test_engine_quantize_pins3.py": ("r3-int8-nan-ok", "r3-int8-padding-mode", "r3-int8-top1-rows"),
+    "tests/test_engine_quantize_pins3.py": ("r3-int8-nan-ok", "r3-int8-padding-mode", "r3-int8-top1-rows",
+                                            "r3-int8-rel-sqrt"),
     "tests/test_engine_images_pins3.py": ("r3-images-own-split", "r3-images-centre"),
 }
 _R3_PIN_OF = {mid: sel for sel, ids in _R3_PINS.items() for mid in ids}

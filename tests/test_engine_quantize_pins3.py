@@ -64,3 +64,11 @@ def test_top1_agreement_is_the_share_of_rows_of_logits() -> None:
 
     rel, top1, n = quantize.compare(flipped, model, [(x, None)])
     assert n == 3 and rel > 0 and math.isclose(top1, 3 / 5)  # 9 of 15 rows agree
+
+
+def test_the_relative_error_is_the_l2_norm_ratio_not_its_square() -> None:
+    ref = torch.ones(2, 4, 3)
+    rel, top1, n = quantize.compare(lambda x: ref * 1.1, lambda x: ref, [(torch.zeros(2, 1), None)])
+    assert math.isclose(rel, 0.1, rel_tol=1e-5) and n == 2  # ||1.1 r - r|| / ||r||: 10 % off reads 0.1, never 0.01
+    rel, _, _ = quantize.compare(lambda x: ref * 1.2, lambda x: ref, [(torch.zeros(2, 1), None)])
+    assert rel > quantize.INT8_TOLERANCE  # 20 % off fails the 5 % bound
