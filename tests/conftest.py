@@ -55,11 +55,6 @@ ANYVERSION = frozenset({
 })
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "anyversion: checks repository text only; the Python 3.9 pass skips it "
-                                       "(tests/conftest.py ANYVERSION)")
-
-
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
     for item in items:
