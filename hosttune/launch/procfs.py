@@ -139,3 +139,15 @@ def start_time(pid: int) -> Optional[int]:
     """Field 22 of /proc/PID/stat (clock ticks after boot): with the pid, names one process for good."""
     raw = _read(f"/proc/{pid}/stat")
     return jobrecord.start_time_of(raw) if raw else None
+
+
+def cpu_seconds(pid: int) -> Optional[float]:
+    """utime + stime of the process (fields 14 and 15 of /proc/PID/stat, clock ticks; proc(5)) in seconds."""
+    raw = _read(f"/proc/{pid}/stat")
+    if not raw:
+        return None
+    try:
+        fields = raw[raw.rindex(b")") + 2:].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (ValueError, IndexError):
+        return None

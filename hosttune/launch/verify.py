@@ -21,6 +21,7 @@ from hosttune.errors import UserError
 from hosttune.launch.binding import effective_cpus, effective_mems
 from hosttune.launch.job import Launch
 from hosttune.launch.procfs import (
+    cpu_seconds,
     descendants,
     marked_processes,
     parse_cpulist,
@@ -133,6 +134,7 @@ def expected_for(launch: Launch, local_rank: int, local_world_size: int, rank_en
 
 
 HOOK_GRACE_S = 1.0  # a Python rank applies its plan at interpreter start: tens of ms, more on a loaded machine
+HOOK_CPU_S = 0.25  # the interpreter's own CPU time from exec to the hook is tens of ms
 
 
 def _age(pid: int) -> float:
@@ -146,6 +148,18 @@ def _age(pid: int) -> float:
     except (OSError, ValueError, IndexError):
         return 0.0
     return max(0.0, uptime - started / os.sysconf("SC_CLK_TCK")) if started is not None else 0.0
+
+
+def _past_hook(pid: int) -> bool:
+    """Whether a hooked rank has run its hook (sitecustomize, at interpreter start-up). Wall time alone cannot tell
+    on a loaded machine, where a runnable process may wait seconds for a CPU: it has once it is older than the grace
+    and has either blocked by itself (state S: the program's own first wait, after start-up) or spent HOOK_CPU_S of
+    CPU time, far more than start-up to the hook takes."""
+    if _age(pid) < HOOK_GRACE_S:
+        return False
+    if proc_status(pid).get("State", "").startswith("S"):
+        return True
+    return (cpu_seconds(pid) or 0.0) >= HOOK_CPU_S
 
 
 def _hooked_place(launch: Launch, env: Mapping[str, str]) -> Any:
@@ -185,7 +199,7 @@ def verify_pass(launch: Launch, top: int, checks: Dict[int, RankCheck], marker: 
                                    (parent.local_rank, parent.local_world_size)):
             continue  # a child of a rank (DataLoader worker, compiler): it inherits the rank's binding
         if place is not None:
-            if _age(pid) < HOOK_GRACE_S:
+            if not _past_hook(pid):
                 continue  # its interpreter may not have reached the hook yet: read it on a later pass
             local, size = place.local_rank, place.local_world_size
         elif names.LOCAL_RANK in env:
