@@ -1168,8 +1168,8 @@ M("r2-fsio-append-nonreg", "hosttune/fsio.py",
 # what a developer runs for that module, not a -k chosen to catch the mutant.
 # Measured 2026-12-02 (session 5) on 7b37bb4..b3fd068 (`--only r3-... --no-pins`, 2 cores at load 10-14, split in
 # four runs by prefix: notes/s5/mut-before-*.json): 86 planted, 2 equivalent (marked: r3-pod-field-past-end,
-# r3-esinks-event). Before pins: see the closing note (about 75 %); after tests/*_pins3.py (`--resume`): every
-# survivor caught by its pin. Found with it: oom_advice's "keep the effective batch" is wrong for odd micro-batches
+# r3-esinks-event). Before pins: 61 of 84 caught (72.6 %). After tests/*_pins3.py (`--resume`, notes/s5/
+# mut-after-*.json): 84/84. Found with it: oom_advice's "keep the effective batch" is wrong for odd micro-batches
 # above 3 (5 -> 2 x grad_accum 2: 4 samples, not 5); tests/test_engine_oom_pins3.py pins the exact cases only.
 
 # ---- monitor/diskio.py: disk rates and the textfile's disk families ----------------------------------------------
