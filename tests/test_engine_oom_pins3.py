@@ -15,6 +15,8 @@ from hosttune.engine.config import load_config  # noqa: E402
     (3, 2, 1, 6),  # an odd micro-batch: halved to 1, grad_accum x3
     (4, 3, 2, 6),
     (8, 1, 4, 2),
+    (5, 1, 1, 5),  # an odd micro-batch above 3: 2 x 2 would be 4 samples, not 5
+    (9, 2, 3, 6),
 ])
 def test_halving_the_micro_batch_keeps_the_effective_batch(micro: int, accum: int, half: int,
                                                            want_accum: int) -> None:

@@ -88,9 +88,11 @@ def oom_advice(cfg: Any, snapshot: Optional[Path] = None) -> List[str]:
     shard, offload = getattr(cfg, "shard", "none") or "none", getattr(cfg, "offload", "none") or "none"
     out = [snapshot_advice(snapshot)] if snapshot is not None else []
     if cfg.micro_batch_size > 1:
-        half = cfg.micro_batch_size // 2
-        out.append(f"halve the micro-batch and keep the effective batch: --set micro_batch_size={half} "
-                   f"--set grad_accum={cfg.grad_accum * cfg.micro_batch_size // half}")
+        # the largest divisor of the micro-batch at most half of it: micro x accum stays the same batch exactly
+        micro = cfg.micro_batch_size
+        half = next(d for d in range(micro // 2, 0, -1) if micro % d == 0)
+        out.append(f"{'halve' if 2 * half == micro else 'shrink'} the micro-batch and keep the effective batch: "
+                   f"--set micro_batch_size={half} --set grad_accum={cfg.grad_accum * micro // half}")
     if cfg.amp == "off":
         out.append("halve activation memory with mixed precision: --set amp=auto")
     full_ac = cfg.activation_checkpointing and getattr(cfg, "ac_mode", "full") == "full"
