@@ -77,11 +77,14 @@ RANDOM_ORDER := -p random_order --random-order-bucket=module --random-order-seed
 # integration module's tests run one after another as written. Tests share no directory, port or file, which is
 # also what lets two `make test` run at once. A one-test-at-a-time run: `make test XDIST=`.
 XDIST ?= -n auto --dist loadscope
+# More pytest options for every pass, e.g. `make test PYTEST_OPTS=--durations=0` (what tests/_xdist_sched.py reads to
+# regenerate its weights table).
+PYTEST_OPTS ?=
 say_seed = @echo "$(1): tests in random order, seed $(SEED) (replay: make $(or $(MAKECMDGOALS),$(1)) SEED=$(SEED))"
 
 pytest:
 	$(call say_seed,pytest)
-	$(PYTHON) -m pytest -q $(RANDOM_ORDER) $(XDIST) || { echo "pytest: failed; replay this order: make pytest SEED=$(SEED)"; exit 1; }
+	$(PYTHON) -m pytest -q $(RANDOM_ORDER) $(XDIST) $(PYTEST_OPTS) || { echo "pytest: failed; replay this order: make pytest SEED=$(SEED)"; exit 1; }
 
 # The inner loop (run `make setup` once first): ruff, mypy and every test marked neither `integration` (real
 # launchers, packages, services) nor `slow` (more than ~20 s), on this interpreter only, one pytest-xdist worker per
@@ -108,7 +111,7 @@ pytest-py39:
 	  distro==1.5.0 nvidia-ml-py pytest pytest-random-order pytest-xdist import-linter hypothesis prometheus_client kubernetes-validate "setuptools>=64"; \
 	build/py39/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .; \
 	echo "pytest-py39: tests in random order, seed $(SEED) (replay: make $(or $(MAKECMDGOALS),pytest-py39) SEED=$(SEED))"; \
-	PYTHONPATH=$(CURDIR) build/py39/bin/python -m pytest -q -p no:cacheprovider $(RANDOM_ORDER) $(XDIST) \
+	PYTHONPATH=$(CURDIR) build/py39/bin/python -m pytest -q -p no:cacheprovider $(RANDOM_ORDER) $(XDIST) $(PYTEST_OPTS) \
 	  -m "not integration and not slow and not anyversion" --ignore=tests/test_engine.py --ignore=tests/test_engine_integration.py || \
 	  { echo "pytest-py39: failed; replay this order: make pytest-py39 SEED=$(SEED)"; exit 1; }
 
