@@ -1416,7 +1416,7 @@ M("r3-oom-rank-name", "hosttune/engine/oom.py",
   "    return run_dir / \"oom-snapshot.pickle\"",
   _R3_OOM, "every rank's OOM snapshot goes to one name: they overwrite each other")
 M("r3-oom-effective-batch", "hosttune/engine/oom.py",
-  "--set grad_accum={cfg.grad_accum * cfg.micro_batch_size // half}", "--set grad_accum={cfg.grad_accum * 2}",
+  "--set grad_accum={cfg.grad_accum * micro // half}", "--set grad_accum={cfg.grad_accum * 2}",
   _R3_OOM, "halving an odd micro-batch: the advised grad_accum changes the effective batch")
 
 # ---- profile/load.py: base: chains, the search path, merging -------------------------------------------------------
