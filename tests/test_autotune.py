@@ -14,7 +14,7 @@ from typing import AbstractSet, Any, Callable, Dict, Optional
 
 import pytest
 
-from hosttune.autotune import contention, metric, search, stats
+from hosttune.autotune import budget, contention, metric, search, stats
 from hosttune.autotune.candidates import DEFAULT
 from hosttune.errors import UserError
 from tests.conftest import run_cli
@@ -178,13 +178,13 @@ def test_a_win_needs_rounds_an_interval_above_one_and_a_sign_test() -> None:
 
 def test_the_right_winner_is_found_within_the_budget() -> None:
     factors = {"c0": 0.8, "c4": 1.25, "c5": 1.05, "c7": 0.95}
-    budget = 10.0 * (search.planned_trials(len(NAMES)) + 2)
+    budget_s = 10.0 * (budget.planned_trials(len(NAMES)) + 2)
     fake = FakeRunner(factors, 0.03, seed=1)
-    res = search.search(NAMES, fake, budget, 10.0)
+    res = search.search(NAMES, fake, budget_s, 10.0)
     w = res.winner(0.01)
     assert w is not None and w.name == "c4"
     assert w.rounds == search.CONFIRM and w.lo > 1.15
-    assert res.spent <= budget and not res.stopped
+    assert res.spent <= budget_s and not res.stopped
 
 
 def test_a_job_without_gain_keeps_the_default_whatever_the_seed() -> None:
@@ -253,13 +253,13 @@ def test_every_candidate_trial_sits_between_two_default_trials() -> None:
     for i, name in enumerate(order):
         if name != DEFAULT:
             assert order[i - 1] == DEFAULT and order[i + 1] == DEFAULT
-    assert len(order) == search.planned_trials(len(NAMES))
+    assert len(order) == budget.planned_trials(len(NAMES))
 
 
 def test_schedule_halves_then_confirms() -> None:
-    st = search.schedule(9)
+    st = budget.schedule(9)
     assert [(s.names, s.rounds) for s in st] == [(9, 1), (5, 2), (3, 3), (2, search.CONFIRM)]
-    assert search.schedule(1)[-1].label == "confirm" and search.schedule(0) == []
+    assert budget.schedule(1)[-1].label == "confirm" and budget.schedule(0) == []
 
 
 # -- the command line ---------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from hosttune.autotune import budget, contention, stats
-from hosttune.autotune.budget import CONFIRM, Stage, planned_trials, schedule  # noqa: F401 (the schedule's names here)
+from hosttune.autotune.budget import CONFIRM, schedule
 from hosttune.autotune.candidates import DEFAULT
 
 

@@ -35,7 +35,7 @@ class Session:
     default: Any  # Profile
     candidates: List[cands.Candidate]
     notes: List[str]
-    confirm: int = search.CONFIRM
+    confirm: int = budget.CONFIRM
     window_s: float = 0.0
     scratch: Optional[Path] = None
     profiles: Dict[str, Path] = field(default_factory=dict)
@@ -52,8 +52,8 @@ class Session:
         """The candidates the search plans for before any trial: those the budget holds at the window's length."""
         return len(self.plan.kept) if self.plan is not None else len(self.candidates)
 
-    def stages(self) -> List[search.Stage]:
-        return search.schedule(self.planned(), self.confirm)
+    def stages(self) -> List[budget.Stage]:
+        return budget.schedule(self.planned(), self.confirm)
 
     def trials(self) -> int:
         return budget.total_trials(self.planned(), self.confirm)
@@ -107,7 +107,7 @@ def window_for(budget_s: float, n: int, confirm: int, window_s: Optional[float])
 
 
 def prepare(command: Sequence[str], spec: metric.MetricSpec, budget_s: float, *, window_s: Optional[float] = None,
-            engine: bool = False, confirm: int = search.CONFIRM, only: Optional[Sequence[str]] = None,
+            engine: bool = False, confirm: int = budget.CONFIRM, only: Optional[Sequence[str]] = None,
             environ: Optional[Mapping[str, str]] = None) -> Session:
     """Everything up to the first trial (the plan --dry-run prints); `only`: these candidates' names. The caller
     closes the session."""
