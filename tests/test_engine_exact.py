@@ -2,7 +2,9 @@
 SIGKILL, SIGTERM to one of two ranks), right on every GPU generation (amp=auto and the MFU peak decided from the
 compute capability and device name given as inputs), and the smaller defects (logged lr, checkpoint time in the
 throughput, non-finite JSON, fit() errors, the caller's process group, vocab padding, fused AdamW, OOM advice,
-length bucketing). The 2-rank tests run real torchrun with gloo, a handful of steps of tiny models."""
+length bucketing). The 2-rank tests run gloo ranks, a handful of steps of tiny models: under real torchrun where
+torchrun is in the subject (a restart after SIGKILL, SIGTERM to one worker), else started as torchrun starts them
+(tests/_ranks.py: no agent process)."""
 
 import json
 import math
@@ -10,7 +12,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,13 +21,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from _ranks import engine_ranks, run_ranks  # noqa: E402
 from test_engine_integration import (  # noqa: E402
     _worker_pid,
     assert_bitwise_equal,
     env,
     final_params,
     metrics,
-    run,
     summary,
     torchrun_argv,
 )
@@ -221,7 +222,7 @@ def test_bucketing_batches_cover_each_epoch_once_per_rank() -> None:
     assert len(seen) == len(set(seen))  # disjoint across ranks, no repeats
 
 
-# ---- 2 ranks, real torchrun ----
+# ---- 2 gloo ranks ----
 
 # The length-bucketing run: padded lines, bucketed by length, 8 steps logged every 4.
 LINES_SETS = ["data=lines", "block_size=64", "length_bucketing=true", "micro_batch_size=8", "steps=8",
@@ -283,7 +284,8 @@ if dist.is_initialized():
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     """One 2-rank run set shared by the length-bucketing, group, MFU and workers + augmentation tests (issue 21:
-    one script under real torchrun, twice, instead of three 2-rank runs and a resume): the user's script above.
+    one script on 2 ranks with torchrun's environment (tests/_ranks.py), twice, instead of three 2-rank runs and a
+    resume): the user's script above.
     First a bundled preset through fit() with no group of the script's (padded lines bucketed by length: `lines`),
     so fit() makes the group and must destroy it; then the script's own group and model, MFU on (peak_tflops),
     2 DataLoader workers per rank drawing from all three RNGs, dropout: `ref` runs 8 steps; `resumed` is its copy
@@ -292,11 +294,10 @@ def ranks(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     cwd = tmp_path_factory.mktemp("ranks")
     script = cwd / "ranks.py"
     script.write_text(RANKS_SCRIPT)
-    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script)]
-    first = run(argv + ["a"], cwd)
+    first = run_ranks([str(script), "a"], cwd)  # the 2 ranks as torchrun starts them, without its agent
     shutil.copytree(cwd / "a", cwd / "b")
     shutil.rmtree(cwd / "b" / "checkpoints" / "step-0000008")
-    second = run(argv + ["b", "--resume"], cwd)
+    second = run_ranks([str(script), "b", "--resume"], cwd)
     return SimpleNamespace(lines=cwd / "a-lines", ref=cwd / "a", resumed=cwd / "b", outputs=(first, second))
 
 
@@ -350,7 +351,7 @@ def test_streaming_resumes_exactly_after_sigkill(tmp_path: Path) -> None:
     # lines at 20, 40, 60 show the learning (seeds 1337, 1, 2: loss 3.26 -> 2.99, 3.28 -> 2.65, 3.26 -> 2.60).
     stream = sets("data=shards", "num_workers=2", "steps=60", "ckpt_interval=10", "log_interval=20",
                   "n_embd=64", "block_size=32", "micro_batch_size=8")
-    run(torchrun_argv([*TINY_GPT, *stream, "--run-dir", "ref"]), tmp_path)
+    engine_ranks([*TINY_GPT, *stream, "--run-dir", "ref"], tmp_path)  # the reference: agentless ranks
     logs = [m for m in metrics(tmp_path / "ref") if "loss" in m]
     assert logs[-1]["loss"] < logs[0]["loss"]  # it learns from the stream
     proc = subprocess.Popen(torchrun_argv([*TINY_GPT, *stream, "--run-dir", "run"], "--max-restarts=1"),
