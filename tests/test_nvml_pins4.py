@@ -275,3 +275,27 @@ def test_xid_events_with_no_supporting_gpu(fake_nvml: Any) -> None:
         ev = n.xid_events([0])
         assert ev.gpus == [] and ev.poll() == []
         assert "GPU 0" in ev.why
+
+
+def test_a_gpu_lost_mid_query_raises_gpu_lost_everywhere(fake_nvml: Any) -> None:
+    gpu = a100(0, "3B", nvlinks=_links(1, 1), errors={"nvmlDeviceGetNvLinkState": "GPU_IS_LOST",
+                                                      "nvmlDeviceGetTemperature": "GPU_IS_LOST"})
+    _host(fake_nvml, gpu)
+    with nvml.Nvml() as n:
+        with pytest.raises(nvml.GpuLost, match="GPU 0"):
+            n.nvlink_count(0)
+        with pytest.raises(nvml.GpuLost, match="GPU 0"):
+            n.sample(0)
+        assert n.unsupported(0) == []  # lost is not "unsupported": asked again next time
+        with pytest.raises(nvml.GpuLost):
+            n.sample(0)
+
+
+def test_xid_registration_skips_a_lost_gpu_silently(fake_nvml: Any) -> None:
+    _host(fake_nvml, a100(0, "3B", errors={"nvmlDeviceRegisterEvents": "GPU_IS_LOST"}),
+          a100(1, "5E", errors={"nvmlDeviceRegisterEvents": "UNKNOWN"}), a100(2, "86"))
+    with nvml.Nvml() as n:
+        ev = n.xid_events([0, 1, 2])
+        assert ev.gpus == [2]
+        assert ev.why.startswith("GPU 1: nvmlDeviceRegisterEvents")
+        assert list(ev.by_uuid.values()) == [2]
