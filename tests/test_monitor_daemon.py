@@ -563,6 +563,7 @@ systemctl poweroff --no-block
 
 
 @pytest.mark.slow
+@pytest.mark.integration
 def test_unit_runs_under_real_systemd_in_nspawn(tmp_path: Path) -> None:
     """Boot systemd 252 in a container (the host's /usr, a tmpfs root) and run the shipped unit, sandbox and all:
     Type=notify start, DynamicUser without capabilities, seccomp, the textfile world-readable through the link that
