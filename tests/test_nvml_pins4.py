@@ -299,3 +299,13 @@ def test_xid_registration_skips_a_lost_gpu_silently(fake_nvml: Any) -> None:
         assert ev.gpus == [2]
         assert ev.why.startswith("GPU 1: nvmlDeviceRegisterEvents")
         assert list(ev.by_uuid.values()) == [2]
+
+
+def test_no_pynvml_at_all_is_library_not_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "hosttune._vendor.pynvml", None)  # None in sys.modules: ImportError
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    with pytest.raises(nvml.NvmlUnavailable) as info:
+        nvml.Nvml()
+    assert info.value.status == "library_not_found"
