@@ -232,3 +232,13 @@ def test_time_labels_gain_the_date_from_two_days_on() -> None:
     long = _time_labels(2 * 86400)
     assert long and all(len(x) == 11 and x[2] == "-" for x in long)
     assert long[0] == "11-15 00:00"  # 6-hour steps from the first multiple of 6 h
+
+
+
+def test_the_temperature_scale_is_the_readings_and_lines_padded() -> None:
+    # no readings, configured lines 80 / 80.5 C: the scale runs 75 .. 85.5 (the lowest value's ten, less 5; the
+    # highest plus 5, which is never under lowest + 10)
+    root = ET.fromstring(draw.render_svg([], Thresholds(gpu_temp_warn_c=80.0, gpu_temp_crit_c=80.5), "t"))
+    ns = "{http://www.w3.org/2000/svg}"
+    lines = [(ln.get("stroke"), ln.get("y1")) for ln in root.iter(ns + "line") if ln.get("class") == "threshold"]
+    assert lines[:2] == [("#e69500", f"{336 - 5 / 10.5 * 260:.1f}"), ("#d62728", f"{336 - 5.5 / 10.5 * 260:.1f}")]
