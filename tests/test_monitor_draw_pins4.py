@@ -242,3 +242,16 @@ def test_the_temperature_scale_is_the_readings_and_lines_padded() -> None:
     ns = "{http://www.w3.org/2000/svg}"
     lines = [(ln.get("stroke"), ln.get("y1")) for ln in root.iter(ns + "line") if ln.get("class") == "threshold"]
     assert lines[:2] == [("#e69500", f"{336 - 5 / 10.5 * 260:.1f}"), ("#d62728", f"{336 - 5.5 / 10.5 * 260:.1f}")]
+
+
+def test_eleven_gpus_cycle_through_the_ten_colours_and_keep_them_across_panels() -> None:
+    samples = [{"ts": T0 + 10 * i, "gpus": [{"index": g, "temperature_c": 50.0 + g, "memory_used_pct": 10.0 + g}
+                                           for g in range(11)]} for i in range(2)]
+    root = ET.fromstring(draw.render_svg(samples, Thresholds(), "t"))
+    ns = "{http://www.w3.org/2000/svg}"
+    stroke = {p.get("data-series"): p.get("stroke") for p in root.iter(ns + "polyline")}
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
+               "#bcbd22"]
+    order = sorted(f"GPU {g}" for g in range(11))  # "GPU 0", "GPU 1", "GPU 10", "GPU 2", ...
+    assert [stroke[name] for name in order] == palette + palette[:1]
+    assert all(stroke[f"GPU {g} memory"] == stroke[f"GPU {g}"] for g in range(11))
