@@ -1,9 +1,9 @@
 """Sharded training (issue 14): `shard=zero1` and `shard=fsdp` (FSDP2, with `offload=cpu`) in real 2-rank gloo runs
-under torchrun: they learn, compute the same training as DDP, resume bitwise from a torch.distributed.checkpoint
-(DCP) checkpoint, and an fsdp run resumes on one rank; the export of an fsdp run gathers the full model. In-process:
-DCP's pickled metadata from a checkpoint directory is never run, an incomplete sharded checkpoint is skipped, a
-checkpoint written unsharded is refused by a sharded run in one line; as root, a dcp/.metadata planted in another
-user's run directory runs nothing (a real 1-rank fsdp run through the engine).
+(the ranks as torchrun starts them, tests/_ranks.py): they learn, compute the same training as DDP, resume bitwise
+from a torch.distributed.checkpoint (DCP) checkpoint, and an fsdp run resumes on one rank; the export of an fsdp run
+gathers the full model. In-process: DCP's pickled metadata from a checkpoint directory is never run, an incomplete
+sharded checkpoint is skipped, a checkpoint written unsharded is refused by a sharded run in one line; as root, a
+dcp/.metadata planted in another user's run directory runs nothing (a real 1-rank fsdp run through the engine).
 
 gloo and FSDP2 on CPU: FSDP2 reduce-scatters gradients with dist.reduce_scatter_tensor, which ProcessGroupGloo
 implements in torch 2.13 (these runs are the proof), and all-gathers parameters with all_gather_into_tensor.
@@ -22,7 +22,8 @@ torch = pytest.importorskip("torch")
 
 from _enginehelp import TINY, assert_one_line_error, engine  # noqa: E402
 from _enginemainhelp import engine_here  # noqa: E402
-from test_engine_integration import metrics, run, summary, torchrun_argv  # noqa: E402
+from _ranks import engine_ranks  # noqa: E402
+from test_engine_integration import metrics, summary  # noqa: E402
 
 from hosttune.engine import checkpoint as ckpt  # noqa: E402
 from hosttune.engine import shard  # noqa: E402
@@ -81,10 +82,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One 2-rank run each of shard=none, zero1 and fsdp (with offload=cpu): the same data, seed and batches, so
     the three must train alike."""
     cwd = tmp_path_factory.mktemp("shard")
-    run(torchrun_argv([*TINY_GPT, *sets("shard=none"), "--run-dir", "none"]), cwd)
-    run(torchrun_argv([*TINY_GPT, *sets("shard=zero1"), "--run-dir", "zero1"]), cwd)
-    run(torchrun_argv([*TINY_GPT, *sets("shard=fsdp", "offload=cpu"),
-                       "--run-dir", "fsdp"]), cwd)
+    engine_ranks([*TINY_GPT, *sets("shard=none"), "--run-dir", "none"], cwd)
+    engine_ranks([*TINY_GPT, *sets("shard=zero1"), "--run-dir", "zero1"], cwd)
+    engine_ranks([*TINY_GPT, *sets("shard=fsdp", "offload=cpu"), "--run-dir", "fsdp"], cwd)
     return cwd
 
 
@@ -127,7 +127,7 @@ def test_sharded_run_resumes_bitwise(runs: Path, mode: str, tmp_path: Path) -> N
     extra = sets("shard=fsdp", "offload=cpu") if mode == "fsdp" \
         else sets("shard=zero1")
     resumed = cut_back(runs / mode, 4, tmp_path / "b")
-    run(torchrun_argv([*TINY_GPT, *extra, "--run-dir", "b", "--resume"]), tmp_path)
+    engine_ranks([*TINY_GPT, *extra, "--run-dir", "b", "--resume"], tmp_path)
     assert [m["step"] for m in metrics(resumed) if m.get("event") == "resume"] == [4]
     n = assert_same(dcp_contents(resumed / "checkpoints" / "step-0000008", tmp_path),
                     dcp_contents(runs / mode / "checkpoints" / "step-0000008", tmp_path))
@@ -396,8 +396,14 @@ def sharded_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cwd / "run"
 
 
-@pytest.mark.parametrize("payload", ["dotted-name", "os.system"])
-@pytest.mark.parametrize("command", ["--resume", "--export"])
+# The dotted-name cases run the real engine process end to end (what an admin sees: exit status and stderr of the
+# interpreter), so they are integration tests; the os.system cases run in this process and stay in `make check`.
+@pytest.mark.parametrize("payload, command", [
+    pytest.param("dotted-name", "--resume", marks=pytest.mark.integration),
+    pytest.param("dotted-name", "--export", marks=pytest.mark.integration),
+    ("os.system", "--resume"),
+    ("os.system", "--export"),
+])
 @pytest.mark.slow
 def test_a_planted_dcp_metadata_in_another_users_run_dir_runs_nothing_as_root(
         other_user: Any, sharded_run: Path, payload: str, command: str) -> None:
