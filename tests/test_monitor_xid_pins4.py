@@ -139,3 +139,16 @@ def test_describe_levels_of_the_codes_a_drain_depends_on() -> None:
     assert xid.describe(48) == ("critical", "Xid 48: double-bit ECC error (uncorrectable GPU memory error); action: "
                                 "drain the node and reset the GPU; pages are retired or rows remapped on reset")
     assert xid.describe(13)[0] == "warning" and xid.describe(8)[0] == "error"
+
+
+def test_every_codes_level_and_the_unknown_code() -> None:
+    levels = {c: level for c, (level, _m, _a) in xid.MEANINGS.items()}
+    assert levels == {8: "error", 13: "warning", 31: "warning", 32: "warning", 38: "error", 43: "notice",
+                      45: "notice", 48: "critical", 56: "warning", 57: "error", 58: "error", 61: "error",
+                      62: "critical", 63: "warning", 64: "critical", 68: "warning", 69: "warning", 74: "critical",
+                      79: "critical", 92: "warning", 94: "error", 95: "critical", 109: "error", 119: "critical",
+                      120: "critical", 121: "warning", 140: "critical", 143: "critical"}
+    assert xid.describe(1) == ("warning", "Xid 1: GPU error (not in hosttune's XID table); action: see NVIDIA's XID "
+                                          "catalogue")
+    assert xid.describe(109) == ("error", "Xid 109: context switch timeout; action: debug the application; update "
+                                          "the driver")
