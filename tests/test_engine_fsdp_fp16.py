@@ -2,18 +2,16 @@
 step. Every V100/T4 run with `shard=fsdp` takes this path (`amp=auto` picks fp16 below Ampere); it crashed at the
 first step ("output with shape [] doesn't match the broadcast shape [1]").
 
-Run here on CPU: 2 gloo ranks under torchrun, the engine's own loop with fp16 autocast on CPU and the CPU
-ShardedGradScaler (the engine refuses fp16 on CPU, so the rank script hands the runtime fp16 itself), fused AdamW
-(torch's CPU fused kernel, as the engine picks it). The first step's loss is made infinite: both ranks must skip it
-and halve the scale; the later steps must step."""
+Run here on CPU: 2 gloo ranks (started as torchrun starts them, tests/_ranks.py), the engine's own loop with fp16
+autocast on CPU and the CPU ShardedGradScaler (the engine refuses fp16 on CPU, so the rank script hands the runtime
+fp16 itself), fused AdamW (torch's CPU fused kernel, as the engine picks it). The first step's loss is made
+infinite: both ranks must skip it and halve the scale; the later steps must step."""
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import TORCHRUN
-from conftest import torchrun_env as env
+from _ranks import run_ranks
 
 torch = pytest.importorskip("torch")
 
@@ -59,9 +57,7 @@ def test_fp16_with_fsdp_steps_with_the_fused_optimizer_and_skips_an_overflow_on_
     script = tmp_path / "rank.py"
     script.write_text(RANK_SCRIPT)
     run_dir = tmp_path / "run"
-    r = subprocess.run([*TORCHRUN, "--standalone", "--nproc_per_node=2", str(script), str(run_dir)], cwd=tmp_path,
-                       env=env(), capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    run_ranks([str(script), str(run_dir)], tmp_path)  # the 2 ranks as torchrun starts them, without its agent
     for rank in (0, 1):  # both ranks: 3 steps, fused AdamW, and weights that are still numbers
         step, fused, val_loss = (tmp_path / f"run.rank{rank}").read_text().split()
         assert (step, fused) == ("3", "True") and val_loss != "nan", (rank, step, fused, val_loss)

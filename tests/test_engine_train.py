@@ -1,4 +1,4 @@
-"""hosttune/engine/train.py's step: under real torchrun (gloo, CPU) every DDP rank ends with the same parameters
+"""hosttune/engine/train.py's step: on 2 real gloo ranks (CPU) every DDP rank ends with the same parameters
 (and, the control, not without gradient sync); gradient accumulation is invisible in the logged loss and in the
 gradient norm clipping sees (the engine's CLI run in this process: tests/_enginemainhelp.py). Pinned before the
 issue-17 rebuild (the signal pins are in tests/test_launch_supervise.py).
@@ -7,13 +7,11 @@ Each test is named after the behaviour it pins and fails when that behaviour bre
 that outlive the refactor: `hosttune.engine.api.fit` and `python -m hosttune.engine`."""
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from conftest import TORCHRUN
-from conftest import torchrun_env as env
+from _ranks import run_ranks
 
 torch = pytest.importorskip("torch")
 
@@ -25,7 +23,7 @@ pytestmark = pytest.mark.integration
 # ---- DDP: every rank ends with the same parameters -------------------------------------------------------------
 # A user's script on the engine's public API. Each rank dumps its own parameters after fit(): first with DDP
 # (synced/), then, the control, with DDP swapped for a wrapper that never all-reduces (unsynced/: the dumps must then
-# differ, or the pin could not see it). Both in one torchrun job (issue 21: one launcher and two rank interpreters
+# differ, or the pin could not see it). Both in one 2-rank job (issue 21: one launcher and two rank interpreters
 # fewer): the first fit() runs exactly as a job of its own; the engine creates and destroys its process group in
 # each fit(), and the second group gets a store namespace of its own, as an elastic restart's does
 # (runtime.init_process_group keys it by TORCHELASTIC_RESTART_COUNT).
@@ -80,9 +78,7 @@ def ddp_params(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, List[Dict[
     script = tmp / "user_train.py"
     script.write_text(DDP_SCRIPT)
     run_dir = tmp / "run"
-    r = subprocess.run([*TORCHRUN, "--standalone", "--nproc_per_node=2", str(script), str(run_dir), "6"],
-                       cwd=tmp, env=env(), capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    run_ranks([str(script), str(run_dir), "6"], tmp)  # the 2 ranks as torchrun starts them, without its agent
     return {kind: [torch.load(run_dir / kind / f"params-rank{rank}.pt", weights_only=True) for rank in (0, 1)]
             for kind in ("synced", "unsynced")}
 
