@@ -19,8 +19,7 @@ Image = pytest.importorskip("PIL.Image", reason="Pillow is not installed (the im
 
 from _enginehelp import engine  # noqa: E402
 from _enginemainhelp import engine_here  # noqa: E402
-from conftest import TORCHRUN  # noqa: E402
-from conftest import torchrun_env as env  # noqa: E402
+from _ranks import run_ranks  # noqa: E402
 
 from hosttune.engine import images  # noqa: E402
 from hosttune.engine.config import load_config  # noqa: E402
@@ -271,12 +270,11 @@ fit(TinyResNet(classes, 8), train, classification_loss, val_set=val, accuracy=Tr
 '''
 
 
-def torchrun(tmp: Path, folder: Path, run_dir: Path, resume: bool) -> Dict[str, Any]:
+def two_ranks(tmp: Path, folder: Path, run_dir: Path, resume: bool) -> Dict[str, Any]:
     script = tmp / "train_images.py"
     script.write_text(SCRIPT)
-    r = subprocess.run([*TORCHRUN, "--standalone", "--nproc_per_node=2", str(script), str(folder), str(run_dir),
-                        "1" if resume else "0"], cwd=tmp, env=env(), capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
+    # The 2 ranks as torchrun starts them, without its agent (tests/_ranks.py; torchrun is not the subject)
+    run_ranks([str(script), str(folder), str(run_dir), "1" if resume else "0"], tmp, timeout=600)
     return summary_of(run_dir)
 
 
@@ -289,11 +287,11 @@ def weights(run_dir: Path, step: int) -> Dict[str, Any]:
 def test_two_gloo_ranks_learn_an_image_folder_and_resume_bitwise_with_workers(tmp_path: Path) -> None:
     folder = make_folder(tmp_path / "imgs", per_class=10, size=48)  # 24 train images: 3 steps an epoch
     whole, part = tmp_path / "whole", tmp_path / "part"
-    summary = torchrun(tmp_path, folder, whole, resume=False)
+    summary = two_ranks(tmp_path, folder, whole, resume=False)
     assert summary["val_accuracy"] >= 0.66, summary  # chance is 1/3
     (part / "checkpoints").mkdir(parents=True)
     shutil.copytree(whole / "checkpoints" / "step-0000008", part / "checkpoints" / "step-0000008")
-    resumed = torchrun(tmp_path, folder, part, resume=True)  # mid-epoch (8 = 2 epochs + 2 steps), new workers
+    resumed = two_ranks(tmp_path, folder, part, resume=True)  # mid-epoch (8 = 2 epochs + 2 steps), new workers
     assert resumed["steps_this_run"] == 16
     a, b = weights(whole, 24), weights(part, 24)
     assert a.keys() == b.keys() and a

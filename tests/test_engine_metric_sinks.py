@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from conftest import TORCHRUN, checkout_env, torchrun_env
+from _ranks import run_ranks
+from conftest import checkout_env
 
 from hosttune.engine import sinks  # no torch: the CSV tests run in the Python 3.9 pass too
 
@@ -178,10 +179,9 @@ def test_a_two_rank_run_and_its_resume_log_each_step_once_to_csv_and_tensorboard
     run_dir = tmp_path / "run"
 
     def job(*extra: str) -> None:
-        argv = [*TORCHRUN, "--standalone", "--nproc_per_node=2", "-m", "hosttune.engine",
-                *engine_argv(run_dir, "metrics_csv=true", "tensorboard=true", *extra)]
-        r = subprocess.run(argv, cwd=tmp_path, env=torchrun_env(), capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, r.stderr[-3000:]
+        # the 2 ranks as torchrun starts them, without its agent (tests/_ranks.py; torchrun is not the subject)
+        run_ranks(["-m", "hosttune.engine", *engine_argv(run_dir, "metrics_csv=true", "tensorboard=true", *extra)],
+                  tmp_path, timeout=600)
 
     job("steps=5")  # checkpoints at steps 2, 4 and 5
     first = {r["step"]: r for r in jsonl(run_dir) if sinks.is_training_record(r)}
