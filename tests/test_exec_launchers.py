@@ -174,9 +174,10 @@ two_cpus = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs tw
 @two_cpus
 @pytest.mark.parametrize("use_env", [True, False], ids=["use-env", "local-rank-argument"])
 def test_torch_distributed_launch(probe_env: Dict[str, str], use_env: bool) -> None:
-    # torch's own thread count is read in one of the two (importing torch in a rank costs seconds here)
-    cmd = [PY, "-m", "torch.distributed.launch", "--nproc_per_node=2", *(["--use-env", PROBE_HELD, "--torch"] if use_env
-                                                                       else [PROBE_HELD]), *held(probe_env)]
+    # No torch in the ranks (importing it costs seconds here): torch's own thread count from the env is read under
+    # torchrun (test_exec_torchrun.py) and in the Lightning ranks below
+    cmd = [PY, "-m", "torch.distributed.launch", "--nproc_per_node=2", *(["--use-env"] if use_env else []),
+           PROBE_HELD, *held(probe_env)]
     plan = dry_run(cmd, probe_env, "--json")
     assert plan["kind"] != "plain" and len(plan["ranks"]) == 2
     assert all(r["env"]["OMP_NUM_THREADS"] == str(physical_cores(set(r["cpus"]))) for r in plan["ranks"])
