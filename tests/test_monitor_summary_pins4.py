@@ -133,7 +133,7 @@ def test_one_jobs_share_of_its_gpus() -> None:
                                processes=[{"job": "7", "used_memory_mb": 70}]),
                             _g(1, "7", power_w=60)]},
         {"ts": 20, "gpus": [_g(0, None), _g(1, "7", power_w=80)]},
-        {"ts": 30, "gpus": [_g(0, "7", energy_j=500, xid_errors=1, throttle_seconds={"thermal": 0.5})],
+        {"ts": 30, "time": "t30", "gpus": [_g(0, "7", energy_j=500, xid_errors=1, throttle_seconds={"thermal": 0.5})],
          "events": [{"kind": "gpu_xid", "subject": "gpu0", "message": "Xid 79"}, {"kind": "gpu_xid", "subject": "gpu3"},
                     {"kind": "gpu_temp", "subject": "gpu0"}]},
         {"ts": 1000, "gpus": [_g(0, "7", energy_j=900, xid_errors=3, throttle_seconds={"thermal": 2.5}),
@@ -150,7 +150,7 @@ def test_one_jobs_share_of_its_gpus() -> None:
                  {"gpu": 1, "uuid": "U1", "kind": "slurm", "user": "ann", "samples": 2, "seconds": 20,
                   "power_w": {"mean": 70.0, "max": 80.0}, "energy_j": 1400.0, "energy_from": "power",
                   "throttle_seconds": {}, "xid_errors": None}],
-        "xid_events": [{"kind": "gpu_xid", "subject": "gpu0", "message": "Xid 79", "ts": 30, "time": None}]}
+        "xid_events": [{"kind": "gpu_xid", "subject": "gpu0", "message": "Xid 79", "ts": 30, "time": "t30"}]}
     assert S.job_summary(samples, "9") == {"job": "9", "first": None, "last": None, "gpus": [], "xid_events": []}
     assert S.job_summary([], "7") == {"job": "7", "first": None, "last": None, "gpus": [], "xid_events": []}
 
