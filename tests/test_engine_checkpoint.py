@@ -163,6 +163,7 @@ def test_a_planted_pickle_is_not_executed_and_the_resume_falls_back(run_copy: Pa
     assert "step-0000002.unusable" in names and "step-0000002" in names  # set aside, then step 2 trained again
 
 
+@pytest.mark.integration  # the real engine process: its one line and exit status as the user sees them
 @pytest.mark.slow
 def test_a_planted_pickle_as_the_only_checkpoint_is_one_line(run_copy: Path) -> None:
     marker = run_copy.parent / "owned"
@@ -173,7 +174,9 @@ def test_a_planted_pickle_as_the_only_checkpoint_is_one_line(run_copy: Path) -> 
     assert_one_line_error(r, "no usable checkpoint in", "step-0000002: state.pt is truncated, corrupt")
 
 
-@pytest.mark.parametrize("damage", ["truncated", "empty", "missing", "fifo"])
+# fifo runs the real engine process (below): integration; the others run in this process and stay in `make check`.
+@pytest.mark.parametrize("damage", ["truncated", "empty", "missing",
+                                    pytest.param("fifo", marks=pytest.mark.integration)])
 @pytest.mark.slow
 def test_a_damaged_checkpoint_falls_back_to_the_previous_one_with_a_warning(run_copy: Path, damage: str) -> None:
     state = run_copy / "checkpoints" / "step-0000002" / "state.pt"
@@ -201,7 +204,9 @@ def test_a_damaged_checkpoint_falls_back_to_the_previous_one_with_a_warning(run_
 
 @pytest.mark.parametrize("other, needle", [
     (["--preset", "resnet-tiny"], "was written for model='gpt-tiny', this run has model='resnet-tiny'"),
-    (["--set", "n_layer=2"], "was written for n_layer=1, this run has n_layer=2"),
+    # the real engine process (below): integration
+    pytest.param(["--set", "n_layer=2"], "was written for n_layer=1, this run has n_layer=2",
+                 marks=pytest.mark.integration),
 ])
 @pytest.mark.slow
 def test_another_models_checkpoint_is_refused_in_one_line(run_copy: Path, other: List[str], needle: str) -> None:
