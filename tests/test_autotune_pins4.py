@@ -199,6 +199,7 @@ def test_the_warmup_boundaries_keep_the_match_at_exactly_the_limit() -> None:
     spec = metric.compile_metric(r"([0-9.]+) samples/s", warmup_matches=2, warmup_s=1.0)
     out = [(0.1, "1 samples/s"), (0.2, "2 samples/s"), (1.0, "3 samples/s")]
     assert metric.read(spec, out) == (3.0, "")  # the third match, at exactly warmup_s
+    assert metric.read(spec, [*out, (2.0, "8 samples/s")]) == (8.0, "")  # the last of those kept
     assert metric.read(spec, out[:2]) == (
         None, "printed 2 metric line(s), all in the warm-up (first 2 match(es), first 1 s)")
     late = [(5.0, "1 samples/s"), (5.1, "2 samples/s"), (5.2, "9 samples/s")]
