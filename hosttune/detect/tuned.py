@@ -81,7 +81,7 @@ def merged(io: HostIO, names: List[str], depth: int = 0) -> Tuple[Dict[str, Dict
     """The units of `names` merged as tuned merges them: ({unit: {option: (value, profile)}}, problems)."""
     units: Dict[str, Dict[str, Tuple[str, str]]] = {}
     problems: List[str] = []
-    if depth > _MAX_INCLUDES:
+    if names and depth > _MAX_INCLUDES:  # a leaf (no includes) at the limit is within it
         return units, [f"includes nested deeper than {_MAX_INCLUDES}"]
     for name in names:
         rel = profile_path(io, name)
