@@ -309,3 +309,29 @@ def test_no_pynvml_at_all_is_library_not_found(monkeypatch: pytest.MonkeyPatch) 
     with pytest.raises(nvml.NvmlUnavailable) as info:
         nvml.Nvml()
     assert info.value.status == "library_not_found"
+
+
+def test_clock_reasons_new_name_first_old_name_as_fallback(fake_nvml: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pynvml
+
+    _host(fake_nvml, a100(0, "3B", clock_event_reasons=0x44))
+    with nvml.Nvml() as n:
+        assert n.sample(0)["clock_event_reasons"] == 0x44
+    calls = pynvml.fake_calls()
+    assert calls.get("nvmlDeviceGetCurrentClocksEventReasons") == 1
+    assert "nvmlDeviceGetCurrentClocksThrottleReasons" not in calls
+    monkeypatch.delattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons")  # nvidia-ml-py < 12.535
+    _host(fake_nvml, a100(0, "3B", clock_event_reasons=0x8))
+    with nvml.Nvml() as n:
+        assert n.sample(0)["clock_event_reasons"] == 0x8
+
+
+def test_every_perf_policy_is_read_under_its_name(fake_nvml: Any) -> None:
+    names = list(nvml.PERF_POLICIES.values())
+    _host(fake_nvml, a100(0, "3B", violations_ns={name: (i + 1) * 10**9 for i, name in enumerate(names)}))
+    with nvml.Nvml() as n:
+        got = n.health(0)["throttle_seconds"]
+    assert got == {name: float(i + 1) for i, name in enumerate(names)}
+    assert names == ["power", "thermal", "sync_boost", "board_limit", "low_utilization", "reliability",
+                     "total_app_clocks", "total_base_clocks"]
+    assert list(nvml.PERF_POLICIES) == [0, 1, 2, 3, 4, 5, 10, 11]
