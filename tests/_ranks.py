@@ -62,9 +62,8 @@ def ranks(args: Sequence[str], cwd: Path, nproc: int = 2, timeout: float = 240,
         status = 0
         deadline = time.monotonic() + timeout
         try:
-            while any(p.poll() is None for p in procs):
-                failed = [p.returncode for p in procs if p.returncode not in (None, 0)]
-                if failed:
+            while None in [p.poll() for p in procs]:  # a list: every rank polled, not only up to a running one
+                if any(p.returncode not in (None, 0) for p in procs):
                     break
                 if time.monotonic() > deadline:
                     raise subprocess.TimeoutExpired(list(args), timeout)
