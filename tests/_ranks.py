@@ -49,7 +49,7 @@ def rank_env(rank: int, world: int, port: int, run_id: str, base: Optional[Dict[
     return env
 
 
-def ranks(args: Sequence[str], cwd: Path, nproc: int = 2, timeout: float = 240,
+def ranks(args: Sequence[str], cwd: Path, nproc: int = 2, timeout: float = 600,
           env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
     """`torchrun --standalone --nproc_per_node=NPROC ARGS` without the agent: `python ARGS` once per rank (ARGS as
     torchrun takes them: `-m module ...` or `script.py ...`). Returns the job's exit status (0, or the first failed
@@ -81,7 +81,7 @@ def ranks(args: Sequence[str], cwd: Path, nproc: int = 2, timeout: float = 240,
         return subprocess.CompletedProcess([sys.executable, *args], status, out.read(), err.read())
 
 
-def run_ranks(args: Sequence[str], cwd: Path, nproc: int = 2, timeout: float = 240) -> subprocess.CompletedProcess:
+def run_ranks(args: Sequence[str], cwd: Path, nproc: int = 2, timeout: float = 600) -> subprocess.CompletedProcess:
     """ranks() that must succeed (the job's stderr in the failure)."""
     r = ranks(args, cwd, nproc, timeout)
     assert r.returncode == 0, r.stderr[-3000:]
