@@ -102,8 +102,11 @@ def test_cores_group_smt_siblings_by_package_and_core(tmp_path: Path) -> None:
     files.update(topo(3, 0, 1, "1,3"))
     files.update(topo(4, 1, 0, "4", name="core_cpus_list"))  # the newer name only
     files.update(topo(5, 1, 0, "5"))  # same package and core id as 4, but other siblings: another core
+    files.update(topo(7, 1, 3, "7-8", name="core_cpus_list"))
+    files.update(topo(8, 1, 3, "7-8", name="core_cpus_list"))
     tree(tmp_path, files)
     assert hostcpu.cores_of(tmp_path, [0, 1, 2, 3, 4, 5, 6]) == [(0, 2), (1, 3), (4,), (5,), (6,)]
+    assert hostcpu.cores_of(tmp_path, [8, 7]) == [(7, 8)]  # siblings from core_cpus_list alone
     assert hostcpu.cores_of(tmp_path, [3, 2]) == [(2,), (3,)]  # only the allowed PUs of each core
 
 
