@@ -28,6 +28,8 @@ def test_parse_tasks_per_node(text: str, expected: object) -> None:
     ({"SLURM_LOCALID": "0", "SLURM_STEP_TASKS_PER_NODE": "", "SLURM_TASKS_PER_NODE": "6"}, (0, 6)),
     # a node past the list takes the last count
     ({"SLURM_LOCALID": "0", "SLURM_NODEID": "5", "SLURM_TASKS_PER_NODE": "2,4"}, (0, 4)),
+    ({"SLURM_LOCALID": "0", "SLURM_NODEID": "2", "SLURM_TASKS_PER_NODE": "2,4"}, (0, 4)),  # just past it
+    ({"SLURM_LOCALID": "0", "SLURM_NODEID": "1", "SLURM_TASKS_PER_NODE": "2,4,6"}, (0, 4)),
     ({"SLURM_LOCALID": "0", "SLURM_NODEID": "", "SLURM_TASKS_PER_NODE": "2,4"}, (0, 2)),
     # per-node counts only when no TASKS_PER_NODE list: NTASKS_PER_NODE before LOCAL_WORLD_SIZE
     ({"SLURM_LOCALID": "1", "SLURM_NTASKS_PER_NODE": "3", "SLURM_LOCAL_WORLD_SIZE": "9"}, (1, 3)),

@@ -1,0 +1,118 @@
+"""Pins for hosttune/launch/procfs.py on real child processes and literal numa_maps lines: environment, status,
+parent, children and descendants, the launch marker, zombies, start time and CPU time (issue 21)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Iterator, List
+
+import pytest
+
+from hosttune import jobrecord
+from hosttune.launch import procfs
+from conftest import checkout_env
+
+MARK = "HOSTTUNE_LAUNCH_ID"
+
+
+def _until(cond: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 30
+    while not cond():
+        assert time.monotonic() < deadline, "the child never reached the state"
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def procs() -> Iterator[List[subprocess.Popen]]:
+    started: List[subprocess.Popen] = []
+    try:
+        yield started
+    finally:
+        for p in started:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("7f0000400000 default file=/usr/bin/x mapped=1", ("none", ())),
+    ("7f00 bind:0-1 anon=3", ("bind", (0, 1))),
+    ("7f00 bind=static:2 anon=3", ("bind", (2,))),
+    ("7f00 prefer:1 anon=3", ("preferred", (1,))),
+    ("7f00 prefer (many):0,2 anon=3", ("preferred", (0, 2))),
+    ("7f00 prefer (many) anon=3", ("preferred", ())),
+    ("7f00 interleave:0-3", ("interleave", (0, 1, 2, 3))),
+    ("7f00 local", ("none", ())),
+    ("7f00 weighted_interleave:1", ("weighted_interleave", (1,))),
+    ("7f00", None), ("7f00 ", None), ("", None),
+])
+def test_parse_numa_maps_policy(line: str, expected: object) -> None:
+    assert procfs.parse_numa_maps_policy(line + "\n7f01 bind:5 anon=1\n") == expected
+
+
+def test_environ_status_and_parent_of_a_real_child(procs: List[subprocess.Popen], tmp_path: Path) -> None:
+    odd = tmp_path / "a) b (c"  # the stat line's command name holds spaces and parentheses
+    os.symlink("/bin/sleep", odd)
+    p = subprocess.Popen([str(odd), "30"], env={"A": "1", "B": "x=y", "PATH": "/usr/bin:/bin"})
+    procs.append(p)
+    _until(lambda: procfs.proc_status(p.pid).get("Name", "").startswith("a) b"))
+    assert procfs.proc_environ(p.pid) == {"A": "1", "B": "x=y", "PATH": "/usr/bin:/bin"}
+    st = procfs.proc_status(p.pid)
+    assert st["Pid"] == str(p.pid) and st["PPid"] == str(os.getpid())  # values stripped of the tab
+    assert procfs.proc_status(p.pid, p.pid)["Pid"] == str(p.pid)  # the thread's own status
+    assert procfs.proc_ppid(p.pid) == os.getpid() and procfs.proc_ppid(os.getpid()) == os.getppid()
+    assert procfs.alive(p.pid)
+    assert procfs.start_time(p.pid) == jobrecord.start_time_of(Path(f"/proc/{p.pid}/stat").read_bytes())
+    assert procfs.start_time(p.pid) > procfs.start_time(os.getpid())  # type: ignore[operator]
+    cpu = procfs.cpu_seconds(p.pid)
+    assert cpu is not None and 0 <= cpu < 5
+    assert p.pid in procfs.children(os.getpid())
+    p.kill()
+    _until(lambda: procfs.proc_status(p.pid).get("State", "").startswith("Z"))
+    assert not procfs.alive(p.pid) and procfs.proc_status(p.pid) != {}  # a zombie is not alive
+    p.wait()
+    assert procfs.proc_environ(p.pid) is None and procfs.proc_status(p.pid) == {} and not procfs.alive(p.pid)
+    assert procfs.proc_ppid(p.pid) is None and procfs.start_time(p.pid) is None and procfs.cpu_seconds(p.pid) is None
+    assert procfs.proc_mempolicy(p.pid) is None and procfs.children(p.pid) == []
+
+
+def test_cpu_seconds_counts_user_and_system_time() -> None:
+    t = os.times()
+    mine = procfs.cpu_seconds(os.getpid())
+    assert mine is not None and abs(mine - (t.user + t.system)) < 0.5
+
+
+def test_descendants_and_the_marker_find_a_grandchild(procs: List[subprocess.Popen]) -> None:
+    marker = f"pins4-{os.getpid()}-{time.monotonic_ns()}"
+    env = dict(os.environ, **{MARK: marker})
+    p = subprocess.Popen(["/bin/sh", "-c", "sleep 30 & echo $!; wait"], env=env, stdout=subprocess.PIPE, text=True)
+    procs.append(p)
+    grandchild = int(p.stdout.readline())  # type: ignore[union-attr]
+    try:
+        _until(lambda: grandchild in procfs.children(p.pid))
+        assert p.pid in procfs.descendants(os.getpid()) and grandchild in procfs.descendants(os.getpid())
+        assert procfs.descendants(p.pid) == [grandchild]
+        _until(lambda: (procfs.proc_environ(grandchild) or {}).get(MARK) == marker)
+        assert sorted(procfs.marked_processes(marker)) == sorted([p.pid, grandchild])
+        assert procfs.marked_processes(marker + "x") == []
+    finally:
+        os.kill(grandchild, signal.SIGKILL)
+
+
+def test_marked_processes_never_names_the_caller() -> None:
+    marker = f"self-{os.getpid()}-{time.monotonic_ns()}"
+    code = ("import os; from hosttune.launch import procfs; "
+            f"print(os.getpid(), procfs.marked_processes({marker!r}))")
+    out = subprocess.run([sys.executable, "-c", code], env=checkout_env(**{MARK: marker}), capture_output=True, text=True,
+                         timeout=60).stdout.split(None, 1)
+    assert out[1].strip() == "[]", out  # the caller carries the marker itself and is never in its own sweep
+
+
+def test_self_mems_allowed_is_the_status_list() -> None:
+    line = [x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("Mems_allowed_list:")]
+    expected = procfs.parse_cpulist(line[0].split(":", 1)[1].strip()) if line else ()
+    assert procfs.self_mems_allowed() == expected and (not line or 0 < len(expected))
+    assert procfs.parse_cpulist("0-2,5") == (0, 1, 2, 5)
