@@ -86,7 +86,8 @@ def test_v1_without_hierarchies_and_nothing_at_all(tmp_path: Path) -> None:
     assert got == Cgroup(version=1, path="/j") and missing == ["cgroup: cpuset hierarchy not mounted"]
     got, missing = probe(tmp_path / "b", {"proc/self/cgroup": "1:name=systemd:/user\n"})
     assert got == Cgroup()
-    assert missing == ["mounts: no proc/self/mountinfo or proc/mounts", "cgroup: no proc/self/cgroup or proc/self/cpuset"]
+    assert missing == ["mounts: no proc/self/mountinfo or proc/mounts",
+                       "cgroup: no proc/self/cgroup or proc/self/cpuset"]
     mi = "31 1 0:27 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n"
     got, missing = probe(tmp_path / "c", {"proc/self/cgroup": "3:cpuset:/k\n", "proc/self/mountinfo": mi})
     assert got == Cgroup(version=1, path="/k")
