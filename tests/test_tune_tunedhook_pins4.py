@@ -224,3 +224,12 @@ def test_edit_blocks_sets_drops_and_removes_the_file_when_empty(tmp_path: Path) 
     with pytest.raises(OSError, match="is not hosttune's"):
         edit_blocks(txn, "etc/s.conf", {a: ["x = 1"]}, {})
     assert (tmp_path / "etc/s.conf").read_text() == "vm.swappiness = 1\n"
+
+
+def test_hand_over_with_a_state_that_applied_nothing_yet(tmp_path: Path) -> None:
+    root = _tuned_host(tmp_path, {ACTIVE: "balanced\n"})
+    tree = Tree(root)
+    state: Dict[str, Any] = {}  # a state file may lack "applied" (check_state allows it)
+    tunedhook.hand_over(tree, state, Txn(tree), False)
+    assert (root / CONF).read_text() == tuned.render_profile("balanced", {})
+    assert state["tuned"]["previous"] == "balanced"
