@@ -141,8 +141,10 @@ class Root:
 
 
 @contextmanager
-def debian_root(suite: str, tmp: Path) -> Iterator[Root]:
-    tarball = root_tarball(suite)
+def debian_root(suite: str, tmp: Path, tarball: Optional[Path] = None) -> Iterator[Root]:
+    """A root of `suite` unpacked from `tarball` (default: the cached minbase root, root_tarball) on a tmpfs of its
+    own, with /proc and /sys mounted."""
+    tarball = tarball or root_tarball(suite)
     path = tmp / f"root-{suite}"
     path.mkdir()
     root = Root(path)
@@ -234,6 +236,35 @@ def pkgs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
         assert Path(found[fmt]).is_file(), f"{found[fmt]} was not built"
         print(f"{Path(found[fmt]).name}: {Path(found[fmt]).stat().st_size} bytes")
     return found  # type: ignore[return-value]
+
+
+@pytest.fixture(scope="module")
+def next_pkgs(pkgs: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
+    """The same commit built again as version N+1 (both formats in one build: the upgrade tests of each)."""
+    newer = str(pkgs["version"]) + "+1"
+    out = tmp_path_factory.mktemp("dist-next")
+    sh(build_args(str(pkgs["commit"]), out) + ["--version", newer], cwd=str(REPO), env=pip_env())
+    found = {"version": newer, "deb": out / f"hosttune_{newer}_all.deb", "rpm": out / f"hosttune-{newer}-1.noarch.rpm"}
+    for fmt in ("deb", "rpm"):
+        assert Path(found[fmt]).is_file(), f"{found[fmt]} was not built"
+    return found  # type: ignore[return-value]
+
+
+@pytest.fixture(scope="module")
+def bookworm_installed(pkgs: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tarball of the bookworm root after `apt-get install ./hosttune_*.deb` (apt resolving the dependencies from
+    the mirror), made once per module: the tests of the installed package unpack it instead of each paying for the
+    same install (dpkg unpacking and byte-compiling python3 and hosttune is most of a test's CPU time)."""
+    tmp = tmp_path_factory.mktemp("bookworm-installed")
+    tarball = tmp / "installed.tar"
+    started = time.monotonic()
+    with debian_root("bookworm", tmp) as root:
+        apt_install(root, str(pkgs["deb"]))
+        root.unmount(keep_root=True)  # /proc and /sys stay out of the tarball
+        # the archives apt_install copied in come back from CACHE when a test installs again
+        sh(["tar", "-C", str(root.path), "--exclude=./var/cache/apt/archives/*.deb", "-cpf", str(tarball), "."])
+    print(f"\nbookworm root with {Path(pkgs['deb']).name} installed at {time.monotonic() - started:.1f}s")
+    return tarball
 
 
 def test_deb_metadata_and_layout(pkgs: Dict[str, Path]) -> None:
@@ -451,13 +482,13 @@ def run_cli(root: Root, env: Optional[Dict[str, str]] = None) -> Dict[str, objec
     return {"version": version.stdout.strip(), "facts": facts, "doctor": doctor}
 
 
-def test_debian12_install_run_purge(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+def test_debian12_install_run_purge(pkgs: Dict[str, Path], bookworm_installed: Path, tmp_path: Path) -> None:
+    """`apt-get install ./hosttune_*.deb` (bookworm_installed) resolved the dependencies, made the job records
+    directory and enabled nothing; the CLI runs; purge leaves nothing."""
     started = time.monotonic()
-    with debian_root("bookworm", tmp_path) as root:
+    with debian_root("bookworm", tmp_path, bookworm_installed) as root:
         assert root.run(["cat", "/etc/debian_version"]).stdout.startswith("12")
-        print(f"root ready at {time.monotonic() - started:.1f}s")
-        apt_install(root, str(pkgs["deb"]))
-        print(f"installed at {time.monotonic() - started:.1f}s")
+        print(f"installed root ready at {time.monotonic() - started:.1f}s")
         status = root.run(["dpkg-query", "-W", "-f", "${Status} ${Version}", "hosttune"]).stdout
         assert status == f"install ok installed {pkgs['version']}"
         for dep in ("python3-click", "python3-yaml", "python3-psutil", "python3-distro"):
@@ -504,15 +535,14 @@ def test_debian12_install_run_purge(pkgs: Dict[str, Path], tmp_path: Path) -> No
         assert left == [], f"left after purge: {left}"
 
 
-def test_deb_train_finds_the_torch_of_a_venv(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+def test_deb_train_finds_the_torch_of_a_venv(pkgs: Dict[str, Path], bookworm_installed: Path, tmp_path: Path) -> None:
     """The .deb runs hosttune on /usr/bin/python3, which has no torch: `train` says what to install (exit 2, one
     line); with `--python` of a venv that has torch it trains, printing a progress line per log interval into a
     pipe. The venv's torch is this machine's, bind-mounted read-only into the root (same Python minor as bookworm's)
     and put on the venv's path with a .pth file: no copy of torch, no download."""
     torch = pytest.importorskip("torch")
     site = Path(torch.__file__).resolve().parent.parent
-    with debian_root("bookworm", tmp_path) as root:
-        apt_install(root, str(pkgs["deb"]))
+    with debian_root("bookworm", tmp_path, bookworm_installed) as root:
         minor = root.run(["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]).stdout.strip()
         if minor != f"{sys.version_info[0]}.{sys.version_info[1]}":
             pytest.skip(f"this machine's torch is for Python {sys.version_info[:2]}, bookworm's python3 is {minor}")
@@ -545,16 +575,14 @@ def test_deb_train_finds_the_torch_of_a_venv(pkgs: Dict[str, Path], tmp_path: Pa
         assert (root.path / "tmp" / "run" / "metrics.jsonl").is_file()
 
 
-def test_deb_upgrade_keeps_edited_conffile_and_tune_state(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+def test_deb_upgrade_keeps_edited_conffile_and_tune_state(pkgs: Dict[str, Path], next_pkgs: Dict[str, Path],
+                                                          bookworm_installed: Path, tmp_path: Path) -> None:
     """An upgrade, a reinstall of the same version and a downgrade keep an edited conffile and everything
     `tune apply` did (prerm `upgrade` reverts nothing)."""
-    newer = str(pkgs["version"]) + "+1"
-    out = tmp_path / "next"
-    sh(build_args(str(pkgs["commit"]), out) + ["--version", newer, "--formats", "deb"], cwd=str(REPO))
-    next_deb = out / f"hosttune_{newer}_all.deb"
-    with debian_root("bookworm", tmp_path) as root:
+    newer = str(next_pkgs["version"])
+    next_deb = Path(next_pkgs["deb"])
+    with debian_root("bookworm", tmp_path, bookworm_installed) as root:
         private_vm_sysctl(root)
-        apt_install(root, str(pkgs["deb"]))
         conf = root.path / "etc/hosttune/monitor.yaml"
         shipped = conf.read_text()
         conf.write_text(shipped + "\n# edited by the admin\n")
@@ -574,6 +602,7 @@ def test_deb_upgrade_keeps_edited_conffile_and_tune_state(pkgs: Dict[str, Path],
         assert not [f for f in owned if f.startswith("/usr/lib/systemd")]
         assert root.exists("/lib/systemd/system/hosttune-monitor.service")
         # The previous version again (a downgrade, as an admin rolling back would do) keeps the edit too.
+        shutil.copy2(str(pkgs["deb"]), str(root.path / "tmp" / Path(pkgs["deb"]).name))
         root.run(["dpkg", "--force-confold", "-i", "/tmp/" + Path(pkgs["deb"]).name])
         assert conf.read_text() == shipped + "\n# edited by the admin\n"
         assert host_state(root) == applied
@@ -590,7 +619,7 @@ def el9_rpm(root: Root, rpm_file: Path) -> List[str]:
     return rpm
 
 
-def test_el9_standin_rpm_install_run_erase(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+def test_el9_standin_rpm_install_run_erase(pkgs: Dict[str, Path], next_pkgs: Dict[str, Path], tmp_path: Path) -> None:
     """Install, run, upgrade to N+1 and reinstall it (the edited config and what `tune apply` did are kept), erase
     (the revert runs and says so; only the edited config is left, as .rpmsave)."""
     with debian_root("bullseye", tmp_path) as root:
@@ -617,15 +646,13 @@ def test_el9_standin_rpm_install_run_erase(pkgs: Dict[str, Path], tmp_path: Path
         conf = root.path / "etc/hosttune/monitor.yaml"
         conf.write_text(conf.read_text() + "\n# edited by the admin\n")
         edited = conf.read_text()
-        newer = str(pkgs["version"]) + "+1"
-        sh(build_args(str(pkgs["commit"]), tmp_path / "next") + ["--version", newer, "--formats", "rpm"],
-           cwd=str(REPO))
-        sh(rpm + ["--nodeps", "-U", str(tmp_path / "next" / f"hosttune-{newer}-1.noarch.rpm")])
+        newer = str(next_pkgs["version"])
+        sh(rpm + ["--nodeps", "-U", str(next_pkgs["rpm"])])
         assert sh(rpm + ["-q", "hosttune"]).stdout.strip() == f"hosttune-{newer}-1.noarch"
         assert conf.read_text() == edited
         assert root.run(["/usr/bin/hosttune", "--version"], env=env).stdout.strip() == f"hosttune {newer}"
         assert host_state(root) == applied  # %preun with $1 = 1: nothing reverted
-        again = sh(rpm + ["--nodeps", "-U", "--replacepkgs", str(tmp_path / "next" / f"hosttune-{newer}-1.noarch.rpm")])
+        again = sh(rpm + ["--nodeps", "-U", "--replacepkgs", str(next_pkgs["rpm"])])
         assert said(again) == [] and host_state(root) == applied, again.stdout + again.stderr
         files = sh(rpm + ["-ql", "hosttune"]).stdout.split()
         erased = sh(rpm + ["-e", "hosttune"])
@@ -726,12 +753,11 @@ def revert_failed(lines: List[str]) -> bool:
             and lines[-1].startswith("hosttune: the revert failed (exit 2): kept " + STATE))
 
 
-def test_deb_remove_reverts_tune_apply(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+def test_deb_remove_reverts_tune_apply(bookworm_installed: Path, tmp_path: Path) -> None:
     """apt remove after `tune apply`: prerm runs `hosttune tune revert` and says what it did; the kernel value,
     /etc/security, /etc/sysctl.d and /var/lib/hosttune are as before the apply. Purge then leaves nothing."""
-    with debian_root("bookworm", tmp_path) as root:
+    with debian_root("bookworm", tmp_path, bookworm_installed) as root:
         private_vm_sysctl(root)
-        apt_install(root, str(pkgs["deb"]))
         before = host_state(root)
         assert not [p for p in before if p.startswith("/var/lib/hosttune")], before
         tune_apply(root)
@@ -746,13 +772,13 @@ def test_deb_remove_reverts_tune_apply(pkgs: Dict[str, Path], tmp_path: Path) ->
         assert host_state(root) == before and not root.exists("/etc/hosttune")
 
 
-def test_deb_purge_keeps_the_tune_state_when_revert_fails(pkgs: Dict[str, Path], tmp_path: Path) -> None:
+def test_deb_purge_keeps_the_tune_state_when_revert_fails(pkgs: Dict[str, Path], bookworm_installed: Path,
+                                                          tmp_path: Path) -> None:
     """A revert that fails at removal (here: /proc/sys/vm read-only) does not stop apt purge; prerm says so, and
     purge keeps tune-state.json (and what it records) while removing everything else of hosttune's. With the
     package installed again, `hosttune tune revert` finishes from that record."""
-    with debian_root("bookworm", tmp_path) as root:
+    with debian_root("bookworm", tmp_path, bookworm_installed) as root:
         vm = private_vm_sysctl(root)
-        apt_install(root, str(pkgs["deb"]))
         before = host_state(root)
         applied = tune_apply(root)
         root.run(["mkdir", "-p", "/var/lib/hosttune/textfile"])  # the monitor's textfile store: purge removes it
