@@ -39,7 +39,8 @@ def io_of(tmp_path: Path, *profiles: Dict[str, str], extra: Dict[str, str] = {})
 
 def test_profile_path_later_directory_wins(tmp_path: Path) -> None:
     io = io_of(tmp_path, prof("p", "[main]\n"), prof("p", "[main]\n", "etc/tuned"),
-               prof("q", "", "usr/lib/tuned/profiles"))
+               prof("q", "", "usr/lib/tuned/profiles"), {"usr/lib/tuned.conf": "", "etc/tuned.conf": "",
+                                                         "usr/lib/tuned/tuned.conf": ""})
     assert T.profile_path(io, "p") == "/etc/tuned/p/tuned.conf"
     assert T.profile_path(io, "q") == "/usr/lib/tuned/profiles/q/tuned.conf"
     assert T.profile_path(io, "none") is None
