@@ -596,3 +596,13 @@ def _regenerate() -> None:
 
 if __name__ == "__main__":
     _regenerate()
+
+
+def test_allreduce_without_a_result_names_torchruns_last_words() -> None:
+    fix = ("gloo needs this host's name to resolve to a local address (getent hosts $(hostname)); "
+           "GLOO_SOCKET_IFNAME=lo pins it to loopback")
+    quiet_exit = JobResult(name="allreduce", returncode=0, stderr_tail="x\n  Gloo connect failed  \n\n")
+    assert _row(F.allreduce_finding(quiet_exit, "gloo", None, "loopback")) == \
+        ("fail", "torchrun: Gloo connect failed", "loopback", fix)
+    assert _row(F.allreduce_finding(JobResult(name="allreduce", returncode=0), "gloo", None, "loopback")) == \
+        ("fail", "torchrun: exit status 0", "loopback", fix)
