@@ -30,7 +30,7 @@ def pci_tree(tmp_path: Path) -> HostIO:
     files.update(dev("0000:00:1f.3", "0x8086", "0x040300"))  # audio
     files.update(dev("0000:3b:00.1", "0x10de", "0x040300"))  # the GPU's audio function
     files[f"{P}/0000:99:00.0/class"] = "0x030200\n"  # no vendor: not identifiable
-    files.update(dev("0000:af:00.0", "0x10de", "0x030200"))  # no locality files
+    files.update(dev("0000:af:00.0", "0x10de", "0x038000"))  # a display controller; no locality files
     return HostIO(build_tree(tmp_path, files))
 
 
@@ -44,7 +44,7 @@ def test_scan_pci(tmp_path: Path) -> None:
         Gpu(index=1, pci_bus_id="0000:3b:00.0", numa_node=1, local_cpus=(4, 5, 6, 7), device_id="0x20b0",
             pci_class="0x030200", source="pci"),
         Gpu(index=2, pci_bus_id="0000:af:00.0", numa_node=-1, local_cpus=(), device_id="0x20b0",
-            pci_class="0x030200", source="pci"),
+            pci_class="0x038000", source="pci"),
     ]
     assert gpu.device_locality(io, "0000:af:00.0") == (-1, ())
     assert io.missing == []
@@ -86,7 +86,7 @@ def test_nvml_view_with_sysfs_locality(tmp_path: Path, fake_nvml: Any) -> None:
     assert (g.ecc_uncorrected_volatile, g.retired_pages_pending, g.remapped_rows_pending,
             g.remapped_rows_failure) == (0, False, False, False)
     assert (g.device_id, g.pci_class) == ("0x20b0", "0x030000")
-    assert gpus[1].name is None and gpus[1].numa_node == -1 and gpus[1].pci_class == "0x030200"
+    assert gpus[1].name is None and gpus[1].numa_node == -1 and gpus[1].pci_class == "0x038000"
 
 
 def test_fast_path_reads_no_sample(tmp_path: Path, fake_nvml: Any) -> None:

@@ -25,8 +25,9 @@ def test_node_meminfo(text: Optional[str], mb: Optional[int]) -> None:
 
 
 def test_meminfo() -> None:
-    got = numa.parse_meminfo("MemTotal:  100 kB\nHugePages_Total:   4\nBad: x kB\nNeg: -1 kB\nEmpty:\nnocolon\n")
-    assert got == {"MemTotal": 100, "HugePages_Total": 4}
+    got = numa.parse_meminfo("MemTotal:  100 kB\nHugePages_Total:   4\nBad: x kB\nNeg: -1 kB\nEmpty:\nnocolon\n"
+                             "SwapTotal: 0 kB\n")
+    assert got == {"MemTotal": 100, "HugePages_Total": 4, "SwapTotal": 0}
 
 
 def test_nodes_sparse_cpuless_offline_and_allowed(tmp_path: Path) -> None:
