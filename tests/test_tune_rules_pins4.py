@@ -82,3 +82,12 @@ def test_host_of_tree(tmp_path: Path) -> None:
     assert rules.host_of_tree(root) == Host(numa_nodes=2, swap_mb=2048, rdma_devices=2)
     bare = build_tree(tmp_path / "b", {"proc/meminfo": "MemTotal: 1000 kB\n"})
     assert rules.host_of_tree(bare) == Host(numa_nodes=1, swap_mb=None, rdma_devices=0)
+
+
+def test_host_of_facts() -> None:
+    from types import SimpleNamespace as NS
+
+    facts = NS(numa=NS(nodes=[0, 1, 2]), memory=NS(swap_total_mb=512), limits=NS(rdma_devices=4))
+    assert rules.host_of_facts(facts) == Host(numa_nodes=3, swap_mb=512, rdma_devices=4)
+    facts = NS(numa=NS(nodes=[]), memory=NS(swap_total_mb=None), limits=NS(rdma_devices=0))
+    assert rules.host_of_facts(facts) == Host(numa_nodes=1, swap_mb=None, rdma_devices=0)
