@@ -135,3 +135,13 @@ def test_load_order_file_then_command_line(tmp_path: Path, monkeypatch: Any) -> 
         C.load(str(other))
     with pytest.raises(UserError, match="^command line: max_bytes must be at least 4096$"):
         C.load(None, {"max_bytes": 1})
+
+
+def test_a_config_file_of_at_most_one_mib(tmp_path: Path) -> None:
+    p = tmp_path / "m.yaml"
+    head = "interval: 7\n"
+    p.write_text(head + "#" * (C.MAX_CONFIG_BYTES - len(head) - 1) + "\n")
+    assert p.stat().st_size == 1 << 20 and C.load(str(p)).interval == 7.0
+    p.write_text(head + "#" * (C.MAX_CONFIG_BYTES - len(head)) + "\n")
+    with pytest.raises(UserError):
+        C.load(str(p))

@@ -233,3 +233,12 @@ def test_hand_over_with_a_state_that_applied_nothing_yet(tmp_path: Path) -> None
     tunedhook.hand_over(tree, state, Txn(tree), False)
     assert (root / CONF).read_text() == tuned.render_profile("balanced", {})
     assert state["tuned"]["previous"] == "balanced"
+
+
+def test_an_active_profile_that_is_not_a_name_is_refused_naming_the_file(tmp_path: Path) -> None:
+    root = _tuned_host(tmp_path, {ACTIVE: "../../etc\n"})
+    before = snapshot(root)
+    with pytest.raises(UserError, match=rf"tune apply: tuned: {root}/etc/tuned/active_profile: '\.\./\.\./etc' is "
+                                        r"not a tuned profile name"):
+        tune.apply(root, only=["swappiness"])
+    assert snapshot(root) == before
