@@ -190,3 +190,21 @@ def test_probe_on_a_tree_without_cpus(tmp_path: Path) -> None:
     cpu = C.probe(io, Cgroup())
     assert cpu.online == () and cpu.physical == 0 and cpu.smt is False and cpu.smt_control == "on"
     assert any(m.startswith("cpu.topology:") for m in io.missing)
+
+
+def test_every_isa_flag_of_interest_is_kept_in_its_order() -> None:
+    want = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
+            "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8", "hypervisor", "asimd", "sve", "sve2",
+            "bf16", "i8mm", "asimdhp", "vsx", "mma")
+    assert C.interesting_flags(list(reversed(want)) + ["sse4_1", "avx512cd", "amx"]) == want
+
+
+def test_unknown_package_uses_package_cpus_list_first(tmp_path: Path) -> None:
+    files: Dict[str, str] = {}
+    for c in (0, 1, 2):
+        files.update(_topo(c, -1, c, str(c)))
+        t = f"sys/devices/system/cpu/cpu{c}/topology"
+        files[f"{t}/package_cpus_list"] = "0-1\n" if c < 2 else "2\n"
+        files[f"{t}/core_siblings_list"] = "0-2\n"
+    io = HostIO(build_tree(tmp_path, files))
+    assert C.topology(io, [0, 1, 2]) == ([(0,), (1,), (2,)], [(0, 1), (2,)])
