@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import stat
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_engine_integration import env  # noqa: E402
+from _enginemainhelp import engine_here  # noqa: E402
 
 from hosttune.engine import export  # noqa: E402
 from hosttune.engine.__main__ import main  # noqa: E402
@@ -50,10 +49,11 @@ def checkpoint_model(run_dir: Path) -> GPT:
 def exported(trained: Path, tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     """`python -m hosttune.engine --export OUT --run-dir RUN` of `trained`, once for the module (issue 21: the
     torch.export and ONNX export of one checkpoint are the module's slowest step): its output directory and stderr.
-    Tests that only read an export's files share it; a test that changes one changes its own copy."""
+    Tests that only read an export's files share it; a test that changes one changes its own copy. The CLI runs in
+    this process (tests/_enginemainhelp.py: exit status and stderr, warnings included, as the process shows them;
+    issue 21: an interpreter and a torch import fewer, and make check runs these tests)."""
     out = tmp_path_factory.mktemp("exported") / "out"
-    r = subprocess.run([sys.executable, "-m", "hosttune.engine", "--export", str(out), "--run-dir", str(trained)],
-                       env=env(), capture_output=True, text=True, timeout=240)
+    r = engine_here("--export", str(out), "--run-dir", str(trained), cwd=trained.parent)
     assert r.returncode == 0, "the CLI export of the module's run failed: " + r.stderr[-3000:]
     return SimpleNamespace(out=out, stderr=r.stderr)
 
