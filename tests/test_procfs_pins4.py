@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Callable, Iterator, List
 
 import pytest
+from conftest import checkout_env
 
 from hosttune import jobrecord
 from hosttune.launch import procfs
-from conftest import checkout_env
 
 MARK = "HOSTTUNE_LAUNCH_ID"
 
@@ -106,8 +106,8 @@ def test_marked_processes_never_names_the_caller() -> None:
     marker = f"self-{os.getpid()}-{time.monotonic_ns()}"
     code = ("import os; from hosttune.launch import procfs; "
             f"print(os.getpid(), procfs.marked_processes({marker!r}))")
-    out = subprocess.run([sys.executable, "-c", code], env=checkout_env(**{MARK: marker}), capture_output=True, text=True,
-                         timeout=60).stdout.split(None, 1)
+    out = subprocess.run([sys.executable, "-c", code], env=checkout_env(**{MARK: marker}), capture_output=True,
+                         text=True, timeout=60).stdout.split(None, 1)
     assert out[1].strip() == "[]", out  # the caller carries the marker itself and is never in its own sweep
 
 
