@@ -255,3 +255,10 @@ def test_eleven_gpus_cycle_through_the_ten_colours_and_keep_them_across_panels()
     order = sorted(f"GPU {g}" for g in range(11))  # "GPU 0", "GPU 1", "GPU 10", "GPU 2", ...
     assert [stroke[name] for name in order] == palette + palette[:1]
     assert all(stroke[f"GPU {g} memory"] == stroke[f"GPU {g}"] for g in range(11))
+
+
+def test_each_time_step_is_chosen_at_eight_of_it() -> None:
+    for step in (60, 300, 600, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400):
+        ticks = draw._time_ticks(0, 8 * step)
+        assert ticks == [i * step for i in range(9)], step
+    assert draw._time_ticks(0, 8 * 60 + 1) == [0, 300]  # just past eight minutes: five-minute steps
