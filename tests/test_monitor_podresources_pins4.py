@@ -35,7 +35,7 @@ def test_varint_edges() -> None:
     assert len(big) == 9 and P._varint(big, 0) == (2 ** 63 - 1, 9)
     assert P._varint(vint(2 ** 64 - 1), 0) == (2 ** 64 - 1, 10)  # the tenth byte is shift 63: still read
     for bad in (b"", b"\x80", b"\xff" * 11):
-        with pytest.raises(Malformed):
+        with pytest.raises(Malformed, match="^truncated varint$"):
             P._varint(bad, 0)
 
 
@@ -107,6 +107,14 @@ def test_device_id_rule(dev: bytes, ok: bool) -> None:
     else:
         with pytest.raises(Malformed):
             P.parse_list(reply)
+
+
+def test_a_refused_name_is_quoted_short() -> None:
+    with pytest.raises(Malformed) as exc:
+        P._text(b"A" * 300, P._NAME)
+    assert str(exc.value) == f"unexpected name {'A' * 40!r}"
+    with pytest.raises(Malformed, match="^not ASCII$"):
+        P._text(b"\xff", P._NAME)
 
 
 def test_constants() -> None:
