@@ -116,3 +116,23 @@ def test_self_mems_allowed_is_the_status_list() -> None:
     expected = procfs.parse_cpulist(line[0].split(":", 1)[1].strip()) if line else ()
     assert procfs.self_mems_allowed() == expected and (not line or 0 < len(expected))
     assert procfs.parse_cpulist("0-2,5") == (0, 1, 2, 5)
+
+
+def test_names_that_are_not_utf8_never_break_status_or_numa_maps(procs: List[subprocess.Popen],
+                                                                 tmp_path: Path) -> None:
+    odd = os.path.join(os.fsencode(tmp_path), b"\xff\xfe")
+    os.symlink(b"/bin/sleep", odd)
+    data = os.path.join(os.fsencode(tmp_path), b"m\xff.bin")
+    with open(data, "wb") as fh:
+        fh.write(b"\0" * 4096)
+    p = subprocess.Popen([odd, "30"])
+    procs.append(p)
+    _until(lambda: procfs.proc_status(p.pid).get("Name", "").startswith("\ufffd"))
+    assert procfs.proc_status(p.pid)["Pid"] == str(p.pid)  # the non-UTF-8 Name is replaced, not an error
+    code = ("import mmap, os, sys; f = open(sys.argv[1], 'rb'); m = mmap.mmap(f.fileno(), 4096, "
+            "access=mmap.ACCESS_READ); print('ready', flush=True); sys.stdin.read()")
+    q = subprocess.Popen([sys.executable, "-c", code, data], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    procs.append(q)
+    assert q.stdout.readline() == b"ready\n"  # type: ignore[union-attr]
+    assert b"m\xff.bin" in Path(f"/proc/{q.pid}/numa_maps").read_bytes() or not Path("/proc/self/numa_maps").exists()
+    assert procfs.proc_mempolicy(q.pid) is not None
