@@ -58,3 +58,48 @@ def test_module_fixtures_get_directories_of_the_sessions_own(module_env: Dict[st
     for key in ("runtime", "state", "log", "etc", "cache", "home"):
         assert base in Path(module_env[key] or "/").parents, (key, module_env[key])
     assert module_env["inherited"] == ""
+
+
+def test_version_neutral_rule_follows_imports_helpers_packages_and_processes(tmp_path: Path) -> None:
+    """conftest's computed anyversion rule on a made-up repository: each way a test reaches click/yaml/psutil/distro
+    or a process makes it version-specific, and only the module that reaches none stays in the neutral set."""
+    from conftest import version_neutral_modules
+
+    repo, tests = tmp_path / "repo", tmp_path / "repo" / "tests"
+    files = {
+        "hosttune/__init__.py": "",
+        "hosttune/pure.py": "import os\nfrom . import leaf\n",
+        "hosttune/leaf.py": "X = 1\n",
+        "hosttune/lazy.py": "def f():\n    import yaml\n",  # a function-level import counts
+        "hosttune/via.py": "from hosttune import lazy\n",  # transitively
+        "hosttune/pkg/__init__.py": "import click\n",  # a parent package's __init__ runs too
+        "hosttune/pkg/mod.py": "Y = 2\n",
+        "hosttune/spawn.py": "import os\ndef f(a):\n    os.execv(a[0], a)\n",
+        "tests/_helper.py": "from hosttune.via import *\n",
+        "tests/test_neutral.py": "from hosttune.pure import *\nfrom hosttune import leaf\n",
+        "tests/test_lazy.py": "from hosttune import via\n",
+        "tests/test_pkg.py": "from hosttune.pkg.mod import Y\n",
+        "tests/test_spawn.py": "import hosttune.spawn\n",
+        "tests/test_helper.py": "from _helper import x\n",
+        "tests/test_cli.py": "from conftest import run_cli\nfrom hosttune import leaf\n",
+        "tests/test_sub.py": "import subprocess\n",
+        "tests/test_psutil.py": "import psutil\n",
+    }
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    verdict = version_neutral_modules(tests, repo)
+    assert verdict == {
+        "test_cli.py": "uses conftest's run_cli", "test_helper.py": "imports yaml", "test_lazy.py": "imports yaml",
+        "test_neutral.py": "", "test_pkg.py": "imports click", "test_psutil.py": "imports psutil",
+        "test_spawn.py": "calls os.execv", "test_sub.py": "imports subprocess"}
+
+
+def test_version_neutral_rule_on_this_repository() -> None:
+    """The real suite: a pure-data module stays in the 3.9 pass's cut, a CLI and YAML one stays in the pass."""
+    from conftest import version_neutral_modules
+
+    verdict = version_neutral_modules()
+    assert verdict["test_fsio.py"] == ""
+    assert "imports yaml" in verdict["test_tune.py"] and "run_cli" in verdict["test_tune.py"]
+    assert 0 < sum(not why for why in verdict.values()) < len(verdict) / 2
