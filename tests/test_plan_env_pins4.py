@@ -65,7 +65,7 @@ def test_users_malloc_is_the_first_malloc_library_by_base_name() -> None:
     assert penv._users_malloc(["/libjemalloc/libfoo.so"]) is None and penv._users_malloc([]) is None
 
 
-def test_same_library(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_same_library(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     real = tmp_path / "lib.so"
     real.write_bytes(b"")
     (tmp_path / "link.so").symlink_to(real)
@@ -74,6 +74,8 @@ def test_same_library(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert penv._same_library(str(real), str(tmp_path / "link.so"), "")
     assert not penv._same_library(str(real), str(tmp_path / "link.so"), "/captured")  # never resolved in a root
     assert not penv._same_library("lib.so", str(real), "/")
+    monkeypatch.chdir(tmp_path)  # a bare name is a search, never this directory's file of that name
+    assert not penv._same_library("lib.so", str(real), "/") and not penv._same_library(str(real), "lib.so", "/")
 
 
 @pytest.mark.parametrize("path, why", [
