@@ -63,7 +63,8 @@ def test_allocator_candidates_change_exactly_their_settings() -> None:
     # the profile's own tcmalloc settings stay beside the candidate's
     mine = _profile(tcmalloc={"TCMALLOC_SAMPLE_PARAMETER": "0"})
     big = cands.by_name(cands.generate(mine, cands.Host(tcmalloc=True), {})[0])["tcmalloc-bigcache"].apply(mine)
-    assert dict(big.tcmalloc) == {"TCMALLOC_SAMPLE_PARAMETER": "0", "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES": "268435456"}
+    assert dict(big.tcmalloc) == {"TCMALLOC_SAMPLE_PARAMETER": "0",
+                                  "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES": "268435456"}
 
 
 @pytest.mark.parametrize("binding, policy, expected", [
@@ -161,7 +162,8 @@ def test_prioritized_takes_one_of_each_major_knob_in_turn_then_the_minor_knobs_i
     def c(name: str, knob: str) -> "cands.Candidate":
         return cands.Candidate(name, "", knob=knob)
 
-    found = [c("p1", "pinning"), c("o1", "openmp"), c("a1", "allocator"), c("a2", "allocator"), c("s1", "allocator settings"),
+    found = [c("p1", "pinning"), c("o1", "openmp"), c("a1", "allocator"), c("a2", "allocator"),
+             c("s1", "allocator settings"),
              c("w1", "workers"), c("t1", "threads"), c("b1", "binding"), c("b2", "binding"), c("x1", "other"),
              c("s2", "allocator settings")]
     assert [x.name for x in cands.prioritized(found)] == [

@@ -127,7 +127,8 @@ def test_each_refusal_is_its_own_line(kw: Dict[str, Any], msg: str) -> None:
 
 @pytest.mark.parametrize("kw", [
     {"offload": "cpu", "shard": "fsdp"}, {"data": "shards", "data_path": "x"}, {"data": "lines"},
-    {"model": "resnet-tiny", "image_source": "folder", "data_path": "x"}, {"model": "resnet-tiny", "image_source": "bundled"},
+    {"model": "resnet-tiny", "image_source": "folder", "data_path": "x"},
+    {"model": "resnet-tiny", "image_source": "bundled"},
     {"cudnn_benchmark": True, "deterministic": False}, {"cudnn_benchmark": False, "deterministic": True},
     {"activation_checkpointing": True, "ac_mode": "selective_op"},
     {"activation_checkpointing": True, "ac_mode": "selective_layer", "ac_every": 3},

@@ -84,8 +84,9 @@ def test_the_snapshot_comes_first(tmp_path: Path) -> None:
     p = tmp_path / "oom-snapshot.pickle"
     advice = oom.oom_advice(cfg(activation_checkpointing=True), p)
     assert advice == [oom.snapshot_advice(p), ZERO1, FSDP, FRAG]
-    assert advice[0] == (f"see which tensors held the memory, and where they were allocated: open the memory snapshot "
-                         f"{p} at https://pytorch.org/memory_viz (drag the file onto the page; it stays in the browser)")
+    assert advice[0] == (f"see which tensors held the memory, and where they were allocated: open the memory "
+                         f"snapshot {p} at https://pytorch.org/memory_viz (drag the file onto the page; it stays "
+                         f"in the browser)")
 
 
 def test_the_report_on_a_cpu_device() -> None:
@@ -94,7 +95,8 @@ def test_the_report_on_a_cpu_device() -> None:
     lines = oom.oom_report(exc, c, torch.device("cpu")).splitlines()
     assert lines[0] == "hosttune.engine: error: out of GPU memory (CUDA out of memory. Tried to allocate 2 GiB)"
     assert lines[1] == "advice:"
-    assert lines[2] == "  - halve the micro-batch and keep the effective batch: --set micro_batch_size=2 --set grad_accum=2"
+    assert lines[2] == ("  - halve the micro-batch and keep the effective batch: --set micro_batch_size=2 "
+                        "--set grad_accum=2")
     assert lines[-1] == f"  - {FRAG}"
     assert oom.oom_report(RuntimeError(), c, torch.device("cpu")).splitlines()[0] == (
         "hosttune.engine: error: out of GPU memory (OOM)")

@@ -40,7 +40,8 @@ def test_the_start_line_on_a_gpu() -> None:
     assert precision.amp_note("fp16", CUDA, torch.float16) == "amp: fp16 on cuda (amp=fp16)"
     assert precision.amp_note("auto", CUDA, None) == "amp off on cuda (amp=auto)"
     assert precision.amp_note("off", CPU, None, NATIVE) == "amp off: amp=off asked for (fp32)"
-    assert precision.amp_note("auto", CPU, torch.bfloat16, NATIVE) == "amp: bf16 on CPU (avx512_bf16: AVX-512 BF16 kernels)"
+    assert precision.amp_note("auto", CPU, torch.bfloat16, NATIVE) == (
+        "amp: bf16 on CPU (avx512_bf16: AVX-512 BF16 kernels)")
     assert precision.amp_note("bf16", CPU, torch.bfloat16, EMULATED) == (
         "amp: bf16 on CPU as asked (amp=bf16), emulated: no bf16 instructions; amp=auto would train in fp32")
     assert precision.amp_note("auto", CPU, None, EMULATED) == "amp off: no bf16 instructions, bf16 would be emulated"
