@@ -93,19 +93,18 @@ def version_neutral_modules(tests: Path = Path(__file__).resolve().parent, repo:
     for p in (repo / "hosttune").rglob("*.py"):
         parts = p.relative_to(repo).with_suffix("").parts
         files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
-    facts: Dict[str, Tuple[List[str], str]] = {}  # hosttune module -> (its imports, its first process call or "")
+    facts: Dict[str, Tuple[List[str], str]] = {}  # hosttune module -> (its imports, the source)
 
     def module_facts(mod: str) -> Tuple[List[str], str]:
         if mod not in facts:
             path = files[mod]
-            call = _PROCESS_CALL.search(path.read_text())
             facts[mod] = (_imports_of(path, mod if path.name == "__init__.py" else mod.rpartition(".")[0]),
-                          call.group(0) if call else "")
+                          path.read_text())
         return facts[mod]
 
     verdict = {}
     for test in sorted(tests.glob("test_*.py")):
-        names, sources, calls, queue, seen = [], [test.read_text()], [], _imports_of(test, ""), set()
+        names, sources, queue, seen = [], [test.read_text()], _imports_of(test, ""), set()
         while queue:  # the test, its helpers, then hosttune, breadth first
             name = queue.pop()
             names.append(name)
@@ -119,13 +118,12 @@ def version_neutral_modules(tests: Path = Path(__file__).resolve().parent, repo:
             for mod in (".".join(parts[:i]) for i in range(1, len(parts) + 1)):
                 if top == "hosttune" and mod in files and mod not in seen:
                     seen.add(mod)
-                    imports, call = module_facts(mod)
-                    calls.append(call)
+                    imports, source = module_facts(mod)
+                    sources.append(source)
                     queue += imports
         tops = {n.split(".")[0] for n in names}
         why = [f"imports {m}" for m in VERSIONED + _PROCESS_MODULES if m in tops]
-        calls += [m.group(0) for src in sources for m in [_PROCESS_CALL.search(src)] if m]
-        why += [f"calls {call}" for call in calls if call][:1]
+        why += [f"calls {m.group(0)}" for src in sources for m in [_PROCESS_CALL.search(src)] if m][:1]
         why += [f"uses conftest's {m.group(0)}" for m in [_CLI_HELPERS.search(sources[0])] if m]
         verdict[test.name] = "; ".join(why)
     return verdict
