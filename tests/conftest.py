@@ -55,93 +55,11 @@ ANYVERSION = frozenset({
 })
 
 
-# And, computed, every test module that runs only version-neutral code. The 3.9 pass exists for what differs between
-# the interpreters hosttune ships on: click 7.1, PyYAML 5.3, psutil 5.8, distro 1.5 (VERSIONED), and Python 3.9
-# itself. A module is version-neutral when (1) the hosttune modules it imports (itself or through a tests/_*.py
-# helper), followed through every import hosttune makes (function-level ones too, and each parent package's
-# __init__), reach none of VERSIONED, and (2) neither it, its helpers nor any hosttune module so reached starts a
-# process (imports subprocess/multiprocessing/pty, calls os.exec*/fork/spawn: a child could be `python -m hosttune`,
-# the CLI) or drives the CLI (conftest's run_cli/cli_runner/checkout_env...). Python 3.9's syntax is checked
-# statically (ruff, target-version py39, reports syntax newer than 3.9); its stdlib is not (mypy >= 2 checks 3.10 at
-# the lowest), so such a module's 3.10-only stdlib call would go unseen on 3.9: the cost of this cut, named here.
-# Computed only when `-m` names anyversion (the 3.9 pass), from the syntax trees: no import, no hand list to rot.
-VERSIONED = ("click", "yaml", "psutil", "distro")
-_PROCESS_MODULES = ("subprocess", "multiprocessing", "pty")
-_PROCESS_CALL = re.compile(r"\bos\.(exec\w*|fork\w*|spawn\w*|posix_spawn\w*|system|popen)\b|\bsys\.executable\b")
-_CLI_HELPERS = re.compile(r"\b(run_cli|cli_runner|checkout_env|torchrun_env|probe_env|other_user|boot_in_nspawn|"
-                          r"TORCHRUN)\b")
-
-
-def _imports_of(path: Path, package: str) -> List[str]:
-    """Every module an import statement anywhere in `path` names (`from a import b`: a and a.b), made absolute."""
-    import ast
-
-    out = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            out += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
-            mod = ".".join(base + ([node.module] if node.module else []))
-            out += [mod] + [f"{mod}.{a.name}" for a in node.names]
-    return out
-
-
-def version_neutral_modules(tests: Path = Path(__file__).resolve().parent, repo: Path = REPO) -> Dict[str, str]:
-    """test module file name -> why it is version-specific ("" when version-neutral), by the rule above."""
-    files = {}
-    for p in (repo / "hosttune").rglob("*.py"):
-        parts = p.relative_to(repo).with_suffix("").parts
-        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
-    facts: Dict[str, Tuple[List[str], str]] = {}  # hosttune module -> (its imports, the source)
-
-    def module_facts(mod: str) -> Tuple[List[str], str]:
-        if mod not in facts:
-            path = files[mod]
-            facts[mod] = (_imports_of(path, mod if path.name == "__init__.py" else mod.rpartition(".")[0]),
-                          path.read_text())
-        return facts[mod]
-
-    verdict = {}
-    for test in sorted(tests.glob("test_*.py")):
-        names, sources, queue, seen = [], [test.read_text()], _imports_of(test, ""), set()
-        while queue:  # the test, its helpers, then hosttune, breadth first
-            name = queue.pop()
-            names.append(name)
-            top = name.split(".")[0]
-            helper = tests / f"{top}.py"
-            if top.startswith("_") and helper.is_file() and top not in seen:
-                seen.add(top)
-                sources.append(helper.read_text())
-                queue += _imports_of(helper, "")
-            parts = name.split(".")
-            for mod in (".".join(parts[:i]) for i in range(1, len(parts) + 1)):
-                if top == "hosttune" and mod in files and mod not in seen:
-                    seen.add(mod)
-                    imports, source = module_facts(mod)
-                    sources.append(source)
-                    queue += imports
-        tops = {n.split(".")[0] for n in names}
-        why = [f"imports {m}" for m in VERSIONED + _PROCESS_MODULES if m in tops]
-        why += [f"calls {m.group(0)}" for src in sources for m in [_PROCESS_CALL.search(src)] if m][:1]
-        why += [f"uses conftest's {m.group(0)}" for m in [_CLI_HELPERS.search(sources[0])] if m]
-        verdict[test.name] = "; ".join(why)
-    return verdict
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config._version_neutral = (  # type: ignore[attr-defined]
-        {name for name, why in version_neutral_modules().items() if not why}
-        if "anyversion" in (config.getoption("markexpr", "") or "") else set())
-
-
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
-def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
-    neutral = getattr(config, "_version_neutral", set())
+def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
     for item in items:
         name = Path(str(item.fspath)).name
-        if (name in ANYVERSION or name in neutral
-                or f"{name}::{getattr(item, 'originalname', item.name)}" in ANYVERSION):
+        if name in ANYVERSION or f"{name}::{getattr(item, 'originalname', item.name)}" in ANYVERSION:
             item.add_marker(pytest.mark.anyversion)
 
 
