@@ -191,7 +191,7 @@ def test_a_run_reports_the_hfu_of_its_mode(tmp_path: Path) -> None:
     run = tmp_path / "run"
     fit(config=load_config("gpt-tiny", None, [
         "n_layer=2", "n_embd=32", "n_head=2", "block_size=16", "micro_batch_size=4", "steps=1", "eval_batches=1",
-        "log_interval=1", "warmup_steps=0", "amp=off", "device=cpu", "num_workers=0", "peak_tflops=0.001",
+        "log_interval=1", "warmup_steps=0", "amp=off", "device=cpu", "num_workers=0", "peak_tflops=0.000001",
         "dropout=0", "activation_checkpointing=true", "ac_mode=selective_op", f"run_dir={run}"]))
     rec = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     (logged,) = [r for r in rec if "step_time_s" in r]
@@ -204,8 +204,12 @@ def test_a_run_reports_the_hfu_of_its_mode(tmp_path: Path) -> None:
         return (metrics.count_step_flops(m, (x, x), lm_loss, no_autocast, recompute=True)
                 / metrics.count_step_flops(m, (x, x), lm_loss, no_autocast))
 
-    assert logged["hfu"] / logged["mfu"] == pytest.approx(ratio("selective_op"), rel=1e-3)
-    assert 1 < ratio("selective_op") < ratio("full")
+    # hfu and mfu are logged rounded to 5 decimals and shrink as the step gets slower (a busy machine): a peak of
+    # 1 MFLOP/s keeps them far above the rounding, and the ratio is checked within what the rounding allows.
+    r = ratio("selective_op")
+    assert logged["mfu"] > 0
+    assert abs(logged["hfu"] - r * logged["mfu"]) <= 5e-6 * (1 + r) + 1e-12
+    assert 1 < r < ratio("full")
 
 
 def test_the_settings_are_checked() -> None:
