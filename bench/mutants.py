@@ -1505,3 +1505,550 @@ _R3_PINS = {
 _R3_PIN_OF = {mid: sel for sel, ids in _R3_PINS.items() for mid in ids}
 MUTANTS[:] = [m._replace(pins=_R3_PIN_OF[m.id]) if m.id in _R3_PIN_OF else m for m in MUTANTS]
 assert set(_R3_PIN_OF) <= {m.id for m in MUTANTS}, set(_R3_PIN_OF) - {m.id for m in MUTANTS}
+
+# ======== round 4 (issue 21, session 6): sites drawn at random, not chosen; ids r4a-/r4b-<area>-<what> ===============
+# Sites: `python3 bench/mutation_sample.py --seed 20261202 --count 140` (seed: the date, 2026-12-02) drew 140 of the
+# 14259 candidate statements of hosttune/ (tree 4b11cdf; the same draw at 31c7d60, where the changes were planted),
+# uniformly without replacement; they were taken in draw order until 90 were planted: sites 1-100, 10 skipped (no
+# behaviour a user could observe), 90 planted, 2 of them equivalent. At each site: the one change a developer could plausibly make there, chosen without
+# looking at the tests. Each comment gives the site: draw number, file:line, statement kind.
+# Tests, by rule (`tests_for` in bench/mutation_sample.py; `--tests PATH` prints them), never chosen per mutant: every
+# tests/test_*.py whose text names the module (dotted name, `from pkg import mod`, or its path); for a module no test
+# names, the tests that run its command (commands/X.py) or else those of the modules that import it. Whole files,
+# integration tests included, pytest -x. r4a/r4b alternate in draw order: two shards, one per core.
+# Skipped sites:
+#     2 hosttune/monitor/daemon.py:303: decides only whether the monitor logs a notice line ("NVML found no GPU"); sampling is the same
+#     8 hosttune/doctor/deep/findings.py:382: builds the expected-value text of the disk finding only (wording)
+#    21 hosttune/commands/profile.py:64: prints a blank line between the table and 'in use' (layout only)
+#    23 hosttune/commands/exec.py:129: chooses the option name in an error message (wording)
+#    39 hosttune/engine/precision.py:63: only the wording of the engine's start line (the precision name it prints)
+#    56 hosttune/execcache/__init__.py:96: writes the HOSTTUNE_EXEC_CACHE=explain diagnostic line only (a debug log line)
+#    64 hosttune/doctor/deep/runner.py:63: wording of the budget-cut reason
+#    68 hosttune/monitor/daemon.py:122: initialises an empty rate-limit map (no plausible change but a crash)
+#    92 hosttune/detect/cpu.py:102: records a gap note's text only
+#    99 hosttune/launch/procfs.py:123: a bare listing of /proc (every pid): no plausible one-statement change but emptying it
+# Equivalent (listed, not counted): r4a-jobrecord-poll-mask, r4b-detect-cgroup-missing-empty (reasons in the entries).
+_R4_TESTS = {
+    'hosttune/__init__.py': 'tests/test_architecture.py tests/test_autotune.py tests/test_autotune_budget.py tests/test_autotune_pins2.py tests/test_autotune_report_pins4.py tests/test_autotune_rundirs.py tests/test_autotune_rundirs_pins4.py tests/test_autotune_stats_pins.py tests/test_boundary.py tests/test_capture.py tests/test_capture_pins4.py tests/test_cli_papercuts.py tests/test_cli_pins4.py tests/test_commands_env_pins4.py tests/test_commands_root.py tests/test_commands_tune_pins4.py tests/test_conftest.py tests/test_container_image.py tests/test_cpulist.py tests/test_cpulist_pins.py tests/test_cpulist_pins4.py tests/test_cuda_visible.py tests/test_cuda_visible_pins.py tests/test_detect_allocators.py tests/test_detect_cgroup.py tests/test_detect_container.py tests/test_detect_container_pins2.py tests/test_detect_hostio.py tests/test_detect_hostio_pins4.py tests/test_detect_live.py tests/test_detect_synthetic.py tests/test_detect_torchenv.py tests/test_doctor_catalogue.py tests/test_doctor_checks_pins4.py tests/test_doctor_cli.py tests/test_doctor_container.py tests/test_doctor_cpu.py tests/test_doctor_data.py tests/test_doctor_deep.py tests/test_doctor_deep_findings_pins4.py tests/test_doctor_deep_pins.py tests/test_doctor_fixes.py tests/test_doctor_fixes_pins3.py tests/test_doctor_fixes_pins4.py tests/test_doctor_fleet.py tests/test_doctor_fleet_pins4.py tests/test_doctor_hosttune.py tests/test_doctor_image_decoder.py tests/test_doctor_live_pins4.py tests/test_doctor_network_pins2.py tests/test_doctor_nodes.py tests/test_doctor_nvidia.py tests/test_doctor_os.py tests/test_doctor_storage.py tests/test_doctor_tools.py tests/test_doctor_torch.py tests/test_doctor_tree_pins4.py tests/test_doctor_tune_agree.py tests/test_engine.py tests/test_engine_ac.py tests/test_engine_api_pins4.py tests/test_engine_checkpoint.py tests/test_engine_checkpoint_pins.py tests/test_engine_config.py tests/test_engine_config_pins4.py tests/test_engine_data_pins2.py tests/test_engine_debugwarn.py tests/test_engine_decoders.py tests/test_engine_ema.py tests/test_engine_ema_pins4.py tests/test_engine_float8.py tests/test_engine_float8_pins3.py tests/test_engine_hostcpu.py tests/test_engine_hostcpu_pins4.py tests/test_engine_images.py tests/test_engine_images_pins3.py tests/test_engine_int8.py tests/test_engine_integration.py tests/test_engine_metric_sinks.py tests/test_engine_metrics_file.py tests/test_engine_metrics_pins4.py tests/test_engine_oom_pins3.py tests/test_engine_oom_pins4.py tests/test_engine_oom_snapshot.py tests/test_engine_precision_pins4.py tests/test_engine_quantize_pins3.py tests/test_engine_schedule.py tests/test_engine_shapes.py tests/test_engine_shard.py tests/test_engine_sinks_pins4.py tests/test_engine_task_pins4.py tests/test_engine_train.py tests/test_env_cli.py tests/test_exec.py tests/test_exec_jobrecord.py tests/test_exec_launchers.py tests/test_exec_rankhook.py tests/test_exec_speed.py tests/test_exec_torchrun.py tests/test_exec_userwins.py tests/test_execcache.py tests/test_execcache_pins.py tests/test_execcache_pins2.py tests/test_facts_cli.py tests/test_facts_pins4.py tests/test_foundation.py tests/test_fsio.py tests/test_fsio_pins.py tests/test_fsio_pins2.py tests/test_handoff.py tests/test_jobrecord.py tests/test_jobrecord_pins3.py tests/test_k8s_manifests.py tests/test_launch_binding.py tests/test_launch_guardian.py tests/test_launch_hang.py tests/test_launch_hang_pins2.py tests/test_launch_job.py tests/test_launch_launchers.py tests/test_launch_mpirun.py tests/test_launch_pins.py tests/test_launch_rank.py tests/test_launch_supervise.py tests/test_launch_torchrun.py tests/test_launchers.py tests/test_monitor_config.py tests/test_monitor_config_pins4.py tests/test_monitor_daemon.py tests/test_monitor_diskio_pins4.py tests/test_monitor_draw_pins4.py tests/test_monitor_events.py tests/test_monitor_fleet.py tests/test_monitor_jobrecords.py tests/test_monitor_jobs.py tests/test_monitor_jobs_pins2.py tests/test_monitor_logread_pins4.py tests/test_monitor_podresources_pins4.py tests/test_monitor_report.py tests/test_monitor_report_pins4.py tests/test_monitor_sinks.py tests/test_monitor_sinks_pins.py tests/test_monitor_sinks_pins4.py tests/test_monitor_summary_pins4.py tests/test_monitor_textfile.py tests/test_monitor_textfile_pins.py tests/test_monitor_textfile_pins4.py tests/test_monitor_tune.py tests/test_monitor_xid_pins4.py tests/test_multinode.py tests/test_nvml.py tests/test_nvml_pins4.py tests/test_onednn.py tests/test_onednn_pins3.py tests/test_packages.py tests/test_packaging_pins2.py tests/test_plan.py tests/test_plan_env.py tests/test_plan_env_pins4.py tests/test_plan_launcher_default.py tests/test_plan_layout.py tests/test_plan_layout_pins.py tests/test_plan_network.py tests/test_plan_network_pins2.py tests/test_plan_package.py tests/test_policy_cpu.py tests/test_policy_cpu_pins.py tests/test_policy_pins4.py tests/test_procfs_pins4.py tests/test_profile.py tests/test_profile_generate.py tests/test_profile_load.py tests/test_profile_load_active.py tests/test_profile_load_pins3.py tests/test_profile_locate_pins4.py tests/test_profile_measured.py tests/test_profile_measured_pins4.py tests/test_profile_policy.py tests/test_profile_settings_pins.py tests/test_programs.py tests/test_pyproject.py tests/test_rankvars_pins4.py tests/test_readme.py tests/test_shim.py tests/test_sigexec.py tests/test_sigexec_pins4.py tests/test_slurm_cgroup_jobs.py tests/test_slurm_pins4.py tests/test_slurm_real.py tests/test_term_pins4.py tests/test_train_cli.py tests/test_trust.py tests/test_trust_pins.py tests/test_trust_pins4.py tests/test_trust_private.py tests/test_tune.py tests/test_tune_pins.py tests/test_tune_pins3.py tests/test_tune_rootfs.py tests/test_tune_rules_pins4.py tests/test_tune_state.py tests/test_tune_state_pins4.py tests/test_tune_tuned.py tests/test_tune_tunedhook_pins4.py tests/test_unpickle.py tests/test_unpickle_pins4.py tests/test_userwins_pins4.py tests/test_yamlio.py tests/test_yamlio_pins.py tests/test_yamlio_pins4.py',
+    'hosttune/autotune/candidates.py': 'tests/test_autotune.py tests/test_autotune_budget.py tests/test_autotune_pins4.py tests/test_autotune_rundirs.py tests/test_profile_measured.py',
+    'hosttune/autotune/metric.py': 'tests/test_autotune.py tests/test_autotune_budget.py tests/test_autotune_pins4.py tests/test_autotune_rundirs.py tests/test_profile_measured.py',
+    'hosttune/autotune/session.py': 'tests/test_autotune_budget.py tests/test_profile_measured.py',
+    'hosttune/commands/exec.py': 'tests/test_launch_hang.py',
+    'hosttune/commands/monitor.py': 'tests/test_monitor.py tests/test_monitor_daemon.py tests/test_monitor_diskio.py tests/test_monitor_fleet.py tests/test_monitor_jobs.py tests/test_monitor_report.py tests/test_monitor_textfile.py tests/test_monitor_tune.py',
+    'hosttune/commands/profile.py': 'tests/test_doctor_fleet.py tests/test_exec.py tests/test_packages.py tests/test_profile_load_active.py tests/test_profile_measured.py',
+    'hosttune/detect/cgroup.py': 'tests/test_detect_cgroup.py tests/test_detect_cgroup_pins4.py tests/test_detect_parsers.py tests/test_detect_parsers_pins4.py',
+    'hosttune/detect/cpu.py': 'tests/test_architecture.py tests/test_detect_cpu_pins4.py tests/test_detect_live.py tests/test_detect_parsers.py tests/test_detect_synthetic.py',
+    'hosttune/detect/gpu.py': 'tests/test_detect_gpu_pins4.py tests/test_detect_hwloc.py tests/test_detect_parsers_pins4.py tests/test_detect_synthetic.py tests/test_nvml.py',
+    'hosttune/detect/hostio.py': 'tests/test_detect_cgroup.py tests/test_detect_cgroup_pins4.py tests/test_detect_cpu_pins4.py tests/test_detect_gpu_pins4.py tests/test_detect_hostio.py tests/test_detect_hostio_pins4.py tests/test_detect_numa_kernel_pins4.py tests/test_detect_nvidia_pins4.py tests/test_detect_parsers.py tests/test_detect_storage.py tests/test_detect_synthetic.py tests/test_detect_torchenv.py tests/test_detect_tuned_pins4.py tests/test_doctor_deep.py tests/test_doctor_fleet.py tests/test_doctor_network.py tests/test_doctor_nvidia.py tests/test_nvml.py tests/test_programs.py tests/test_tune_tuned.py',
+    'hosttune/detect/limits.py': 'tests/test_detect_numa_kernel_pins4.py',
+    'hosttune/detect/storage.py': 'tests/test_detect_hwloc.py tests/test_detect_parsers.py tests/test_detect_parsers_pins4.py tests/test_detect_storage.py tests/test_detect_synthetic.py',
+    'hosttune/detect/torchenv.py': 'tests/test_detect_parsers.py tests/test_detect_synthetic.py tests/test_detect_torchenv.py tests/test_doctor_image_decoder.py tests/test_foundation.py tests/test_onednn.py',
+    'hosttune/detect/tuned.py': 'tests/test_detect_tuned_pins4.py tests/test_tune_tuned.py',
+    'hosttune/doctor/checks/cpu.py': 'tests/test_doctor_cpu.py tests/test_doctor_fixes.py',
+    'hosttune/doctor/checks/gpu.py': 'tests/test_doctor_catalogue.py tests/test_doctor_tune_agree.py tests/test_readme.py tests/test_tune.py',
+    'hosttune/doctor/checks/os.py': 'tests/test_doctor_container.py tests/test_doctor_os.py',
+    'hosttune/doctor/checks/topology.py': 'tests/test_cuda_visible.py tests/test_doctor_catalogue.py tests/test_doctor_checks_pins4.py tests/test_doctor_cli.py tests/test_doctor_container.py tests/test_doctor_cpu.py tests/test_doctor_deep.py tests/test_doctor_fixes.py tests/test_doctor_fixes_pins3.py tests/test_doctor_fixes_pins4.py tests/test_doctor_fleet.py tests/test_doctor_fleet_pins4.py tests/test_doctor_image_decoder.py tests/test_doctor_live_pins4.py tests/test_doctor_network.py tests/test_doctor_nvidia.py tests/test_doctor_storage.py tests/test_doctor_tune_agree.py tests/test_policy_cpu.py tests/test_readme.py tests/test_tune.py',
+    'hosttune/doctor/checks/torch.py': 'tests/test_cuda_visible.py tests/test_doctor_image_decoder.py tests/test_doctor_torch.py',
+    'hosttune/doctor/deep/checks.py': 'tests/test_policy_cpu.py tests/test_readme.py',
+    'hosttune/doctor/deep/findings.py': 'tests/test_doctor_deep.py tests/test_doctor_deep_findings_pins4.py tests/test_doctor_deep_pins.py',
+    'hosttune/doctor/deep/probe_torch.py': 'tests/test_doctor_deep_findings_pins4.py',
+    'hosttune/doctor/deep/session.py': 'tests/test_doctor_network_pins4.py',
+    'hosttune/doctor/model.py': 'tests/test_doctor_fleet_pins4.py tests/test_readme.py',
+    'hosttune/engine/checkpoint.py': 'tests/test_engine.py tests/test_engine_checkpoint.py tests/test_engine_checkpoint_pins.py tests/test_engine_exact.py tests/test_engine_pins.py tests/test_engine_shard.py',
+    'hosttune/engine/config.py': 'tests/test_engine.py tests/test_engine_ac.py tests/test_engine_api_pins4.py tests/test_engine_checkpoint.py tests/test_engine_compile.py tests/test_engine_config.py tests/test_engine_config_pins4.py tests/test_engine_ema.py tests/test_engine_evaluate.py tests/test_engine_exact.py tests/test_engine_float8.py tests/test_engine_fsdp_fp16.py tests/test_engine_hostcpu.py tests/test_engine_images.py tests/test_engine_integration.py tests/test_engine_metric_sinks.py tests/test_engine_mfu.py tests/test_engine_oom_pins3.py tests/test_engine_oom_pins4.py tests/test_engine_oom_snapshot.py tests/test_engine_pins.py tests/test_engine_precision.py tests/test_engine_schedule.py tests/test_engine_shard.py tests/test_engine_sinks_pins4.py tests/test_engine_task_pins4.py tests/test_engine_warnings.py tests/test_readme.py',
+    'hosttune/engine/data.py': 'tests/test_engine.py tests/test_engine_checkpoint.py tests/test_engine_data_pins2.py tests/test_engine_exact.py tests/test_engine_export.py tests/test_engine_hostcpu.py tests/test_engine_images.py tests/test_engine_integration.py tests/test_engine_task_pins4.py',
+    'hosttune/engine/export.py': 'tests/test_engine_export.py tests/test_engine_int8.py tests/test_engine_shard.py',
+    'hosttune/engine/metrics.py': 'tests/test_engine_ac.py tests/test_engine_exact.py tests/test_engine_metrics_file.py tests/test_engine_metrics_pins4.py tests/test_engine_mfu.py tests/test_engine_warnings.py tests/test_train_cli.py',
+    'hosttune/engine/models.py': 'tests/test_engine.py tests/test_engine_ac.py tests/test_engine_export.py tests/test_engine_float8.py tests/test_engine_images.py tests/test_engine_mfu.py tests/test_engine_shapes.py tests/test_engine_shard.py tests/test_engine_task_pins4.py',
+    'hosttune/engine/precision.py': 'tests/test_engine.py tests/test_engine_exact.py tests/test_engine_integration.py tests/test_engine_precision.py tests/test_engine_precision_pins4.py tests/test_engine_shapes.py',
+    'hosttune/engine/runtime.py': 'tests/test_engine_evaluate.py tests/test_engine_exact.py tests/test_engine_fsdp_fp16.py tests/test_engine_oom_snapshot.py tests/test_engine_pins.py tests/test_engine_precision.py tests/test_engine_warnings.py',
+    'hosttune/engine/state.py': 'tests/test_engine_pins.py tests/test_engine_warnings.py',
+    'hosttune/engine/train.py': 'tests/test_engine_compile.py tests/test_engine_debugwarn.py tests/test_engine_exact.py tests/test_engine_fsdp_fp16.py tests/test_engine_train.py',
+    'hosttune/execcache/key.py': 'tests/test_execcache_pins.py',
+    'hosttune/execcache/recorder.py': 'tests/test_execcache_pins.py',
+    'hosttune/facts.py': 'tests/test_cuda_visible.py tests/test_cuda_visible_pins.py tests/test_detect_cgroup.py tests/test_detect_cgroup_pins4.py tests/test_detect_container.py tests/test_detect_container_pins2.py tests/test_detect_cpu_pins4.py tests/test_detect_gpu_pins4.py tests/test_detect_hwloc.py tests/test_detect_numa_kernel_pins4.py tests/test_detect_nvidia_pins4.py tests/test_detect_parsers.py tests/test_detect_tuned_pins4.py tests/test_doctor_catalogue.py tests/test_doctor_checks_pins4.py tests/test_doctor_container.py tests/test_doctor_cpu.py tests/test_doctor_deep.py tests/test_doctor_fixes.py tests/test_doctor_fixes_pins3.py tests/test_doctor_fixes_pins4.py tests/test_doctor_live_pins4.py tests/test_doctor_network.py tests/test_doctor_nvidia.py tests/test_doctor_os.py tests/test_doctor_tools.py tests/test_doctor_torch.py tests/test_doctor_tree_pins4.py tests/test_engine_hostcpu.py tests/test_engine_hostcpu_pins4.py tests/test_exec_shim.py tests/test_exec_userwins.py tests/test_facts_cli.py tests/test_facts_pins4.py tests/test_foundation.py tests/test_launch_job.py tests/test_launch_rank.py tests/test_onednn.py tests/test_plan.py tests/test_plan_launcher_default.py tests/test_plan_layout_pins.py tests/test_policy_cpu.py tests/test_policy_cpu_pins.py tests/test_profile.py tests/test_profile_generate.py tests/test_profile_load_active.py tests/test_profile_policy.py tests/test_readme.py',
+    'hosttune/jobrecord.py': 'tests/test_exec_jobrecord.py tests/test_jobrecord.py tests/test_jobrecord_pins3.py tests/test_monitor_jobrecords.py tests/test_procfs_pins4.py',
+    'hosttune/launch/binding.py': 'tests/test_exec.py tests/test_exec_rankhook.py tests/test_exec_shim.py tests/test_launch_binding.py tests/test_rankvars_pins4.py',
+    'hosttune/launch/hang.py': 'tests/test_launch_hang.py tests/test_launch_hang_pins2.py',
+    'hosttune/launch/hook.py': 'tests/test_architecture.py tests/test_boundary.py tests/test_exec_rankhook.py tests/test_launch_hang.py tests/test_launch_job.py tests/test_launch_pins.py tests/test_launch_rank.py',
+    'hosttune/launch/launchers/accelerate.py': 'tests/test_launch_launchers.py tests/test_launch_mpirun.py tests/test_launch_pins.py tests/test_launchers.py tests/test_plan_package.py',
+    'hosttune/launch/launchers/base.py': 'tests/test_launch_launchers.py tests/test_launch_mpirun.py tests/test_launch_pins.py tests/test_launchers.py tests/test_plan_package.py',
+    'hosttune/launch/launchers/deepspeed.py': 'tests/test_launch_launchers.py tests/test_launch_mpirun.py tests/test_launch_pins.py tests/test_launchers.py tests/test_plan_package.py',
+    'hosttune/launch/launchers/mpirun.py': 'tests/test_launch_mpirun.py tests/test_launch_pins.py',
+    'hosttune/launch/rank.py': 'tests/test_architecture.py tests/test_exec_rankhook.py tests/test_exec_shim.py tests/test_launch_rank.py tests/test_plan.py tests/test_profile_load.py',
+    'hosttune/launch/rankhook/sitecustomize.py': 'tests/test_architecture.py tests/test_boundary.py tests/test_exec_rankhook.py tests/test_launch_hang.py tests/test_launch_job.py tests/test_launch_pins.py tests/test_launch_rank.py',
+    'hosttune/launch/supervise.py': 'tests/test_boundary.py tests/test_exec_shim.py tests/test_launch_supervise.py',
+    'hosttune/monitor/jobs.py': 'tests/test_jobrecord_pins3.py tests/test_monitor_jobrecords.py tests/test_monitor_jobs.py tests/test_monitor_jobs_pins2.py tests/test_monitor_podresources.py tests/test_slurm_cgroup_jobs.py',
+    'hosttune/monitor/logread.py': 'tests/test_monitor_jobs.py tests/test_monitor_logread_pins4.py tests/test_monitor_report.py',
+    'hosttune/monitor/sample.py': 'tests/test_monitor.py tests/test_monitor_diskio.py tests/test_monitor_jobs.py',
+    'hosttune/monitor/sinks.py': 'tests/test_monitor.py tests/test_monitor_diskio.py tests/test_monitor_fleet.py tests/test_monitor_jobrecords.py tests/test_monitor_jobs.py tests/test_monitor_podresources.py tests/test_monitor_sinks.py tests/test_monitor_sinks_pins.py tests/test_monitor_sinks_pins4.py tests/test_monitor_textfile_pins.py',
+    'hosttune/monitor/summary.py': 'tests/test_monitor_diskio.py tests/test_monitor_jobs.py tests/test_monitor_report.py tests/test_monitor_summary_pins4.py',
+    'hosttune/monitor/textfile.py': 'tests/test_monitor_fleet.py tests/test_monitor_textfile.py tests/test_monitor_textfile_pins.py tests/test_monitor_textfile_pins4.py',
+    'hosttune/plan/__init__.py': 'tests/test_architecture.py tests/test_cuda_visible.py tests/test_doctor_cpu.py tests/test_engine_precision.py tests/test_env_cli.py tests/test_exec_shim.py tests/test_exec_speed.py tests/test_exec_userwins.py tests/test_execcache.py tests/test_launch_rank.py tests/test_plan.py tests/test_plan_env.py tests/test_plan_env_pins4.py tests/test_plan_launcher_default.py tests/test_plan_layout.py tests/test_plan_layout_pins.py tests/test_plan_network.py tests/test_plan_network_pins2.py tests/test_plan_package.py tests/test_policy_cpu.py tests/test_profile.py tests/test_profile_policy.py',
+    'hosttune/plan/layout.py': 'tests/test_plan_layout.py tests/test_plan_layout_pins.py',
+    'hosttune/profile/load.py': 'tests/test_profile_load.py tests/test_profile_load_active.py tests/test_profile_load_pins3.py tests/test_profile_measured.py',
+    'hosttune/profile/measured.py': 'tests/test_autotune.py tests/test_autotune_pins2.py tests/test_profile_measured.py tests/test_profile_measured_pins4.py',
+    'hosttune/profile/settings.py': 'tests/test_autotune.py tests/test_autotune_budget.py tests/test_autotune_pins4.py tests/test_autotune_rundirs.py tests/test_launch_hang.py tests/test_plan_layout_pins.py tests/test_profile_load_active.py tests/test_profile_measured_pins4.py tests/test_profile_policy.py tests/test_profile_settings.py tests/test_profile_settings_pins.py tests/test_tune.py tests/test_tune_rules_pins4.py',
+    'hosttune/programs.py': 'tests/test_doctor_nvidia.py tests/test_engine.py tests/test_execcache.py tests/test_programs.py tests/test_shim.py',
+    'hosttune/tune/state.py': 'tests/test_tune_pins.py tests/test_tune_rootfs.py tests/test_tune_state.py tests/test_tune_state_pins4.py',
+    'hosttune/tune/tuned.py': 'tests/test_tune.py tests/test_tune_pins.py tests/test_tune_rootfs.py tests/test_tune_tuned.py tests/test_tune_tunedhook_pins4.py',
+    'hosttune/unpickle.py': 'tests/test_engine_oom_snapshot.py tests/test_engine_shard.py tests/test_unpickle.py tests/test_unpickle_pins4.py',
+}
+
+
+def _r4(mid: str, file: str, old: str, new: str, breaks: str, equivalent: str = "") -> None:
+    M(mid, file, old, new, _R4_TESTS[file], breaks, equivalent=equivalent)
+
+
+# 1: hosttune/doctor/checks/cpu.py:76 (return)
+_r4('r4a-doctor-omp-bad-passes', 'hosttune/doctor/checks/cpu.py',
+    'return Finding(status="warn", actual=f"OMP_NUM_THREADS={raw!r} is not a positive integer"',
+    'return Finding(status="pass", actual=f"OMP_NUM_THREADS={raw!r} is not a positive integer"',
+    'a non-numeric or zero OMP_NUM_THREADS passes the check instead of warning')
+# 3: hosttune/engine/config.py:32 (assign)
+_r4('r4b-engine-decay-sqrt', 'hosttune/engine/config.py',
+    'DECAY_SHAPES = ("cosine", "linear", "sqrt")',
+    'DECAY_SHAPES = ("cosine", "linear")',
+    "the wsd schedule's sqrt decay shape is refused")
+# 4: hosttune/autotune/metric.py:37 (if)
+_r4('r4a-autotune-metric-empty', 'hosttune/autotune/metric.py',
+    '    if not text:\n        raise UserError("--metric: empty regular expression")',
+    '    if False:\n        raise UserError("--metric: empty regular expression")',
+    'an empty --metric is accepted (matches every line) instead of refused')
+# 5: hosttune/plan/layout.py:97 (assign)
+_r4('r4b-plan-nearest-node-cpus', 'hosttune/plan/layout.py',
+    'if nid in topo.by_node and nid >= 0]',
+    'if nid >= 0]',
+    "the nearest node of a CPU-less GPU node may itself have no CPUs (the node's own distance wins)")
+# 6: hosttune/detect/hostio.py:365 (return)
+_r4('r4a-detect-which-path-ignored', 'hosttune/detect/hostio.py',
+    '                return found\n            if trust.is_root():',
+    '                pass\n            if trust.is_root():',
+    'a program found on PATH is ignored: only the system bin dirs are searched')
+# 7: hosttune/launch/hook.py:153 (return)
+_r4('r4b-launch-wrapper-child-not-top', 'hosttune/launch/hook.py',
+    '        return "top"  # the job\'s program behind a wrapper',
+    '        return "none"  # the job\'s program behind a wrapper',
+    "the program behind a wrapper the launcher exec'd (hosttune exec -- bash run.sh) does not apply its plan")
+# 9: hosttune/launch/launchers/mpirun.py:173 (call)
+_r4('r4a-mpirun-hostfile-note', 'hosttune/launch/launchers/mpirun.py',
+    '        notes.append(f"{exc}: no network interface chosen from it")\n',
+    '        pass\n',
+    'an unreadable mpirun hostfile is ignored silently (the note naming it is gone)')
+# 10: hosttune/doctor/deep/findings.py:374 (if)
+_r4('r4b-deep-disk-zero-seconds', 'hosttune/doctor/deep/findings.py',
+    '        if nbytes < MIN_DISK_BYTES or secs <= 0:',
+    '        if nbytes < MIN_DISK_BYTES:',
+    'a disk read timed at 0 s divides by zero')
+# 11: hosttune/autotune/candidates.py:178 (if)
+_r4('r4a-autotune-user-var-one', 'hosttune/autotune/candidates.py',
+    '        if mine:\n            notes.append(f"{cand.name}: left out',
+    '        if len(mine) > 1:\n            notes.append(f"{cand.name}: left out',
+    "a candidate touching one variable the user set is tried (the user's value is overridden under exec)")
+# 12: hosttune/engine/checkpoint.py:104 (if)
+_r4('r4b-engine-ckpt-symlink', 'hosttune/engine/checkpoint.py',
+    '        if not p.is_dir() or p.is_symlink():\n            continue',
+    '        if not p.is_dir():\n            continue',
+    'a symlinked step directory is taken as a checkpoint')
+# 13: hosttune/launch/binding.py:57 (assign)
+_r4('r4a-launch-libnuma-path', 'hosttune/launch/binding.py',
+    '    lib = _libnuma(libnuma_path)',
+    '    lib = _libnuma(None)',
+    'set_mempolicy ignores the libnuma path it is given')
+# 14: hosttune/launch/rank.py:86 (if)
+_r4('r4b-launch-handoff-world', 'hosttune/launch/rank.py',
+    '    if (plan.local_rank, plan.local_world_size) != (local_rank, world):',
+    '    if plan.local_rank != local_rank:',
+    'a handoff plan for another local world size is accepted')
+# 15: hosttune/autotune/session.py:124 (assign)
+_r4('r4a-autotune-engine-runs', 'hosttune/autotune/session.py',
+    '    s.engine_runs = rundirs.engine_command(command)',
+    '    s.engine_runs = False',
+    'an engine command is not recognised: trials share one run directory')
+# 16: hosttune/tune/tuned.py:29 (assign)
+_r4('r4b-tune-tuned-adm-timeout', 'hosttune/tune/tuned.py',
+    '_ADM_TIMEOUT = 120.0',
+    '_ADM_TIMEOUT = 12.0',
+    'tuned-adm is killed after 12 s, not 120 s')
+# 17: hosttune/engine/data.py:424 (assign)
+_r4('r4a-engine-shard-vocab', 'hosttune/engine/data.py',
+    '            self.chars = str(meta["vocab"])',
+    '            self.chars = str(meta.get("vocab", ""))',
+    'a shard index without a vocab is accepted (every character then fails to encode)')
+# 18: hosttune/monitor/logread.py:170 (raise)
+_r4('r4b-monitor-logread-regular', 'hosttune/monitor/logread.py',
+    '            raise UserError(f"{path}: cannot read: not a regular file")',
+    '            pass',
+    'monitor report reads a FIFO or device at the log path (blocks) instead of refusing it')
+# 19: hosttune/detect/storage.py:151 (annassign)
+_r4('r4a-detect-shm-default', 'hosttune/detect/storage.py',
+    '    shm: Optional[int] = None',
+    '    shm: Optional[int] = 0',
+    'a host without a /dev/shm mount reports a 0 MiB /dev/shm instead of unknown')
+# 20: hosttune/detect/torchenv.py:165 (return)
+_r4('r4b-detect-torch-probe-error', 'hosttune/detect/torchenv.py',
+    '        return TorchInstall(python=python, error=str(data["error"]))',
+    '        return None',
+    'a torch probe that failed reads as no torch installed (the error is lost)')
+# 22: hosttune/launch/rankhook/sitecustomize.py:38 (call)
+_r4('r4a-rankhook-exec-module', 'hosttune/launch/rankhook/sitecustomize.py',
+    '                spec.loader.exec_module(module)',
+    '                pass',
+    'the rank hook registers an unexecuted hosttune package: the plan is never applied')
+# 24: hosttune/monitor/summary.py:86 (for)
+_r4('r4b-monitor-summary-percentiles', 'hosttune/monitor/summary.py',
+    '        for q in PERCENTILES:',
+    '        for q in PERCENTILES[:-1]:',
+    "the summary's last percentile (p99) is missing")
+# 25: hosttune/engine/data.py:440 (return)
+_r4('r4a-engine-shard-tokens', 'hosttune/engine/data.py',
+    '        return torch.tensor([self.stoi[c] for c in text], dtype=torch.long)',
+    '        return torch.tensor([self.stoi[c] for c in text[:-1]], dtype=torch.long)',
+    "a shard's last character is dropped when it is tokenised")
+# 26: hosttune/engine/config.py:29 (assign)
+_r4('r4b-engine-decoder-turbojpeg', 'hosttune/engine/config.py',
+    'IMAGE_DECODERS = ("auto", "pil", "turbojpeg")  # IMG',
+    'IMAGE_DECODERS = ("auto", "pil")  # IMG',
+    'image_decoder=turbojpeg is refused')
+# 27: hosttune/monitor/sample.py:122 (if)
+_r4('r4a-monitor-reason-names-zero', 'hosttune/monitor/sample.py',
+    '    if "clock_event_reasons" in dynamic:',
+    '    if dynamic.get("clock_event_reasons"):',
+    'a GPU with no clock event reasons (0) gets no reason names field')
+# 28: hosttune/monitor/sinks.py:111 (assign)
+_r4('r4b-monitor-jsonl-mode', 'hosttune/monitor/sinks.py',
+    'fd = fsio.open_append_nofollow(self.path, 0o640)',
+    'fd = fsio.open_append_nofollow(self.path, 0o644)',
+    "the monitor's JSONL log is created world-readable (0644, not 0640)")
+# 29: hosttune/engine/metrics.py:101 (return)
+_r4('r4a-engine-peak-memory', 'hosttune/engine/metrics.py',
+    '        return torch.cuda.max_memory_allocated(device) / 2**20',
+    '        return torch.cuda.memory_allocated(device) / 2**20',
+    'peak GPU memory reports the current allocation, not the peak')
+# 30: hosttune/launch/hang.py:185 (call)
+_r4('r4b-hang-nccl-trace-env', 'hosttune/launch/hang.py',
+    '            env.setdefault(key, os.path.join(d, name))',
+    '            env[key] = os.path.join(d, name)',
+    "the user's own TORCH_NCCL_DEBUG_INFO_*/TORCH_FR_DUMP_TEMP_FILE are overridden")
+# 31: hosttune/engine/state.py:124 (if)
+_r4('r4a-engine-set-aside-rank0', 'hosttune/engine/state.py',
+    '    if rt.rank == 0:\n        for bad, _ in skipped:',
+    '    if True:\n        for bad, _ in skipped:',
+    'every rank renames the unusable checkpoints, not rank 0 alone (they race)')
+# 32: hosttune/doctor/deep/findings.py:100 (assign)
+_r4('r4b-deep-torch-expected', 'hosttune/doctor/deep/findings.py',
+    '        f = absent(job, "info", expected)',
+    '        f = absent(job, "info")',
+    'the torch finding of a failed/hung probe loses its expected value')
+# 33: hosttune/execcache/recorder.py:252 (call)
+_r4('r4a-execcache-recorder-error-spoil', 'hosttune/execcache/recorder.py',
+    '        rec.spoil("recorder error")',
+    '        pass',
+    "an error inside the recorder's audit hook does not spoil the recording: a partial record can be replayed")
+# 34: hosttune/monitor/sinks.py:165 (assign)
+_r4('r4b-monitor-jsonl-size', 'hosttune/monitor/sinks.py',
+    '        self.size = before + written',
+    '        self.size = before',
+    'the JSONL sink never counts what it wrote: the log is never rotated')
+# 35: hosttune/launch/launchers/accelerate.py:136 (assign)
+_r4('r4a-accelerate-dist-upper', 'hosttune/launch/launchers/accelerate.py',
+    'dist = str((cfg or {}).get("distributed_type") or "NO").upper()',
+    'dist = str((cfg or {}).get("distributed_type") or "NO")',
+    "a lower-case distributed_type in accelerate's config is not recognised")
+# 36: hosttune/doctor/model.py:51 (return)
+_r4('r4b-doctor-skip-expected', 'hosttune/doctor/model.py',
+    '        return Finding(status="skip", actual=why, expected=self.expected)',
+    '        return Finding(status="skip", actual=why)',
+    'a skipped check loses its expected value in the table and --json')
+# 37: hosttune/engine/train.py:281 (return)
+_r4('r4a-engine-profiler-end', 'hosttune/engine/train.py',
+    '    return prof, step + sum(schedule)',
+    '    return prof, step + sum(schedule) - 1',
+    'the profiler is stopped one step early (the last active step not traced)')
+# 38: hosttune/detect/cpu.py:164 (if)
+_r4('r4b-detect-affinity-union', 'hosttune/detect/cpu.py',
+    '    if affinity is not None:\n        allowed &= set(affinity)',
+    '    if affinity is not None:\n        allowed |= set(affinity)',
+    "the allowed CPUs are not limited to the process's affinity")
+# 40: hosttune/launch/launchers/mpirun.py:155 (return)
+_r4('r4a-mpirun-exported-empty', 'hosttune/launch/launchers/mpirun.py',
+    '            found = v\n    return found\n',
+    '            found = v\n    return found or None\n',
+    'an empty exported value (-x OMP_NUM_THREADS=) reads as not exported')
+# 41: hosttune/monitor/sinks.py:69 (return)
+_r4('r4b-monitor-own-dirs-runtime', 'hosttune/monitor/sinks.py',
+    '    return (dirs.log_dir(), dirs.state_dir(), RUNTIME_DIR)',
+    '    return (dirs.log_dir(), dirs.state_dir())',
+    "the runtime dir is not one of the monitor's own dirs")
+# 42: hosttune/monitor/jobs.py:119 (return)
+_r4('r4a-monitor-process-fields', 'hosttune/monitor/jobs.py',
+    '        if found:\n            out.update(found)\n        return out',
+    '        if found:\n            out.update(found)\n        return found or out',
+    'a GPU process with a job loses its pid and user')
+# 43: hosttune/launch/supervise.py:99 (assign)
+_r4('r4b-launch-hang-env-copy', 'hosttune/launch/supervise.py',
+    '                watch = hang.Watch.start(hang_timeout, marker, env)',
+    '                watch = hang.Watch.start(hang_timeout, marker, dict(env))',
+    "the hang watch's variables (dump dir, NCCL trace files) never reach the job")
+# 44: hosttune/tune/state.py:136 (if)
+_r4('r4a-tune-state-applied-map', 'hosttune/tune/state.py',
+    '    if not isinstance(before, dict) or not isinstance(applied, dict):',
+    '    if not isinstance(before, dict):',
+    'a tune-state.json whose applied is not a mapping is accepted')
+# 45: hosttune/detect/limits.py:16 (return)
+_r4('r4b-detect-rlimit-hard', 'hosttune/detect/limits.py',
+    '(-1 if hard == inf else hard)',
+    '(-1 if hard == inf else soft)',
+    'the hard rlimit reads as the soft one')
+# 46: hosttune/engine/models.py:112 (call)
+_r4('r4a-engine-embedding-init', 'hosttune/engine/models.py',
+    '        elif isinstance(m, nn.Embedding):\n            nn.init.normal_(m.weight, 0.0, 0.02)',
+    '        elif isinstance(m, nn.Embedding):\n            pass',
+    "embeddings keep torch's N(0, 1) init, not GPT's N(0, 0.02)")
+# 47: hosttune/launch/binding.py:34 (if)
+_r4('r4b-launch-mems-allowed', 'hosttune/launch/binding.py',
+    '    if allowed is None:\n        allowed = self_mems_allowed()',
+    '    if allowed is not None:\n        allowed = self_mems_allowed()',
+    "the Mems_allowed given is replaced by this process's; with none given the plan's nodes are not intersected")
+# 48: hosttune/doctor/checks/gpu.py:206 (assign)
+_r4('r4a-doctor-gpu-temp-warn-list', 'hosttune/doctor/checks/gpu.py',
+    'bad = [(g, lim) for g, lim, status in rated if status != "pass"]',
+    'bad = [(g, lim) for g, lim, status in rated if status == "fail"]',
+    'a GPU only warm enough to warn is left out of the temperature finding')
+# 49: hosttune/engine/export.py:140 (return)
+_r4('r4b-engine-export-nonfinite', 'hosttune/engine/export.py',
+    '        record["max_abs_diff"] = None\n    return record',
+    '        record["max_abs_diff"] = None\n    return dict(asdict(c), ok=c.ok)',
+    'an export check with a NaN/inf difference writes NaN/Infinity into the JSON (invalid JSON)')
+# 50: hosttune/doctor/checks/torch.py:194 (if)
+_r4('r4a-doctor-cuda-visible-minus1', 'hosttune/doctor/checks/torch.py',
+    '    if raw.strip() == "" or raw.strip() == "-1":',
+    '    if raw.strip() == "":',
+    'CUDA_VISIBLE_DEVICES=-1 is not reported as hiding every GPU')
+# 51: hosttune/doctor/deep/session.py:190 (assign)
+_r4('r4b-deep-allreduce-ranks-none', 'hosttune/doctor/deep/session.py',
+    '        info = self.job("torch").result("info") or {}',
+    '        info = self.job("torch").result("info")',
+    'the NCCL all-reduce rank count crashes when the torch probe gave no info')
+# 52: hosttune/profile/measured.py:204 (call)
+_r4('r4a-profile-measured-list-ok', 'hosttune/profile/measured.py',
+    '                out.append((p, read(p), ""))',
+    '                pass',
+    'readable measured overlays are left out of the list (only broken ones shown)')
+# 53: hosttune/jobrecord.py:200 (assign)
+_r4('r4b-jobrecord-busy-reset', 'hosttune/jobrecord.py',
+    '        return _begin(runtime_dir, cuda_visible, os.environ if environ is None else environ)\n    finally:\n        _busy = False',
+    '        return _begin(runtime_dir, cuda_visible, os.environ if environ is None else environ)\n    finally:\n        pass',
+    'after the first job record the module stays busy')
+# 54: hosttune/jobrecord.py:318 (call)
+_r4('r4a-jobrecord-poll-mask', 'hosttune/jobrecord.py',
+    '            poller.register(fd, select.POLLIN)',
+    '            poller.register(fd)',
+    "the wait for a job's end polls for any event, not the pidfd's readable (exit)",
+    equivalent='a pidfd reports only POLLIN (and POLLHUP, reported whatever the mask) when the process ends: asking for POLLPRI/POLLOUT too wakes at the same moment')
+# 55: hosttune/doctor/checks/torch.py:255 (if)
+_r4('r4b-doctor-venv-inverted', 'hosttune/doctor/checks/torch.py',
+    '    if t.in_venv:\n        return Finding(status="pass"',
+    '    if not t.in_venv:\n        return Finding(status="pass"',
+    'a venv interpreter warns and the system one passes')
+# 57: hosttune/engine/data.py:294 (assign)
+_r4('r4a-engine-bucket-global', 'hosttune/engine/data.py',
+    '        lengths, glob = self.lengths, self.mbs * self.world',
+    '        lengths, glob = self.lengths, self.mbs',
+    'length-bucketed batches are cut for one rank, not the global batch')
+# 58: hosttune/doctor/deep/checks.py:250 (return)
+_r4('r4b-deep-nodes-own-missing', 'hosttune/doctor/deep/checks.py',
+    '        return Finding(status="skip", actual="this host is not in --nodes',
+    '        return Finding(status="fail", actual="this host is not in --nodes',
+    'a host not in --nodes fails the network path check instead of skipping')
+# 59: hosttune/commands/profile.py:180 (assign)
+_r4('r4a-profile-generate-root', 'hosttune/commands/profile.py',
+    '    facts = _facts(root)\n    prof = profile.generate(facts, base)',
+    '    facts = _facts(None)\n    prof = profile.generate(facts, base)',
+    'profile generate --root profiles this host, not the root given')
+# 60: hosttune/detect/cgroup.py:91 (return)
+_r4('r4b-detect-cgroup-missing-empty', 'hosttune/detect/cgroup.py',
+    '            if text is not None:\n                return text\n    return None',
+    '            if text is not None:\n                return text\n    return ""',
+    'a cgroup file found nowhere reads as empty text, not missing',
+    equivalent='every caller tests the text\'s truth (`if cpus_text`/`if mems_text`): "" and None both mean no cpuset')
+# 61: hosttune/tune/tuned.py:95 (if)
+_r4('r4a-tune-tuned-value-chars', 'hosttune/tune/tuned.py',
+    'any(c in text for c in "\\n\\r#;[]")',
+    'any(c in text for c in "\\n\\r")',
+    'a value with # ; [ or ] is written into tuned.conf (a comment or a new section)')
+# 62: hosttune/plan/__init__.py:123 (if)
+_r4('r4b-plan-local-world-min', 'hosttune/plan/__init__.py',
+    '    if local_world_size < 1:',
+    '    if local_world_size <= 1:',
+    'a single-rank local world is refused')
+# 63: hosttune/doctor/deep/session.py:128 (call)
+_r4('r4a-deep-small-flag', 'hosttune/doctor/deep/session.py',
+    '            args.append("--small")',
+    '            pass',
+    'doctor --deep --small runs the probes at full size')
+# 65: hosttune/execcache/key.py:66 (return)
+_r4('r4b-execcache-dir-key-mode', 'hosttune/execcache/key.py',
+    '        return (st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid)',
+    '        return (st.st_dev, st.st_ino, st.st_uid, st.st_gid)',
+    "a directory's mode change (chmod) does not make a cache entry stale")
+# 66: hosttune/engine/export.py:324 (assign)
+_r4('r4a-engine-onnx-buffer', 'hosttune/engine/export.py',
+    '        buf = io.BytesIO()',
+    '        buf = io.StringIO()',
+    'the single-file ONNX export writes into a text buffer (fails)')
+# 67: hosttune/engine/precision.py:32 (return)
+_r4('r4b-engine-fast-bf16-env', 'hosttune/engine/precision.py',
+    '    return cpu_bf16_path(cpuinfo, env or {}).native',
+    '    return cpu_bf16_path(cpuinfo, {}).native',
+    'cpu_has_fast_bf16 ignores the environment (ONEDNN_MAX_CPU_ISA)')
+# 69: hosttune/programs.py:168 (assign)
+_r4('r4a-programs-execve-trust', 'hosttune/programs.py',
+    '    path = exe if exe is not None else _resolve_first(argv, what, env, check_trust)',
+    '    path = exe if exe is not None else _resolve_first(argv, what, env, False)',
+    'execve runs a program from an untrusted directory')
+# 70: hosttune/facts.py:295 (if)
+_r4('r4b-facts-from-json-falsy', 'hosttune/facts.py',
+    '            if f.name in data:\n                kwargs[f.name] = _from_json',
+    '            if data.get(f.name):\n                kwargs[f.name] = _from_json',
+    'falsy values in facts JSON (0, False, "") are read back as the defaults')
+# 71: hosttune/doctor/deep/session.py:163 (assign)
+_r4('r4a-deep-small-bytes', 'hosttune/doctor/deep/session.py',
+    '            ranks = self.allreduce_ranks(backend)\n            extra = ["--bytes", str(4 * MiB)] if self.options.small else []',
+    '            ranks = self.allreduce_ranks(backend)\n            extra = ["--bytes", str(MiB)] if self.options.small else []',
+    '--small all-reduces 1 MiB, not 4 MiB')
+# 72: hosttune/profile/load.py:181 (if)
+_r4('r4b-profile-maps-tcmalloc', 'hosttune/profile/load.py',
+    '            if key in maps:\n',
+    '            if key == "env":\n',
+    "a profile's tcmalloc map is taken as a plain value, not merged key by key")
+# 73: hosttune/doctor/deep/probe_torch.py:375 (assign)
+_r4('r4a-deep-matmul-size', 'hosttune/doctor/deep/probe_torch.py',
+    '(1024 if threads <= 8 else 2048 if threads <= 32 else 4096)',
+    '(1024 if threads < 8 else 2048 if threads <= 32 else 4096)',
+    'the CPU matmul on 8 threads uses 2048^2, not 1024^2')
+# 74: hosttune/facts.py:91 (annassign)
+_r4('r4b-facts-gpu-numa-default', 'hosttune/facts.py',
+    '    numa_node: int = -1  # /sys/bus/pci/devices/<bdf>/numa_node; -1 = unknown',
+    '    numa_node: int = 0  # /sys/bus/pci/devices/<bdf>/numa_node; -1 = unknown',
+    'a GPU with unknown NUMA node reads as node 0')
+# 75: hosttune/detect/storage.py:161 (assign)
+_r4('r4a-detect-statvfs-timeout', 'hosttune/detect/storage.py',
+    '            size, free = got or (None, None)',
+    '            size, free = got or (0, 0)',
+    'a network mount whose statvfs timed out reads as 0 bytes free')
+# 76: hosttune/doctor/deep/session.py:60 (annassign)
+_r4('r4b-deep-rdzv-port', 'hosttune/doctor/deep/session.py',
+    '    rdzv_port: int = 29400',
+    '    rdzv_port: int = 29500',
+    "the cross-node all-reduce's default rendezvous port is torchrun's 29500 (collides with a job)")
+# 77: hosttune/jobrecord.py:100 (return)
+_r4('r4a-jobrecord-bad-json', 'hosttune/jobrecord.py',
+    '    except (UnicodeDecodeError, ValueError, RecursionError):\n        return None',
+    '    except (UnicodeDecodeError, ValueError, RecursionError):\n        return {}',
+    'a job record that is not JSON parses as an empty record')
+# 78: hosttune/profile/measured.py:184 (return)
+_r4('r4b-profile-stale-overlay-note', 'hosttune/profile/measured.py',
+    '        return prof, (f"measured overlay {path} not applied: stale',
+    '        return prof, None and (f"measured overlay {path} not applied: stale',
+    'a stale measured overlay is skipped silently (no line says why)')
+# 79: hosttune/__init__.py:3 (assign)
+_r4('r4a-version-version', 'hosttune/__init__.py',
+    '__version__ = "0.1.0"',
+    '__version__ = "0.1.1"',
+    'hosttune --version disagrees with the package metadata')
+# 80: hosttune/engine/runtime.py:198 (assign)
+_r4('r4b-engine-amp-config', 'hosttune/engine/runtime.py',
+    '    amp_dtype = resolve_amp(cfg.amp, device)',
+    '    amp_dtype = resolve_amp("auto", device)',
+    "the config's amp is ignored (auto is used)")
+# 81: hosttune/doctor/checks/topology.py:109 (return)
+_r4('r4a-doctor-acs-pass', 'hosttune/doctor/checks/topology.py',
+    '    return Finding(status="pass", actual="no bridge with ACS redirect enabled"',
+    '    return Finding(status="skip", actual="no bridge with ACS redirect enabled"',
+    'a host without ACS redirect skips the check instead of passing')
+# 82: hosttune/jobrecord.py:65 (return)
+_r4('r4b-jobrecord-dir-not-dir', 'hosttune/jobrecord.py',
+    '    if not stat.S_ISDIR(st.st_mode):\n        return "is not a directory"',
+    '    if not stat.S_ISDIR(st.st_mode):\n        return None',
+    'a records path that is not a directory is accepted')
+# 83: hosttune/engine/checkpoint.py:274 (raise)
+_r4('r4a-engine-ckpt-negative', 'hosttune/engine/checkpoint.py',
+    '        raise Unusable("state.pt has a negative step, epoch or position")',
+    '        pass',
+    'a checkpoint with a negative step/epoch/position is used')
+# 84: hosttune/doctor/checks/os.py:72 (return)
+_r4('r4b-doctor-numa-balancing-fix', 'hosttune/doctor/checks/os.py',
+    '    return Finding(status="warn", actual=f"{k.numa_balancing} ({nodes} nodes)", expected=need,\n                   fix=host_setting_fix(ctx, "/proc/sys", fix, "kernel.numa_balancing"))',
+    '    return Finding(status="warn", actual=f"{k.numa_balancing} ({nodes} nodes)", expected=need)',
+    "numa_balancing's warning has no fix")
+# 85: hosttune/monitor/summary.py:45 (if)
+_r4('r4a-monitor-summary-bools', 'hosttune/monitor/summary.py',
+    '            if key in _STATIC or isinstance(value, bool) or not isinstance(value, (int, float)):',
+    '            if key in _STATIC or not isinstance(value, (int, float)):',
+    'boolean GPU fields are summarised as numbers')
+# 86: hosttune/engine/models.py:115 (assign)
+_r4('r4b-engine-gpt-seq-len', 'hosttune/engine/models.py',
+    '        t = idx.shape[1]',
+    '        t = idx.shape[0]',
+    "GPT's position embeddings are sized by the batch, not the sequence")
+# 87: hosttune/launch/launchers/base.py:91 (assign)
+_r4('r4a-launchers-scan-advance', 'hosttune/launch/launchers/base.py',
+    '        i = j\n    return _Scan(values, flags, i)',
+    '        i += 1\n    return _Scan(values, flags, i)',
+    "a launcher option's values are scanned again as options/the program")
+# 88: hosttune/monitor/textfile.py:166 (assign)
+_r4('r4b-monitor-textfile-normpath', 'hosttune/monitor/textfile.py',
+    '    store = os.path.normpath(store_dir() if store is None else store)',
+    '    store = store_dir() if store is None else store',
+    'a textfile store given with a trailing slash is set up under the wrong parent')
+# 89: hosttune/profile/settings.py:216 (if)
+_r4('r4a-profile-chain-tuple', 'hosttune/profile/settings.py',
+    '        if "chain" in kwargs:\n            kwargs["chain"] = tuple',
+    '        if "chains" in kwargs:\n            kwargs["chain"] = tuple',
+    "a profile's chain stays a list (unhashable, unequal to the tuple)")
+# 90: hosttune/plan/layout.py:135 (if)
+_r4('r4b-plan-gpu-node-cpus', 'hosttune/plan/layout.py',
+    '        if g.numa_node in topo.by_node:\n            s.cpu_node = g.numa_node',
+    '        if g.numa_node >= 0:\n            s.cpu_node = g.numa_node',
+    "a GPU on a CPU-less node is given that node's (no) CPUs instead of the nearest")
+# 91: hosttune/detect/gpu.py:71 (for)
+_r4('r4a-detect-gpu-first-skipped', 'hosttune/detect/gpu.py',
+    '        for index in range(session.count()):',
+    '        for index in range(1, session.count()):',
+    'the first GPU NVML lists is left out of the facts')
+# 93: hosttune/unpickle.py:72 (return)
+_r4('r4b-unpickle-nofollow', 'hosttune/unpickle.py',
+    '    return loads(read_bounded(path, limit, nofollow=nofollow), allowed, what)',
+    '    return loads(read_bounded(path, limit), allowed, what)',
+    'load_file(nofollow=True) follows a link at the path')
+# 94: hosttune/commands/exec.py:115 (call)
+_r4('r4a-exec-hang-timeout', 'hosttune/commands/exec.py',
+    '    sys.exit(run(job, verify=verify, hang_timeout=_hang_seconds(hang_timeout, job.profile)))',
+    '    sys.exit(run(job, verify=verify))',
+    "exec --hang-timeout (and the profile's) is ignored")
+# 95: hosttune/launch/launchers/mpirun.py:139 (call)
+_r4('r4b-mpirun-threads-note', 'hosttune/launch/launchers/mpirun.py',
+    '        notes.append(f"OMP_NUM_THREADS={threads} exported by the command line: each rank keeps it")\n',
+    '        pass\n',
+    "no note says the command line's OMP_NUM_THREADS wins")
+# 96: hosttune/engine/config.py:365 (call)
+_r4('r4a-engine-set-precedence', 'hosttune/engine/config.py',
+    '    for item in sets or []:\n        _apply(values, parse_set(item), "--set")\n    _apply(values, overrides or {}, "option")',
+    '    _apply(values, overrides or {}, "option")\n    for item in sets or []:\n        _apply(values, parse_set(item), "--set")',
+    '--set wins over an explicit option (precedence swapped)')
+# 97: hosttune/detect/tuned.py:131 (assign)
+_r4('r4b-detect-tuned-comm', 'hosttune/detect/tuned.py',
+    'comm = io.read(f"/proc/{pid}/comm") if io.exists(f"/proc/{pid}/comm") else None',
+    'comm = io.read(f"/proc/{pid}/cmdline") if io.exists(f"/proc/{pid}/cmdline") else None',
+    'tuned is never seen running (cmdline read instead of comm)')
+# 98: hosttune/launch/launchers/deepspeed.py:88 (if)
+_r4('r4a-deepspeed-num-gpus-zero', 'hosttune/launch/launchers/deepspeed.py',
+    '    if num_gpus is not None:\n        local = num_gpus',
+    '    if num_gpus:\n        local = num_gpus',
+    'deepspeed --num_gpus 0 falls back to the hostfile/GPU count')
+# 100: hosttune/commands/monitor.py:39 (assign)
+_r4('r4b-monitor-log-dir-option', 'hosttune/commands/monitor.py',
+    '    ctx.obj["log_dir"] = log_dir',
+    '    ctx.obj["log_dir"] = None',
+    'monitor --log-dir is ignored by its subcommands')
