@@ -567,6 +567,7 @@ def _state(pid: int) -> str:
 
 
 # ---- the root boundary: a trial and --dry-run start hosttune, never a `hosttune/` in the working directory ----------
+@pytest.mark.integration  # real hosttune processes as root in another user's directory (make check leaves it out)
 def test_as_root_autotune_dry_run_in_another_users_directory_never_imports_their_hosttune(
         other_user: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Was: `[sys.executable, "-m", "hosttune", "exec", ...]`, so `sudo hosttune autotune` run from a directory

@@ -311,6 +311,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.integration  # the probe under the real torch interpreter (make check leaves it out)
 def test_probe_gpu_paths_run_against_real_torch(facts: Facts, tmp_path: Path) -> None:
     if facts.torch is None or not facts.torch.version:
         pytest.skip("no torch on this machine")
@@ -341,6 +342,7 @@ def cpu_run(facts: Facts, tmp_path_factory: pytest.TempPathFactory) -> Dict[str,
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # the whole deep CPU run for real (make check leaves it out)
 def test_cpu_measurements_run_for_real(cpu_run: Dict[str, Any], facts: Facts) -> None:
     for cid in CPU_IDS[:-1]:
         r = cpu_run[cid]
@@ -353,6 +355,7 @@ def test_cpu_measurements_run_for_real(cpu_run: Dict[str, Any], facts: Facts) ->
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # the whole deep CPU run for real (make check leaves it out)
 def test_cpu_matmul_and_membw_shape(cpu_run: Dict[str, Any]) -> None:
     m = cpu_run["cpu.deep_matmul"]
     assert "GFLOP/s fp32 (256x256 matmul" in m.actual and "% of peak" in m.actual
@@ -362,6 +365,7 @@ def test_cpu_matmul_and_membw_shape(cpu_run: Dict[str, Any]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # the whole deep CPU run for real (make check leaves it out)
 def test_bf16_trap_on_this_cpu(cpu_run: Dict[str, Any], facts: Facts) -> None:
     r = cpu_run["cpu.deep_bf16"]
     assert "bf16 autocast" in r.actual and "vs fp32" in r.actual and "x0.8" in r.expected
@@ -370,11 +374,13 @@ def test_bf16_trap_on_this_cpu(cpu_run: Dict[str, Any], facts: Facts) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # the whole deep CPU run for real (make check leaves it out)
 def test_gloo_allreduce_two_ranks(cpu_run: Dict[str, Any]) -> None:
     r = cpu_run["cpu.deep_allreduce"]
     assert r.status == "pass" and r.actual.startswith("2 ranks, 4 MiB: busbw ") and "correct sums" in r.expected
 
 
+@pytest.mark.integration
 @pytest.mark.slow  # cpu_run: the whole deep CPU run (matmul, membw, bf16, 2-rank all-reduce), not only the reads
 def test_storage_reads_bypass_the_cache(cpu_run: Dict[str, Any], facts: Facts) -> None:
     r = cpu_run["storage.deep_read"]
@@ -395,6 +401,7 @@ def test_read_without_o_direct_drops_the_cache_and_says_so(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # the whole deep CPU run for real (make check leaves it out)
 def test_container_detection_matches_the_markers(cpu_run: Dict[str, Any]) -> None:
     r = cpu_run["os.deep_container"]
     markers = [p for p in ("/.dockerenv", "/run/.containerenv") if os.path.exists(p)]
@@ -663,6 +670,7 @@ def allreduce_rows(facts: Facts, tmp_path_factory: pytest.TempPathFactory) -> Di
     return {r.pop("mode"): r for r in rows}
 
 
+@pytest.mark.integration  # the probe's all-reduce under the real torch interpreter (make check leaves it out)
 @pytest.mark.parametrize("mode, correct", ALLREDUCE_MODES)
 def test_probe_catches_an_allreduce_returning_wrong_sums(allreduce_rows: Dict[str, Dict[str, Any]], mode: str,
                                                          correct: bool) -> None:

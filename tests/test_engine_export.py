@@ -24,6 +24,10 @@ from hosttune.engine.__main__ import main  # noqa: E402
 from hosttune.engine.data import CharText  # noqa: E402
 from hosttune.engine.models import GPT  # noqa: E402
 
+# integration (issue 21: make check's inner loop leaves it out, make test runs it): its module fixture trains and
+# exports a model, and the CLI cases run the engine process end to end.
+pytestmark = pytest.mark.integration
+
 TINY = ["--preset", "gpt-tiny", "--set", "n_layer=1", "--set", "n_embd=32", "--set", "n_head=2",
         "--set", "block_size=16", "--set", "micro_batch_size=4", "--set", "warmup_steps=1", "--set", "steps=3",
         "--set", "eval_batches=1", "--set", "amp=off", "--set", "device=cpu", "--set", "ckpt_interval=2"]

@@ -215,18 +215,24 @@ def test_a_bad_image_is_one_line_exit_2(tmp_path: Path, capfd: pytest.CaptureFix
     assert "Traceback" not in fd2 and "error" not in fd2.lower(), fd2
 
 
+# integration: the real engine process end to end (make check's inner loop leaves it out; make test runs it)
+@pytest.mark.integration
 def test_a_bad_image_in_a_loader_worker_is_one_line_exit_2_from_the_real_cli(tmp_path: Path) -> None:
     """The whole process once: exit status 2, and nothing else on its stderr (no worker's traceback at exit)."""
     root = bad_folder(tmp_path, None)
     assert_error_line(cli(tmp_path, root, "num_workers=2"), "pixels, more than", str(root))
 
 
+# integration: the real engine process end to end (make check's inner loop leaves it out; make test runs it)
+@pytest.mark.integration
 def test_a_fifo_in_the_folder_is_one_line_not_a_hang(tmp_path: Path) -> None:
     root = make_folder(tmp_path / "imgs", per_class=4, size=16)
     os.mkfifo(root / "class1" / "feed.jpg")
     assert_error_line(cli(tmp_path, root, "num_workers=0"), "feed.jpg: not a regular file")
 
 
+# integration: the real engine process end to end (make check's inner loop leaves it out; make test runs it)
+@pytest.mark.integration
 def test_image_decoder_turbojpeg_without_the_module_is_one_line(tmp_path: Path) -> None:
     root = make_folder(tmp_path / "imgs", per_class=4, size=16)
     shadow = tmp_path / "shadow"

@@ -18,6 +18,10 @@ torch = pytest.importorskip("torch")
 from hosttune.engine import export, quantize  # noqa: E402
 from hosttune.engine.__main__ import main  # noqa: E402
 
+# integration (issue 21: make check's inner loop leaves it out, make test runs it): its module fixture trains both
+# presets and writes their int8 files, and the CLI cases run the engine process end to end.
+pytestmark = pytest.mark.integration
+
 QUICK = ["--set", "steps=3", "--set", "warmup_steps=1", "--set", "eval_batches=1", "--set", "amp=off",
          "--set", "device=cpu", "--set", "ckpt_interval=3", "--set", "micro_batch_size=4"]
 PRESETS: Dict[str, List[str]] = {

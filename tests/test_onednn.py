@@ -138,6 +138,8 @@ def torch_uncapped() -> dict:
     return _torch_says(_without_a_cap())
 
 
+# integration: a torch interpreter per ISA cap, end to end (make check leaves it out; make test runs it)
+@pytest.mark.integration
 @pytest.mark.parametrize("aten", [None, "default", "avx2"])
 def test_the_aten_capability_is_what_torch_says_on_this_machine(aten, request) -> None:
     pytest.importorskip("torch")
