@@ -123,24 +123,28 @@ class Capture:
         """Write `data` (None: an empty placeholder, kept if the file exists) at host path `host`."""
         self._dir(os.path.dirname(host))
         path = self._at(host)
+        placeholder = data is None
         if data is None:
             if os.path.lexists(path):
                 return
-            self.placeholders += 1
             data = b""
         elif host in self.filled:
             return
-        else:
-            if self.bytes + len(data) > MAX_BYTES or len(self.filled) >= MAX_FILES:
-                self.full = True
-                return
-            self.filled.add(host)
-            self.bytes += len(data)
+        elif self.bytes + len(data) > MAX_BYTES or len(self.filled) >= MAX_FILES:
+            self.full = True
+            return
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
         try:
             os.write(fd, data)
         finally:
             os.close(fd)
+        # counted once written: a file that could not be written is in `failed` (add), not in the manifest's counts,
+        # and a later read of the same path tries again
+        if placeholder:
+            self.placeholders += 1
+        else:
+            self.filled.add(host)
+            self.bytes += len(data)
 
     def add(self, kind: str, rel: str, data: Optional[bytes] = None) -> None:
         """Recreate host path `rel` for a probe's `kind` of access (read/list/stat/elf/which): each link on the way

@@ -82,6 +82,20 @@ def test_a_link_planted_in_the_capture_is_never_written_through(tmp_path: Path) 
     assert outside.read_bytes() == b"keep"
 
 
+def test_a_file_that_could_not_be_written_is_not_counted_and_is_tried_again(tmp_path: Path) -> None:
+    """Was: counted as filled (and its bytes) before the write, so a failed write left the manifest counting a file
+    the capture does not hold, and the next read of that path never wrote it."""
+    cap = _cap(tmp_path)
+    (Path(cap.dest) / "etc").mkdir()
+    os.symlink(tmp_path / "outside", Path(cap.dest) / "etc/a")  # the write fails (no-follow)
+    with pytest.raises(OSError):
+        cap._file("/etc/a", b"12345")
+    assert cap.filled == set() and cap.bytes == 0
+    os.unlink(Path(cap.dest) / "etc/a")
+    cap._file("/etc/a", b"12345")
+    assert cap.filled == {"/etc/a"} and cap.bytes == 5 and (Path(cap.dest) / "etc/a").read_bytes() == b"12345"
+
+
 def test_a_file_where_a_directory_belongs_is_refused(tmp_path: Path) -> None:
     cap = _cap(tmp_path)
     (Path(cap.dest) / "etc").write_bytes(b"")
