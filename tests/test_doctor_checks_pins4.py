@@ -1421,9 +1421,8 @@ CHANGED: Dict[str, Dict[str, Row]] = {'debian10': {'os.distro': ('warn',
                                                     '')},
  'driver-440.32-cuda-10.2': {'nvidia.driver': ('pass', '2 GPU(s), driver 440.32', 'driver loaded', ''),
                              'nvidia.nvml': ('pass', 'ok, driver 440.32', 'ok', ''),
-                             'nvidia.driver_cuda': ('warn',
-                                                    'driver 440.32, torch built with CUDA 10.2 (minor-version '
-                                                    'compatibility only)',
+                             'nvidia.driver_cuda': ('fail',
+                                                    'driver 440.32, torch built with CUDA 10.2',
                                                     '>= 440.33 (CUDA 10.2)',
                                                     'upgrade the NVIDIA driver (to >= 440.33):\n'
                                                     'apt-get install -y nvidia-driver firmware-misc-nonfree && '

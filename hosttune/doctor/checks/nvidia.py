@@ -126,7 +126,8 @@ def check_driver_cuda(ctx: Context) -> Finding:
     toolkit's GA driver (e.g. 12.1: 530.30.02, 12.4: 550.54.14, 12.6: 560.28.03, 12.8: 570.26, 12.9: 575.51.03,
     13.0: 580.65.06) and, for minor-version compatibility within a major, 11.x >= 450.80.02, 12.x >= 525.60.13,
     13.x >= 580. Below the major's minimum CUDA does not start (fail); between the two, it runs under minor-version
-    compatibility, where PTX JIT of newer code and some new APIs fail (warn).
+    compatibility, where PTX JIT of newer code and some new APIs fail (warn). CUDA 10.x and older have no
+    minor-version compatibility: below the toolkit's driver they fail.
     """
     t, nv = ctx.facts.torch, ctx.facts.nvidia
     if t is None or not t.cuda:
@@ -144,9 +145,11 @@ def check_driver_cuda(ctx: Context) -> Finding:
     if major_min and drv < version_tuple(major_min):
         return Finding(status="fail", actual=actual, expected=f">= {major_min} (CUDA {cuda[0]}.x)", fix=upgrade)
     if exact and drv < version_tuple(exact):
+        fix = f"{upgrade}\nor install a torch built for CUDA {valid(DRIVER_VERSION, nv.cuda_driver) or 'your driver'}"
+        if major_min is None:  # no minor-version compatibility before CUDA 11: below its driver CUDA does not start
+            return Finding(status="fail", actual=actual, expected=f">= {exact} (CUDA {t.cuda})", fix=fix)
         return Finding(status="warn", actual=actual + " (minor-version compatibility only)",
-                       expected=f">= {exact} (CUDA {t.cuda})", fix=upgrade + "\nor install a torch built for CUDA "
-                       + (valid(DRIVER_VERSION, nv.cuda_driver) or "your driver"))
+                       expected=f">= {exact} (CUDA {t.cuda})", fix=fix)
     return Finding(status="pass", actual=actual, expected=f">= {exact or major_min}")
 
 
