@@ -242,8 +242,12 @@ GOLDEN: Dict[str, Row] = {'absent-error': ('fail',
  'absent-start-error': ('skip', 'not measured: no interpreter', '', ''),
  'absent-no-info': ('skip', 'needs a working torch (see torch.deep_cuda)', '', ''),
  'absent-info-error': ('skip', 'needs a working torch (see torch.deep_cuda)', '', ''),
- 'absent-info-itself': ('fail', 'not measured: the gpu probe ended with exit status 1: ValueError: x', '', ''),
- 'absent-cpu-exit': ('fail', 'not measured: the cpu probe ended with exit status 3: oops', '', ''),
+ 'absent-info-itself': ('fail', 'not measured: the gpu probe ended with exit status 1: ValueError: x', '',
+                        ('run the measurement by hand to see the whole error: python3 -m '
+                         'hosttune.doctor.deep.probe_torch --measure info')),
+ 'absent-cpu-exit': ('fail', 'not measured: the cpu probe ended with exit status 3: oops', '',
+                     ('run the measurement by hand to see the whole error: python3 -m '
+                      'hosttune.doctor.deep.probe_torch --measure cpu')),
  'absent-cpu-clean': ('skip', 'not measured: the cpu probe ended with exit status 0', '', ''),
  'torch-no-module': ('fail',
                      "import torch failed in /opt/v/bin/python: No module named 'torch'",
@@ -265,7 +269,9 @@ GOLDEN: Dict[str, Row] = {'absent-error': ('fail',
  'torch-crash': ('fail',
                  'not measured: the gpu probe ended with exit status -11',
                  'import torch; CUDA initialises 1 GPU(s)',
-                 ''),
+
+                 ('run the measurement by hand to see the whole error: python3 -m '
+                  'hosttune.doctor.deep.probe_torch --measure info')),
  'torch-start-budget': ('skip',
                         'not measured: the time budget is spent',
                         'import torch; CUDA initialises 1 GPU(s)',
@@ -406,8 +412,12 @@ GOLDEN: Dict[str, Row] = {'absent-error': ('fail',
  'allreduce-none-crash': ('fail',
                           'not measured: the allreduce probe ended with exit status 1: RuntimeError: NCCL error',
                           'busbw >= 100 GB/s (NVLink)',
-                          ''),
- 'allreduce-none-quiet': ('fail', 'not measured: the allreduce probe ended with exit status 1', 'loop', ''),
+
+                          ('run the measurement by hand to see the whole error: python3 -m '
+                           'hosttune.doctor.deep.probe_torch --measure allreduce')),
+ 'allreduce-none-quiet': ('fail', 'not measured: the allreduce probe ended with exit status 1', 'loop',
+                          ('run the measurement by hand to see the whole error: python3 -m '
+                           'hosttune.doctor.deep.probe_torch --measure allreduce')),
  'allreduce-none-timeout': ('skip',
                             'not measured: the allreduce probe was stopped',
                             'busbw >= 100 GB/s (NVLink)',
@@ -606,3 +616,10 @@ def test_allreduce_without_a_result_names_torchruns_last_words() -> None:
         ("fail", "torchrun: Gloo connect failed", "loopback", fix)
     assert _row(F.allreduce_finding(JobResult(name="allreduce", returncode=0), "gloo", None, "loopback")) == \
         ("fail", "torchrun: exit status 0", "loopback", fix)
+
+
+def test_a_failed_measurement_names_the_probe_group_that_runs_it() -> None:
+    """Each absent result's fix is a command that runs: the probe's --measure takes groups (cpu, not cpu_matmul)."""
+    err = job({"event": "error", "what": "cpu_triad", "error": "boom"}, name="cpu")
+    for f in (F.absent(err, "cpu_triad"), F.absent(job(name="cpu", returncode=3), "cpu_bf16")):
+        assert f.status == "fail" and f.fix.endswith("probe_torch --measure cpu"), f

@@ -38,14 +38,13 @@ def absent(job: JobResult, prefix: str, expected: str = "") -> Finding:
     errs = job.errors(prefix)
     if errs:
         return Finding(status="fail", actual=f"{errs[0]['what']}: {errs[0].get('error', '?')}", expected=expected,
-                       fix=f"run the measurement by hand to see the whole error: python3 {_probe_hint()} "
-                           f"--measure {prefix.split()[0]}")
+                       fix=f"run the measurement by hand to see the whole error: {_by_hand(prefix)}")
     if job.timed_out and job.budget_cut:
         return Finding(status="skip", actual=f"not measured: the {job.name} probe {job.failure()}", expected=expected)
     if job.timed_out and job.hung_on and _under(job.hung_on, prefix):
         return Finding(status="fail", actual=f"{job.name} probe {job.failure()}", expected=expected,
-                       fix=f"something blocks: run the probe by hand (python3 {_probe_hint()} --measure "
-                           f"{prefix.split()[0]}) and look at the GPU/disk it waits for (nvidia-smi, dmesg)")
+                       fix=f"something blocks: run the probe by hand ({_by_hand(prefix)}) and look at the GPU/disk it "
+                           "waits for (nvidia-smi, dmesg)")
     if job.start_error:
         return Finding(status="skip", actual=f"not measured: {job.start_error}", expected=expected)
     if job.timed_out:
@@ -55,12 +54,21 @@ def absent(job: JobResult, prefix: str, expected: str = "") -> Finding:
     info_failed = job.errors("info") or (job.result("info") is None and job.name in ("torch", "gpu"))
     if info_failed and prefix != "info":
         return Finding(status="skip", actual=f"needs a working torch (see {TORCH_CHECK})", expected=expected)
-    return Finding(status="skip" if job.returncode == 0 else "fail",
-                   actual=f"not measured: the {job.name} probe ended with {job.failure()}", expected=expected)
+    if job.returncode == 0:
+        return Finding(status="skip", actual=f"not measured: the {job.name} probe ended with {job.failure()}",
+                       expected=expected)
+    return Finding(status="fail", actual=f"not measured: the {job.name} probe ended with {job.failure()}",
+                   expected=expected, fix=f"run the measurement by hand to see the whole error: {_by_hand(prefix)}")
 
 
 def _probe_hint() -> str:
     return "-m hosttune.doctor.deep.probe_torch"
+
+
+def _by_hand(prefix: str) -> str:
+    """The probe command that runs the measurement group a result `prefix` belongs to (cpu_matmul: the cpu group)."""
+    group = prefix.split()[0]
+    return f"python3 {_probe_hint()} --measure {'cpu' if group.startswith('cpu_') else group}"
 
 
 # ---- torch works --------------------------------------------------------------------------------------------------
