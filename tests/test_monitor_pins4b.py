@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from hosttune.errors import UserError
 from hosttune.monitor import sinks
 from hosttune.monitor.sample import gpu_fields
