@@ -68,3 +68,16 @@ def test_only_rank_0_sets_an_unusable_checkpoint_aside(tmp_path: Path) -> None:
     finally:
         metrics.close()
     assert not bad.exists() and bad.with_name("step-0000002.unusable").is_dir()  # rank 0 did
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the peak of the CUDA allocator needs a GPU")
+def test_peak_gpu_memory_is_the_peak_not_the_current_allocation() -> None:
+    from hosttune.engine.metrics import peak_memory_mb
+
+    dev = torch.device("cuda", torch.cuda.current_device())
+    torch.cuda.reset_peak_memory_stats(dev)
+    big = torch.empty(256 * 2**20, dtype=torch.uint8, device=dev)  # 256 MiB, then freed: the peak keeps it
+    del big
+    torch.cuda.synchronize(dev)
+    assert peak_memory_mb(dev) >= 256
+    assert torch.cuda.memory_allocated(dev) / 2**20 < 256  # what the current allocation would have said
