@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import TORCHRUN, torchrun_env
 
 from hosttune.launch import hang, hook
@@ -16,6 +17,7 @@ open(sys.argv[1], "w").write(json.dumps({{k: os.environ.get(k) for k in keys}}))
 """
 
 
+@pytest.mark.integration  # a real `hosttune exec --hang-timeout` around torchrun (make check leaves it out)
 def test_a_torchrun_jobs_ranks_get_the_hang_watchs_variables(tmp_path: Path) -> None:
     script, out = tmp_path / "rank.py", tmp_path / "seen.json"
     script.write_text(RANK.format(hang=hook.HANG_DIR))
