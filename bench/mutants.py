@@ -1749,7 +1749,9 @@ _r4('r4a-execcache-recorder-error-spoil', 'hosttune/execcache/recorder.py',
 _r4('r4b-monitor-jsonl-size', 'hosttune/monitor/sinks.py',
     '        self.size = before + written',
     '        self.size = before',
-    'the JSONL sink never counts what it wrote: the log is never rotated')
+    'the JSONL sink never counts what it wrote: the log is never rotated',
+    equivalent="write() re-reads the size with fstat before every use (rotation, `before`); the size stored after a "
+               "write is never read (found while pinning, session 6)")
 # 35: hosttune/launch/launchers/accelerate.py:136 (assign)
 _r4('r4a-accelerate-dist-upper', 'hosttune/launch/launchers/accelerate.py',
     'dist = str((cfg or {}).get("distributed_type") or "NO").upper()',
@@ -2052,3 +2054,28 @@ _r4('r4b-monitor-log-dir-option', 'hosttune/commands/monitor.py',
     '    ctx.obj["log_dir"] = log_dir',
     '    ctx.obj["log_dir"] = None',
     'monitor --log-dir is ignored by its subcommands')
+
+# Pins (session 6, after the measurement): the survivors measured by 14:30 UTC, each pin checked to fail with its
+# change planted in a clone (r4a-engine-peak-memory's needs CUDA: skipped here, its failing side unchecked).
+_R4_PINS = {
+    "tests/test_detect_pins4b.py -k dev_shm": ("r4a-detect-shm-default",),
+    "tests/test_detect_pins4b.py -k hard_rlimit": ("r4b-detect-rlimit-hard",),
+    "tests/test_monitor_pins4b.py -k reason_names": ("r4a-monitor-reason-names-zero",),
+    "tests/test_monitor_pins4b.py -k 0640": ("r4b-monitor-jsonl-mode",),
+    "tests/test_monitor_pins4b.py -k runtime_dir": ("r4b-monitor-own-dirs-runtime",),
+    "tests/test_doctor_model_pins4b.py": ("r4b-doctor-skip-expected",),
+    "tests/test_tune_tuned_pins4b.py": ("r4b-tune-tuned-adm-timeout",),
+    "tests/test_launch_pins4b.py -k libnuma": ("r4a-launch-libnuma-path",),
+    "tests/test_launch_pins4b.py -k handed_plan": ("r4b-launch-handoff-world",),
+    "tests/test_engine_pins4b.py -k symlinked": ("r4b-engine-ckpt-symlink",),
+    "tests/test_engine_pins4b.py -k last_character": ("r4a-engine-shard-tokens",),
+    "tests/test_engine_pins4b.py -k rank_0": ("r4a-engine-set-aside-rank0",),
+    "tests/test_engine_pins4b.py -k peak_gpu_memory": ("r4a-engine-peak-memory",),
+    "tests/test_autotune_pins4b.py": ("r4a-autotune-engine-runs",),
+    "tests/test_execcache_pins4b.py": ("r4a-execcache-recorder-error-spoil",),
+    "tests/test_launch_hang_pins4b.py": ("r4b-launch-hang-env-copy",),
+    "tests/test_exec_rankhook_pins4b.py": ("r4a-rankhook-exec-module",),
+}
+_R4_PIN_OF = {mid: sel for sel, ids in _R4_PINS.items() for mid in ids}
+MUTANTS[:] = [m._replace(pins=_R4_PIN_OF[m.id]) if m.id in _R4_PIN_OF else m for m in MUTANTS]
+assert set(_R4_PIN_OF) <= {m.id for m in MUTANTS}, set(_R4_PIN_OF) - {m.id for m in MUTANTS}
