@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 import pytest
-from click.testing import CliRunner
+from conftest import cli_runner
 
 from hosttune import __version__, cli
 from hosttune.errors import UserError
@@ -32,7 +32,7 @@ def cmd(what: str) -> None:
 
 
 def _run(*args: str) -> Any:
-    return CliRunner().invoke(cli.cli, list(args), catch_exceptions=False)
+    return cli_runner().invoke(cli.cli, list(args), catch_exceptions=False)
 
 
 @pytest.fixture()
@@ -85,7 +85,7 @@ def test_help_lists_every_command_sorted_without_importing_them(monkeypatch: Any
 
 
 def test_unknown_command_and_version() -> None:
-    r = CliRunner().invoke(cli.cli, ["nope"])
+    r = cli_runner().invoke(cli.cli, ["nope"])
     assert r.exit_code == 2 and "No such command 'nope'" in r.stderr
     assert _run("--version").stdout == f"hosttune {__version__}\n"
     assert cli.cli.get_command(click.Context(cli.cli), "nope") is None
