@@ -54,11 +54,11 @@ def absent(job: JobResult, prefix: str, expected: str = "") -> Finding:
     info_failed = job.errors("info") or (job.result("info") is None and job.name in ("torch", "gpu"))
     if info_failed and prefix != "info":
         return Finding(status="skip", actual=f"needs a working torch (see {TORCH_CHECK})", expected=expected)
+    actual = f"not measured: the {job.name} probe ended with {job.failure()}"
     if job.returncode == 0:
-        return Finding(status="skip", actual=f"not measured: the {job.name} probe ended with {job.failure()}",
-                       expected=expected)
-    return Finding(status="fail", actual=f"not measured: the {job.name} probe ended with {job.failure()}",
-                   expected=expected, fix=f"run the measurement by hand to see the whole error: {_by_hand(prefix)}")
+        return Finding(status="skip", actual=actual, expected=expected)
+    return Finding(status="fail", actual=actual, expected=expected,
+                   fix=f"run the measurement by hand to see the whole error: {_by_hand(prefix)}")
 
 
 def _probe_hint() -> str:
