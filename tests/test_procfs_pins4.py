@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterator, List
+from typing import Callable, Iterator, List, Optional, Tuple
 
 import pytest
 from conftest import checkout_env
@@ -95,11 +95,87 @@ def test_descendants_and_the_marker_find_a_grandchild(procs: List[subprocess.Pop
         _until(lambda: grandchild in procfs.children(p.pid))
         assert p.pid in procfs.descendants(os.getpid()) and grandchild in procfs.descendants(os.getpid())
         assert procfs.descendants(p.pid) == [grandchild]
-        _until(lambda: (procfs.proc_environ(grandchild) or {}).get(MARK) == marker)
+        # comm first, then the environment: both read after the grandchild's execve of sleep has finished (a fork
+        # of sh before it carries the marker too, and inside execve the environment reads empty for a moment)
+        _until(lambda: procfs.proc_status(grandchild).get("Name") == "sleep"
+               and (procfs.proc_environ(grandchild) or {}).get(MARK) == marker)
+        assert not procfs.in_execve(grandchild) and not procfs.in_execve(p.pid)
         assert sorted(procfs.marked_processes(marker)) == sorted([p.pid, grandchild])
         assert procfs.marked_processes(marker + "x") == []
     finally:
         os.kill(grandchild, signal.SIGKILL)
+
+
+def _fake_proc(monkeypatch: pytest.MonkeyPatch, pid: int, reads: List[Tuple[bytes, bytes]]) -> List[str]:
+    """/proc/PID as the kernel shows it across an execve: each (environ, stat) pair answers one look at the pid;
+    the last pair stays. Every other path is read for real."""
+    real = procfs._read
+    looks: List[str] = []
+
+    def now() -> Tuple[bytes, bytes]:
+        return reads[min(max(len(looks) - 1, 0), len(reads) - 1)]
+
+    def read(path: str) -> Optional[bytes]:
+        if path == f"/proc/{pid}/environ":
+            looks.append("environ")
+            return now()[0]
+        return now()[1] if path == f"/proc/{pid}/stat" else real(path)
+    monkeypatch.setattr(procfs, "_read", read)
+    monkeypatch.setattr(procfs.os, "listdir", lambda d: [str(pid)] if d == "/proc" else os.listdir(d))
+    return looks
+
+
+def _stat(state: str = "R", flags: int = 0x400000, env_end: int = 0) -> bytes:
+    # fields 3..52 of proc(5): state, ..., flags (9), ..., env_start (50), env_end (51), exit_code (52)
+    fields = [state] + ["0"] * 5 + [str(flags)] + ["0"] * 41 + [str(env_end), "0"]
+    return b"4242 (python3) " + " ".join(fields).encode()
+
+
+def test_a_process_inside_execve_is_looked_at_again_until_its_environment_shows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    env = b"A=1\0HOSTTUNE_LAUNCH_ID=m1\0"
+    looks = _fake_proc(monkeypatch, 4242, [(b"", _stat()), (b"", _stat()), (env, _stat(env_end=140000))])
+    assert procfs.in_execve(4242)
+    looks.clear()
+    assert procfs.marked_processes("m1") == [4242] and looks == ["environ"] * 3
+    looks.clear()
+    assert procfs.marked_processes("m2") == [] and looks == ["environ"] * 3  # shown, and carries another marker
+
+
+@pytest.mark.parametrize("why, stat", [
+    ("an empty environment by choice (env_start == env_end, set)", _stat(env_end=140000)),
+    ("a kernel thread", _stat(flags=0x208040)),
+    ("a zombie", _stat(state="Z")),
+    ("a dead task", _stat(state="X")),
+    ("a stat line with no env_end (before Linux 3.5)", b"4242 (x) R 1 2 3"),
+    ("an unreadable stat", b""),
+])
+def test_an_empty_environment_outside_execve_is_read_once(monkeypatch: pytest.MonkeyPatch, why: str,
+                                                          stat: bytes) -> None:
+    looks = _fake_proc(monkeypatch, 4242, [(b"", stat)])
+    assert not procfs.in_execve(4242), why
+    looks.clear()
+    assert procfs.marked_processes("m1") == [] and looks == ["environ"], why
+
+
+def test_a_process_stuck_inside_execve_is_given_up_after_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    looks = _fake_proc(monkeypatch, 4242, [(b"", _stat())])
+    clock = iter(range(0, 10 ** 6))  # each look at the clock is one second later
+    monkeypatch.setattr(procfs.time, "monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr(procfs.time, "sleep", lambda s: None)
+    monkeypatch.setattr(procfs, "EXECVE_WAIT_S", 3.0)
+    assert procfs.marked_processes("m1") == [] and looks == ["environ"] * 4
+
+
+def test_in_execve_on_real_processes(procs: List[subprocess.Popen]) -> None:
+    assert not procfs.in_execve(os.getpid()) and not procfs.in_execve(2 ** 22 + 1)  # no such pid
+    p = subprocess.Popen(["/bin/sleep", "30"], env={})  # an empty environment: env_end is set all the same
+    procs.append(p)
+    _until(lambda: procfs.proc_status(p.pid).get("Name") == "sleep")
+    assert procfs.proc_environ(p.pid) == {} and not procfs.in_execve(p.pid)
+    p.kill()
+    _until(lambda: procfs.proc_status(p.pid).get("State", "").startswith("Z"))
+    assert not procfs.in_execve(p.pid)
 
 
 def test_marked_processes_never_names_the_caller() -> None:

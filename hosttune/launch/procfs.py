@@ -1,10 +1,11 @@
 """Reads of /proc for the launcher, --verify, the sweep and the guardian: one process's status, environment,
 memory policy, parent, children; no writes, nothing cached, a missing process is an empty answer, never an error.
 
-Cheap to import (the shim's binding reads Mems_allowed through it): os and typing only.
+Cheap to import (the shim's binding reads Mems_allowed through it): os, time and typing only.
 """
 
 import os
+import time
 from typing import Dict, List, Optional, Tuple
 
 from hosttune import jobrecord
@@ -115,17 +116,55 @@ def descendants(pid: int) -> List[int]:
     return seen
 
 
+_PF_KTHREAD = 0x00200000  # include/linux/sched.h
+EXECVE_WAIT_S = 0.25
+
+
+def in_execve(pid: int) -> bool:
+    """The process is between execve's switch to its new memory and the kernel's copy of the new environment onto
+    it: a live user process whose env_end (field 51 of /proc/PID/stat, proc(5)) is still 0. /proc/PID/environ reads
+    empty in that window (fs/proc/base.c environ_read), though the program it is becoming carries the environment.
+    A program started with an empty environment has env_end set (env_start == env_end) and is not in the window;
+    kernel threads and zombies have no memory and are not either."""
+    raw = _read(f"/proc/{pid}/stat")
+    if not raw:
+        return False
+    try:
+        fields = raw[raw.rindex(b")") + 2:].split()
+        state, flags, env_end = fields[0], int(fields[6]), int(fields[48])
+    except (ValueError, IndexError):
+        return False  # a kernel before 3.5 shows no env_end: nothing to tell the window by
+    return state not in (b"Z", b"X") and not flags & _PF_KTHREAD and env_end == 0
+
+
 def marked_processes(marker: str) -> List[int]:
-    """Every process whose environment carries this launch's marker (the job, wherever it was reparented)."""
+    """Every process whose environment carries this launch's marker (the job, wherever it was reparented).
+
+    A process caught inside execve shows an empty environment for a moment; it is looked at again (every 2 ms, for
+    at most EXECVE_WAIT_S) so that a rank being exec'd right then is not missed by a sweep."""
     needle = f"{names.LAUNCH_ID}={marker}".encode()
     out: List[int] = []
     me = os.getpid()
+    pending: List[int] = []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == me:
             continue
         raw = _read(f"/proc/{name}/environ")
         if raw and needle in raw.split(b"\0"):
             out.append(int(name))
+        elif raw == b"" and in_execve(int(name)):
+            pending.append(int(name))
+    end = time.monotonic() + EXECVE_WAIT_S
+    while pending:
+        time.sleep(0.002)
+        still: List[int] = []
+        for pid in pending:
+            raw = _read(f"/proc/{pid}/environ")
+            if raw and needle in raw.split(b"\0"):
+                out.append(pid)
+            elif raw == b"" and in_execve(pid):
+                still.append(pid)
+        pending = still if time.monotonic() < end else []
     return out
 
 
