@@ -58,7 +58,8 @@ def test_environ_status_and_parent_of_a_real_child(procs: List[subprocess.Popen]
     os.symlink("/bin/sleep", odd)
     p = subprocess.Popen([str(odd), "30"], env={"A": "1", "B": "x=y", "PATH": "/usr/bin:/bin"})
     procs.append(p)
-    _until(lambda: procfs.proc_status(p.pid).get("Name", "").startswith("a) b"))
+    # the new comm shows before execve has copied the environment (it reads empty for a moment): wait for both
+    _until(lambda: procfs.proc_status(p.pid).get("Name", "").startswith("a) b") and bool(procfs.proc_environ(p.pid)))
     assert procfs.proc_environ(p.pid) == {"A": "1", "B": "x=y", "PATH": "/usr/bin:/bin"}
     st = procfs.proc_status(p.pid)
     assert st["Pid"] == str(p.pid) and st["PPid"] == str(os.getpid())  # values stripped of the tab
@@ -169,9 +170,12 @@ def test_a_process_stuck_inside_execve_is_given_up_after_the_bound(monkeypatch: 
 
 def test_in_execve_on_real_processes(procs: List[subprocess.Popen]) -> None:
     assert not procfs.in_execve(os.getpid()) and not procfs.in_execve(2 ** 22 + 1)  # no such pid
-    p = subprocess.Popen(["/bin/sleep", "30"], env={})  # an empty environment: env_end is set all the same
+    # an empty environment: env_end is set all the same. The child says it runs (its own code, so execve is over:
+    # sleep's new comm would show before execve sets env_end, and in_execve is rightly true in that moment)
+    p = subprocess.Popen([sys.executable, "-I", "-S", "-c", "print('up', flush=True); import sys; sys.stdin.read()"],
+                         env={}, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     procs.append(p)
-    _until(lambda: procfs.proc_status(p.pid).get("Name") == "sleep")
+    assert p.stdout.readline() == b"up\n"  # type: ignore[union-attr]
     assert procfs.proc_environ(p.pid) == {} and not procfs.in_execve(p.pid)
     p.kill()
     _until(lambda: procfs.proc_status(p.pid).get("State", "").startswith("Z"))
