@@ -15,9 +15,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
+from conftest import scrub_env
 
 from hosttune import execcache
 from hosttune.launch.procfs import parse_numa_maps_policy
@@ -114,6 +116,13 @@ def warm(*args: str, **kw: Any) -> List["subprocess.CompletedProcess[str]"]:
     return runs
 
 
+def hit(*args: str, **kw: Any) -> "subprocess.CompletedProcess[str]":
+    """One call that must be replayed (its entry is fresh), exit 0."""
+    r = run(*args, **kw)
+    assert r.returncode == 0 and replayed(r), "\n".join(why(r) + said(r))
+    return r
+
+
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
     d = tmp_path / "work"
@@ -154,47 +163,84 @@ def test_a_replayed_srun_task_is_bound_like_the_first(work: Path) -> None:
 
 
 # ---- the key: each input alone ---------------------------------------------------------------------------------
-# Each test starts from an entry that was just replayed (fresh: it would hit again), changes exactly one input and
-# expects the full path. A key that lost that input would replay the old job instead.
+# Each test starts from an entry that is replayed right then (fresh: it would hit again), changes exactly one input
+# and expects the full path. A key that lost that input would replay the old job instead.
+# One entry serves every test whose change leaves it fresh (issue 21: one warm-up of three `hosttune exec` runs, not
+# one per test): another argv, option, environment, CPU set or boot id is another key, whose entry is written beside
+# it (the boot id's bytes are put back afterwards). An edited profile or cgroup quota is the same key with a changed
+# recorded input: the changed run records over the entry, so each of those tests warms an entry of its own.
 
 INPUTS = ["argv", "option", "environment", "cpus", "profile", "boot-id", "cgroup-quota"]
 PAST = 1_000_000_000  # 2001: a profile written long ago, so an edit changes its times on any filesystem
+BOOT = "2f1d6c3e-9a41-4b8e-8f0c-5d2a7e9b1c40\n"
+QUOTA = "max 100000\n"
+PROFILE = "base: throughput\nenv:\n  HT_MARK: one\n"
+
+
+def keyed_inputs(base: Path) -> SimpleNamespace:
+    """Under `base`: a boot id file, a cgroup quota file, an old profile and a working directory; the environment
+    that hands the first two to LAUNCHER and the exec arguments with the profile."""
+    boot = base / "host" / "boot_id"
+    boot.parent.mkdir()
+    boot.write_text(BOOT)
+    quota = base / "cgroup" / "cpu.max"
+    quota.parent.mkdir()
+    quota.write_text(QUOTA)
+    prof = base / "p.yaml"
+    prof.write_text(PROFILE)
+    os.utime(prof, (PAST, PAST))
+    work = base / "work"
+    work.mkdir()
+    return SimpleNamespace(boot=boot, quota=quota, prof=prof, work=work, args=["--profile", str(prof), "--", *JOB],
+                           env=_env(TEST_BOOT_ID=str(boot), TEST_QUOTA=str(quota)))
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """keyed_inputs() with an entry warmed for them, in hosttune directories of the module's own (tests/conftest.py's
+    scrub, as each test's): the tests that use it leave the entry fresh (see above)."""
+    base = tmp_path_factory.mktemp("shared-entry")
+    with pytest.MonkeyPatch.context() as mp:
+        scrub_env(mp, base)
+        inputs = keyed_inputs(base)
+    hits = warm(*inputs.args, env=inputs.env, cwd=inputs.work)[-1]
+    assert "HT_MARK=one" in job_view(hits)
+    return inputs
 
 
 @pytest.mark.parametrize("what", INPUTS)
-def test_one_changed_input_is_a_miss(what: str, work: Path, tmp_path: Path) -> None:
+def test_one_changed_input_is_a_miss(what: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     if what == "cpus" and len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs two CPUs")
-    boot = tmp_path / "host" / "boot_id"
-    boot.parent.mkdir()
-    boot.write_text("2f1d6c3e-9a41-4b8e-8f0c-5d2a7e9b1c40\n")
-    quota = tmp_path / "cgroup" / "cpu.max"
-    quota.parent.mkdir()
-    quota.write_text("max 100000\n")
-    prof = tmp_path / "p.yaml"
-    prof.write_text("base: throughput\nenv:\n  HT_MARK: one\n")
-    os.utime(prof, (PAST, PAST))
-    env = _env(TEST_BOOT_ID=str(boot), TEST_QUOTA=str(quota))
-    args = ["--profile", str(prof), "--", *JOB]
-    hit = warm(*args, env=env, cwd=work)[-1]
-    assert "HT_MARK=one" in job_view(hit)
+    if what in ("profile", "cgroup-quota"):
+        k = keyed_inputs(tmp_path)
+        fresh = warm(*k.args, env=k.env, cwd=k.work)[-1]
+    else:
+        k = request.getfixturevalue("shared")
+        fresh = hit(*k.args, env=k.env, cwd=k.work)  # replayed right before the change
+    assert "HT_MARK=one" in job_view(fresh)
 
+    args: List[str] = k.args
+    env: Dict[str, str] = k.env
     prefix: List[str] = []
     if what == "argv":
-        args = ["--profile", str(prof), "--", "sh", "-c", JOB[2] + "; echo argv-changed"]
+        args = ["--profile", str(k.prof), "--", "sh", "-c", JOB[2] + "; echo argv-changed"]
     elif what == "option":
-        args = ["--profile", str(prof), "--no-bind", "--", *JOB]
+        args = ["--profile", str(k.prof), "--no-bind", "--", *JOB]
     elif what == "environment":
         env = dict(env, OMP_NUM_THREADS="1")
     elif what == "cpus":
         prefix = ["taskset", "-c", str(max(os.sched_getaffinity(0)))]
     elif what == "profile":
-        prof.write_text("base: throughput\nenv:\n  HT_MARK: two\n")  # same size, same inode: times tell
+        k.prof.write_text("base: throughput\nenv:\n  HT_MARK: two\n")  # same size, same inode: times tell
     elif what == "boot-id":
-        boot.write_text("7c0e9b2a-41d3-4f6a-9e8b-0a1c2d3e4f50\n")  # a reboot; same length
+        k.boot.write_text("7c0e9b2a-41d3-4f6a-9e8b-0a1c2d3e4f50\n")  # a reboot; same length
     else:
-        quota.write_text("50000 100000\n")  # half a CPU from now on: only its bytes tell (no stat, as /sys)
-    changed = run(*args, env=env, cwd=work, prefix=prefix)
+        k.quota.write_text("50000 100000\n")  # half a CPU from now on: only its bytes tell (no stat, as /sys)
+    try:
+        changed = run(*args, env=env, cwd=k.work, prefix=prefix)
+    finally:
+        k.boot.write_text(BOOT)  # the shared key's bytes again
     assert changed.returncode == 0, changed.stderr[-2000:]
     assert not replayed(changed), why(changed)
     view = job_view(changed)
@@ -206,22 +252,24 @@ def test_one_changed_input_is_a_miss(what: str, work: Path, tmp_path: Path) -> N
         assert f"Cpus_allowed_list:\t{prefix[-1]}" in view
     elif what == "profile":
         assert "HT_MARK=two" in view and "HT_MARK=one" not in view
+    if what == "boot-id":
+        hit(*k.args, env=k.env, cwd=k.work)  # the bytes put back: the shared entry is fresh again
 
 
-def test_an_unrelated_variable_is_a_miss_and_the_unchanged_call_still_hits(work: Path) -> None:
+def test_an_unrelated_variable_is_a_miss_and_the_unchanged_call_still_hits(shared: SimpleNamespace) -> None:
     """The whole environment is in the key (the job inherits all of it), and a miss leaves the other entry fresh."""
-    env = _env()
-    warm("--", *JOB, env=env, cwd=work)
-    other = run("--", *JOB, env=dict(env, HT_UNRELATED="1"), cwd=work)
+    k = shared
+    hit(*k.args, env=k.env, cwd=k.work)
+    other = run(*k.args, env=dict(k.env, HT_UNRELATED="1"), cwd=k.work)
     assert other.returncode == 0 and not replayed(other) and "HT_UNRELATED=1" in job_view(other), why(other)
-    again = run("--", *JOB, env=env, cwd=work)
+    again = run(*k.args, env=k.env, cwd=k.work)
     assert again.returncode == 0 and replayed(again) and "HT_UNRELATED=1" not in job_view(again), why(again)
 
 
-def test_a_gone_program_is_a_miss(work: Path) -> None:
-    env = _env()
-    warm("--", *JOB, env=env, cwd=work)
-    gone = run("--", "sh", "-c", "exit 7", env=env, cwd=work)
+def test_a_gone_program_is_a_miss(shared: SimpleNamespace) -> None:
+    k = shared
+    hit(*k.args, env=k.env, cwd=k.work)
+    gone = run("--profile", str(k.prof), "--", "sh", "-c", "exit 7", env=k.env, cwd=k.work)
     assert gone.returncode == 7 and not replayed(gone)
 
 
