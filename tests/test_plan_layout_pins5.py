@@ -209,3 +209,10 @@ def test_quota_scales_threads_and_tops_up_to_the_limit() -> None:
     want, notes = layout._threads(prof(), slots(2, 2, 2), topo(6, 2.0), "cores")
     assert want == [1, 1, 1] and notes == ["threads: cgroup quota 2 CPUs caps the 3 ranks to 2 threads in all",
                                            "threads: 3 ranks exceed the quota of 2 CPUs even at 1 thread each"]
+
+
+def test_no_cpu_facts_fall_back_to_the_nodes_cpus() -> None:
+    f = Facts(cpu=Cpu(online=(), logical=0, physical=0, cores=(), allowed_cpus=()),
+              numa=Numa(nodes=(NumaNode(0, (0, 1), 1000), NumaNode(1, (2, 3), 1000))))
+    t = layout._topology(f)
+    assert t.cores == cores(0, 1, 2, 3) and t.by_node == {0: cores(0, 1), 1: cores(2, 3)}
