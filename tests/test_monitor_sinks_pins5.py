@@ -152,8 +152,12 @@ def test_an_existing_log_counts_toward_max_bytes(tmp_path: Path) -> None:
 def test_close_is_idempotent_and_a_write_after_it_reopens(tmp_path: Path) -> None:
     log = tmp_path / "log"
     sink = sinks.JsonlSink(str(log), 1000, 1)
+    fd = sink.fd
+    assert fd is not None
     sink.close()
     assert sink.fd is None
+    with pytest.raises(OSError):  # the descriptor itself is closed, not just forgotten
+        os.fstat(fd)
     sink.close()
     sink.write(REC)
     assert sink.fd is not None and sink.size == SIZE
