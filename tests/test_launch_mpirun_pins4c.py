@@ -23,3 +23,10 @@ def test_the_last_exported_thread_count_is_the_ranks() -> None:
                                 "python3", "t.py"], ENV, mpi="openmpi")
     assert known is not None and known.threads == 3
     assert "OMP_NUM_THREADS=3 exported by the command line: each rank keeps it" in known.notes
+
+
+def test_a_bare_exported_name_is_no_empty_value() -> None:
+    """`-x OMP_NUM_THREADS` (no `=`) forwards the caller's value: not an empty export, so not refused."""
+    known = launchers.identify(["mpirun", "-np", "2", "-x", "OMP_NUM_THREADS", "python3", "t.py"],
+                               {**ENV, "OMP_NUM_THREADS": "3"}, mpi="openmpi")
+    assert known is not None and known.threads is None
