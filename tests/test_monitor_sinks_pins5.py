@@ -360,3 +360,11 @@ def test_textfile_sink_sets_aside_warns_and_leaves_no_probe(tmp_path: Path) -> N
     assert (d / "hosttune.prom").read_text() == "a 1\n"
     assert stat.S_IMODE(os.stat(d / "hosttune.prom").st_mode) == 0o644
     assert sinks.TextfileSink(str(d)).warnings == []
+    before = sorted(os.listdir("/proc/self/fd"))
+    sinks.TextfileSink(str(d))
+    assert sorted(os.listdir("/proc/self/fd")) == before  # the directory descriptor is closed again
+
+
+def test_disk_io_and_iowait_rows_reach_the_textfile() -> None:
+    t = sinks.render_textfile({"ts": 1, "host": {"iowait_pct": 12.5}}, {})
+    assert rows(t, "hosttune_cpu_iowait_ratio") == ["hosttune_cpu_iowait_ratio 0.125"]
