@@ -19,6 +19,7 @@ open(sys.argv[1], "w").write(json.dumps({{k: os.environ.get(k) for k in keys}}))
 
 @pytest.mark.integration  # a real `hosttune exec --hang-timeout` around torchrun (make check leaves it out)
 def test_a_torchrun_jobs_ranks_get_the_hang_watchs_variables(tmp_path: Path) -> None:
+    pytest.importorskip("torch")  # torchrun is torch's (the Python 3.9 pass has none: test_launch_hang.py's skip)
     script, out = tmp_path / "rank.py", tmp_path / "seen.json"
     script.write_text(RANK.format(hang=hook.HANG_DIR))
     r = subprocess.run([sys.executable, "-m", "hosttune", "exec", "--hang-timeout", "600", "--", *TORCHRUN,
