@@ -197,6 +197,22 @@ def test_host_reader_skips_what_it_cannot_read(tmp_path: Path) -> None:
     assert r.read()["cpu_util_pct"] == 9.09
 
 
+DISK = "   8       0 sda {r} 0 {sr} 0 {w} 0 {sw} 0 0 {io} 0\n   8       1 sda1 1 0 1 0 1 0 1 0 0 1 0\n"
+
+
+def test_host_reader_gives_disk_rates_from_the_second_reading_on(tmp_path: Path) -> None:
+    root = fake_root(tmp_path)
+    (root / "sys/block/sda").mkdir(parents=True)
+    (root / "proc/diskstats").write_text(DISK.format(r=0, sr=0, w=0, sw=0, io=0))
+    now = [100.0]
+    r = sample.HostReader(root, disks=(), shm="/noshm", clock=lambda: now[0])
+    now[0] = 102.0
+    (root / "proc/diskstats").write_text(DISK.format(r=10, sr=4096, w=10, sw=2048, io=1000))
+    got = r.read()
+    assert list(got["disk_io"]) == ["sda"] and got["disk_io"]["sda"]["util_pct"] == 50.0
+    assert "disk_io" not in sample.HostReader(root, disks=(), shm="/noshm", clock=lambda: 0.0).read()
+
+
 def test_now_fields() -> None:
     before = time.time()
     got = sample.now_fields()

@@ -216,3 +216,10 @@ def test_no_cpu_facts_fall_back_to_the_nodes_cpus() -> None:
               numa=Numa(nodes=(NumaNode(0, (0, 1), 1000), NumaNode(1, (2, 3), 1000))))
     t = layout._topology(f)
     assert t.cores == cores(0, 1, 2, 3) and t.by_node == {0: cores(0, 1), 1: cores(2, 3)}
+
+
+def test_a_mig_instance_of_an_unknown_gpu_gets_a_balanced_share() -> None:
+    slots = lay(facts(TWO, [gpu(0, 0)]), 2, {"CUDA_VISIBLE_DEVICES": "0,MIG-GPU-ffff/1/0"})
+    assert slots[0].gpu is not None and slots[1].gpu is None and slots[1].cuda_device == 1
+    assert slots[0].cores == cores(0, 1, 2, 3) and slots[1].cores == cores(4, 5, 6, 7)
+    assert slots[1].notes == ["GPU NUMA node unknown (-1): NUMA-balanced share of the CPUs"]

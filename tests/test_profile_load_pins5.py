@@ -221,3 +221,20 @@ def test_active_loads_the_configured_profile_and_needs_facts_for_the_default(
     assert pload.active("debug", lambda: calls.append(1)).name == "debug" and calls == []  # type: ignore
     with pytest.raises(TypeError):
         pload.active(None, None, environ={})
+
+
+def test_active_generates_the_default_for_the_facts_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hosttune.facts import Cpu, Facts
+
+    monkeypatch.setenv("HOSTTUNE_ETC_DIR", str(tmp_path / "etc"))
+    monkeypatch.delenv("HOSTTUNE_PROFILE", raising=False)
+    f = Facts(hostname="h1", cpu=Cpu(online=(0, 1), logical=2, physical=2, cores=((0,), (1,)), allowed_cpus=(0, 1)))
+    calls: List[int] = []
+
+    def detect() -> Facts:
+        calls.append(1)
+        return f
+
+    p = pload.active(None, detect, environ={})
+    assert p.source == "<generated>" and p.name.endswith("@h1") and calls == [1]
+    assert pload.active(None, f, environ={}).fingerprint == f.hardware_fingerprint()
