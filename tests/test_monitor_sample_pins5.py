@@ -213,6 +213,18 @@ def test_host_reader_gives_disk_rates_from_the_second_reading_on(tmp_path: Path)
     assert "disk_io" not in sample.HostReader(root, disks=(), shm="/noshm", clock=lambda: 0.0).read()
 
 
+def test_diskstats_is_read_under_its_own_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = fake_root(tmp_path)
+    (root / "sys/block/sda").mkdir(parents=True)
+    (root / "proc/diskstats").write_text(DISK.format(r=0, sr=0, w=0, sw=0, io=0))
+    monkeypatch.setattr(sample.diskio, "DISKSTATS_LIMIT", 16)  # smaller than the file: not read at all
+    now = [100.0]
+    r = sample.HostReader(root, disks=(), shm="/noshm", clock=lambda: now[0])
+    now[0] = 102.0
+    (root / "proc/diskstats").write_text(DISK.format(r=10, sr=4096, w=10, sw=2048, io=1000))
+    assert "disk_io" not in r.read()
+
+
 def test_now_fields() -> None:
     before = time.time()
     got = sample.now_fields()
