@@ -8,8 +8,9 @@ import dataclasses
 import json
 import os
 import stat
+import types
 from pathlib import Path
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 from conftest import build_tree
@@ -32,7 +33,8 @@ REASON_SWAP = "the default 60 swaps out page cache and pinned buffers; the next 
 
 
 def host(root: Path, **extra: str) -> Path:
-    """Two nodes, an RDMA device, THP always, swappiness 60, numa balancing on, powersave, a 64 MiB /dev/shm, 1024 open files."""
+    """Two nodes, an RDMA device, THP always, swappiness 60, numa balancing on, powersave, a 64 MiB /dev/shm,
+    1024 open files."""
     files = {
         f"{THP}/enabled": "[always] madvise never\n",
         f"{THP}/defrag": "[always] defer defer+madvise madvise never\n",
@@ -178,7 +180,6 @@ def test_apply_changes_and_what_keeps_them(tmp_path: Path) -> None:
     assert changes[3].reason == REASON_SWAP
     assert read(root, "proc/sys/vm/swappiness") == "10\n" and read(root, f"{THP}/enabled") == "always [madvise] never\n"
     assert read(root, f"{CPUFREQ}/policy2/scaling_governor") == "performance\n"
-    assert read(root, SYSCTL) == (f"{MARKER}\n" if False else read(root, SYSCTL))
     assert read(root, SYSCTL).startswith(MARKER + "\n") and "vm.swappiness = 10\n" in read(root, SYSCTL)
     assert "kernel.numa_balancing = 0\n" in read(root, SYSCTL)
     state = json.loads(read(root, STATE))
@@ -238,6 +239,8 @@ def test_unknown_id_names_the_closest_and_all(tmp_path: Path) -> None:
     assert str(e.value) == ("no tunable 'swapiness'; did you mean 'swappiness'? (tunables: "
                             + ", ".join(core.TUNABLE_IDS) + ")")
     core.check_ids(["thp", "shm"])  # known: no error
+    with pytest.raises(UserError, match=r"^no tunable 'qqqq'; did you mean '\w+'\? \(tunables: "):
+        core.check_ids(["qqqq"])  # however far off, the closest is named
     with pytest.raises(UserError):
         core.apply(tmp_path, only=["thp", "nope"])
 
@@ -364,6 +367,56 @@ def test_uid_check(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     core.uid_check(tmp_path, False, "revert")
     monkeypatch.setattr(core.os, "geteuid", lambda: 0)
     core.uid_check(None, False, "apply")
+
+
+class Done:
+    def __init__(self, returncode: int = 0, stdout: str = "") -> None:
+        self.returncode, self.stdout = returncode, stdout
+
+
+class Steps:
+    def __init__(self) -> None:
+        self.calls: List[Any] = []
+
+    def call(self, do: Any, undo: Any) -> None:
+        self.calls.append((do, undo))
+
+
+def test_enable_unit_on_the_live_host_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: List[List[str]] = []
+    answers = {"cat": Done(0), "is-enabled": Done(0, "disabled\n")}
+
+    def systemctl(args: List[str], check: bool = True) -> Done:
+        asked.append(args)
+        return answers[args[0]]
+
+    did: List[Tuple[str, ...]] = []
+    monkeypatch.setattr(core.programs, "systemctl", systemctl)
+    monkeypatch.setattr(core.programs, "systemctl_do", lambda *a: did.append(a))
+    live, tree = types.SimpleNamespace(live=True), types.SimpleNamespace(live=False)
+    state: Dict[str, Any] = {}
+    txn = Steps()
+    core._enable_unit(tree, state, txn)  # type: ignore[arg-type]
+    assert asked == [] and txn.calls == [] and state == {}
+    core._enable_unit(live, state, txn)  # type: ignore[arg-type]
+    assert asked == [["cat", "hosttune-tune.service"], ["is-enabled", "hosttune-tune.service"]]
+    assert state == {"unit_enabled": True} and len(txn.calls) == 1
+    txn.calls[0][0]()
+    txn.calls[0][1]()
+    assert did == [("enable", "hosttune-tune.service"), ("disable", "hosttune-tune.service")]
+    core._enable_unit(live, state, txn)  # type: ignore[arg-type]
+    assert len(asked) == 2 and len(txn.calls) == 1  # recorded as enabled: not asked again
+
+
+@pytest.mark.parametrize("cat,enabled", [(1, "disabled"), (0, "enabled")])
+def test_enable_unit_not_installed_or_already_enabled(monkeypatch: pytest.MonkeyPatch, cat: int,
+                                                      enabled: str) -> None:
+    answers = {"cat": Done(cat), "is-enabled": Done(0, enabled + "\n")}
+    monkeypatch.setattr(core.programs, "systemctl", lambda args, check=True: answers[args[0]])
+    state: Dict[str, Any] = {}
+    txn = Steps()
+    core._enable_unit(types.SimpleNamespace(live=True), state, txn)  # type: ignore[arg-type]
+    assert state == {} and txn.calls == []
 
 
 def test_persist_paths(tmp_path: Path) -> None:
