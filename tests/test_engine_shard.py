@@ -9,6 +9,7 @@ gloo and FSDP2 on CPU: FSDP2 reduce-scatters gradients with dist.reduce_scatter_
 implements in torch 2.13 (these runs are the proof), and all-gathers parameters with all_gather_into_tensor.
 """
 
+import json
 import os
 import pickle
 import shutil
@@ -22,7 +23,7 @@ torch = pytest.importorskip("torch")
 
 from _enginehelp import TINY, assert_one_line_error, engine  # noqa: E402
 from _enginemainhelp import engine_here  # noqa: E402
-from _ranks import engine_ranks  # noqa: E402
+from _ranks import run_ranks  # noqa: E402
 from test_engine_integration import metrics, summary  # noqa: E402
 
 from hosttune.engine import checkpoint as ckpt  # noqa: E402
@@ -77,14 +78,49 @@ def losses(run_dir: Path) -> list:
     return [m["loss"] for m in metrics(run_dir) if "loss" in m]
 
 
+# The engine's CLI run several times in one process per rank. Each run has a rendezvous store of its own: rank 0
+# finds a free port right before the run (as torchrun --standalone does) and hands it to the other rank in a file,
+# so a rank that finished one run first never meets the store of the run before, which its rank 0 may still be
+# closing. The engine makes its gloo group for each run and destroys it after (test_engine_exact.py checks that).
+RUNS_SCRIPT = """
+import json, os, socket, sys, time
+from hosttune.engine.__main__ import main
+for i, args in enumerate(json.loads(sys.argv[1])):
+    note = f"port-{i}"
+    if os.environ["RANK"] == "0":
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        with open(note + ".part", "w") as f:
+            f.write(str(port))
+        os.replace(note + ".part", note)
+    while not os.path.exists(note):  # a rank that fails ends the job (tests/_ranks.py): no endless wait
+        time.sleep(0.05)
+    with open(note) as f:
+        os.environ["MASTER_PORT"] = f.read()
+    rc = main(args)
+    if rc:
+        sys.exit(rc)
+"""
+
+
+def engine_runs(cwd: Path, *runs: list) -> None:
+    """2 ranks as torchrun starts them (tests/_ranks.py) that run the engine's CLI once for each of `runs` (its
+    arguments), one after the other: an interpreter and a torch import per rank for all of them (issue 21)."""
+    script = cwd / "engine_runs.py"
+    script.write_text(RUNS_SCRIPT)
+    run_ranks([str(script), json.dumps([list(args) for args in runs])], cwd)
+
+
+SHARD = {"none": sets("shard=none"), "zero1": sets("shard=zero1"), "fsdp": sets("shard=fsdp", "offload=cpu")}
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One 2-rank run each of shard=none, zero1 and fsdp (with offload=cpu): the same data, seed and batches, so
-    the three must train alike."""
+    """A 2-rank run each of shard=none, zero1 and fsdp (with offload=cpu): the same data, seed and batches, so
+    the three must train alike; one after the other in the same two rank processes (engine_runs)."""
     cwd = tmp_path_factory.mktemp("shard")
-    engine_ranks([*TINY_GPT, *sets("shard=none"), "--run-dir", "none"], cwd)
-    engine_ranks([*TINY_GPT, *sets("shard=zero1"), "--run-dir", "zero1"], cwd)
-    engine_ranks([*TINY_GPT, *sets("shard=fsdp", "offload=cpu"), "--run-dir", "fsdp"], cwd)
+    engine_runs(cwd, *[[*TINY_GPT, *SHARD[mode], "--run-dir", mode] for mode in ("none", "zero1", "fsdp")])
     return cwd
 
 
@@ -120,16 +156,24 @@ def test_sharded_runs_learn_like_ddp_and_checkpoint_through_dcp(runs: Path, mode
     assert set(full["optim"]["tok.weight"]) == {"step", "exp_avg", "exp_avg_sq"}
 
 
+@pytest.fixture(scope="module")
+def resumed(runs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The zero1 and fsdp runs cut back to their step-4 checkpoint and resumed to step 8: both resumes in two fresh
+    rank processes (engine_runs), not those that wrote the checkpoints."""
+    cwd = tmp_path_factory.mktemp("resumed")
+    for mode in ("zero1", "fsdp"):
+        cut_back(runs / mode, 4, cwd / mode)
+    engine_runs(cwd, *[[*TINY_GPT, *SHARD[mode], "--run-dir", mode, "--resume"] for mode in ("zero1", "fsdp")])
+    return cwd
+
+
 @pytest.mark.integration
 @pytest.mark.slow  # the `runs` fixture: three 2-rank runs
 @pytest.mark.parametrize("mode", ["zero1", "fsdp"])
-def test_sharded_run_resumes_bitwise(runs: Path, mode: str, tmp_path: Path) -> None:
-    extra = sets("shard=fsdp", "offload=cpu") if mode == "fsdp" \
-        else sets("shard=zero1")
-    resumed = cut_back(runs / mode, 4, tmp_path / "b")
-    engine_ranks([*TINY_GPT, *extra, "--run-dir", "b", "--resume"], tmp_path)
-    assert [m["step"] for m in metrics(resumed) if m.get("event") == "resume"] == [4]
-    n = assert_same(dcp_contents(resumed / "checkpoints" / "step-0000008", tmp_path),
+def test_sharded_run_resumes_bitwise(runs: Path, resumed: Path, mode: str, tmp_path: Path) -> None:
+    run_dir = resumed / mode
+    assert [m["step"] for m in metrics(run_dir) if m.get("event") == "resume"] == [4]
+    n = assert_same(dcp_contents(run_dir / "checkpoints" / "step-0000008", tmp_path),
                     dcp_contents(runs / mode / "checkpoints" / "step-0000008", tmp_path))
     assert n > 50  # every parameter and every AdamW statistic
 
