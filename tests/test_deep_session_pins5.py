@@ -347,8 +347,10 @@ def test_sampling_maps_cuda_index_by_bus_id() -> None:
     run = deep(c)
     run._nvml = FakeNvml({1: {"clock_event_reasons": 1}})
     info = {"event": "result", "what": "info", "devices": [{"index": 0, "pci_bus_id": "0000:41:00.0"}]}
-    run._sample_nvml("gpu_compute gpu0 bf16", [{"event": "start", "what": "info"}, info])
+    run._sample_nvml("gpu_compute gpu0 bf16", [info])
     assert run.clock_events == {1: 1}
+    run._sample_nvml("gpu_compute gpu0 bf16", [{"event": "start", "what": "info"}, info])
+    assert run._nvml.asked == [1, 1]
 
 
 def test_nvml_index() -> None:
