@@ -38,6 +38,9 @@ def test_metrics_rows_exact() -> None:
     assert summary._metrics(samples) == {"host.load1": {"min": 1.0, "mean": 2.5, "max": 4.0, "p50": 2.5,
                                                         "p95": 3.85, "p99": 3.97, "samples": 4}}
     assert summary._metrics([]) == {}
+    small = summary._metrics([{"ts": 0, "host": {"load1": 0.0}}, {"ts": 1, "host": {"load1": 0.001234}}])
+    assert small["host.load1"] == {"min": 0.0, "mean": 0.001, "max": 0.001234, "p50": 0.001, "p95": 0.001,
+                                   "p99": 0.001, "samples": 2}  # three decimals
 
 
 def test_numbers_leave_out_static_boolean_text_and_lost() -> None:

@@ -151,6 +151,9 @@ def test_balanced_cuts_nodes_closest_to_an_even_share_lower_cut_on_a_tie() -> No
     assert layout._balanced([cores(0), cores(1), cores(2, 3, 4, 5, 6, 7, 8, 9)], 2) == \
         ([cores(0, 1), cores(2, 3, 4, 5, 6, 7, 8, 9)], False)
     assert layout._balanced([cores(*range(10)), cores(10), cores(11)], 3)[0] == [cores(*range(10)), cores(10), cores(11)]
+    # an exact even share wins over a cut one core short
+    assert layout._balanced([cores(0, 1, 2), cores(3), cores(4, 5, 6, 7)], 2) == \
+        ([cores(0, 1, 2, 3), cores(4, 5, 6, 7)], False)
     assert layout._balanced([[], cores(0, 1)], 1) == ([cores(0, 1)], False)
     assert layout._balanced([[], []], 2) == ([[], []], False)
 
