@@ -6,7 +6,8 @@ planner. Speed itself is measured in bench/bench_launch.py, not here.
 Nothing here depends on time: every run is started through LAUNCHER (below), a `hosttune` that sets the cache's racy
 window from $TEST_RACY_NS (0 unless a test says otherwise: the files a test has just written may be recorded at once,
 so no test sleeps for them to age), and can give the cache a boot id and a cgroup quota file the test may change.
-Every directory is the test's own (tests/conftest.py: $HOSTTUNE_RUNTIME_DIR, $XDG_CACHE_HOME under tmp_path).
+Every directory is the test's own (tests/conftest.py: $HOSTTUNE_RUNTIME_DIR, $XDG_CACHE_HOME under tmp_path), or
+the module's own for the one entry several key tests share (the `shared` fixture, the same scrub).
 """
 
 import marshal
