@@ -207,6 +207,10 @@ def test_quota_scales_threads_and_tops_up_to_the_limit() -> None:
     assert layout._threads(prof(), slots(3, 3), topo(6, 6.0), "cores") == ([3, 3], [])  # at the limit: untouched
     want, notes = layout._threads(prof(), slots(3, 3), topo(6, 5.0), "cores")
     assert want == [3, 2] and notes == ["threads: cgroup quota 5 CPUs caps the 2 ranks to 5 threads in all"]
+    want, _ = layout._threads(prof(), slots(3, 3, 3), topo(9, 8.0), "cores")
+    assert want == [3, 3, 2]  # 2 each, then one more each in rank order until the limit
+    want, _ = layout._threads(prof(), slots(1, 4, 4), topo(9, 6.0), "cores")
+    assert want == [1, 3, 2]  # a rank already at its own want gets no more
     want, _ = layout._threads(prof(), slots(1, 6), topo(7, 3.5), "cores")
     assert want == [1, 2]  # 1*3//7 -> at least 1, 6*3//7 = 2
     want, notes = layout._threads(prof(), slots(2, 2, 2), topo(6, 2.0), "cores")

@@ -98,6 +98,11 @@ def test_generate_names_and_reasons() -> None:
     assert p.reasons["fingerprint"] == "hardware fingerprint of this host; when it changes, regenerate"
     assert p.reasons["debug"] == "debug switches off (only the debug profile sets them); from throughput"
     assert p.reasons["device"] == "GPUs when present; from throughput"
+    assert p.reasons["binding"] == "auto: disjoint core sets per rank, NUMA-aligned over 2 node(s)"
+    assert p.reasons["threads"].startswith("auto: physical cores of each rank's binding (4 allowed cores)")
+    assert p.provenance["binding"] == "generated: " + p.reasons["binding"]
+    assert p.reasons["memory_policy"].startswith("auto: decided per run; here 2 NUMA nodes")
+    assert p.reasons["dataloader.pin_memory"] == "auto: off (no GPU)"
     anon = G.generate(facts(), "throughput")
     assert anon.name == "throughput" and anon.summary.endswith(" (generated for this host)")
     d = G.generate(facts(), "debug")

@@ -156,6 +156,8 @@ def test_env_maps() -> None:
 
 def test_validate_shapes() -> None:
     assert refused({"nope": 1}) == "unknown nope"
+    assert refused({"name": 3}) == "name: must be a string, not int"  # every top key is checked, the first too
+    assert refused({"reasons": 3}) == "reasons: must be a mapping of setting: text"  # and the last
     assert refused({1: 1}) == "unknown 1"
     assert refused({"dataloader": {"workers": 1}}) == "unknown dataloader.workers"
     assert refused({"dataloader": {1: 1}}) == "unknown dataloader.1"
