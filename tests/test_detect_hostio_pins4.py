@@ -183,7 +183,7 @@ def test_no_subprocess_under_a_foreign_root_or_on_the_fast_path(tmp_path: Path) 
     assert live.missing == []
     live.allow_run = True
     env = {"PATH": os.environ["PATH"]}  # nothing a root run would drop (and note)
-    done = live.run(["true"], env=env)
+    done = live.run(["true"], env=env, timeout=600)  # a hang guard, not a speed bound (run's default is 10 s)
     assert done is not None and done.returncode == 0 and live.last_error is None
     assert live.run(["hosttune-no-such-program"], env=env) is None
     assert live.last_error == "cannot run hosttune-no-such-program: not found"
@@ -194,7 +194,7 @@ def test_no_subprocess_under_a_foreign_root_or_on_the_fast_path(tmp_path: Path) 
 def test_live_run_starts_in_root_with_the_given_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     live = HostIO(Path("/"))
-    done = live.run(["sh", "-c", "pwd; echo $HT_PIN"], env={"PATH": os.environ["PATH"], "HT_PIN": "x1"})
+    done = live.run(["sh", "-c", "pwd; echo $HT_PIN"], env={"PATH": os.environ["PATH"], "HT_PIN": "x1"}, timeout=600)
     assert done is not None and done.stdout == "/\nx1\n"
     slow = live.run(["sleep", "30"], timeout=0.2)
     assert slow is None and live.last_error == "timed out after 0.2 s"
