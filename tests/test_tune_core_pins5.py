@@ -568,3 +568,73 @@ def test_state_file_is_written_private_enough(tmp_path: Path) -> None:
     core.apply(root, only=["thp"])
     assert stat.S_ISREG(os.lstat(root / STATE).st_mode)
     assert json.loads(read(root, STATE))["applied"] == {"thp": "madvise"}
+
+
+# ---- the live host's kinds (programs recorded: nothing is remounted or enabled here) ---------------------------------
+@pytest.fixture
+def progs(monkeypatch: pytest.MonkeyPatch) -> List[Any]:
+    did: List[Any] = []
+    monkeypatch.setattr(kinds.programs, "remount_shm", lambda size: did.append(("remount", size)))
+    monkeypatch.setattr(kinds.programs, "systemctl_do", lambda *a: did.append(("systemctl",) + a))
+    return did
+
+
+def live_tree(root: Path) -> Tree:
+    tree = Tree(root)
+    tree.live = True  # the live host's branches, on a tree's files
+    return tree
+
+
+def test_shm_apply_live_remounts_and_undo_puts_the_old_size_back(tmp_path: Path, progs: List[Any]) -> None:
+    tree = live_tree(host(tmp_path / "h"))
+    txn = Txn(tree)
+    state: Dict[str, Any] = {"before": {}, "applied": {}}
+    assert kinds.Shm().apply(txn, BY_ID["shm"], Status("shm", "", "size=2g", None, "drift", ""), state) == []
+    assert progs == [("remount", "size=2g")]
+    assert state == {"before": {"shm": {"/dev/shm": "size=65536k"}}, "applied": {"shm": "size=2g"}}
+    assert txn.rollback() == [] and progs[-1] == ("remount", "size=65536k")
+    progs.clear()
+    kinds.Shm().apply(Txn(tree), BY_ID["shm"], Status("shm", "", "size=65536k", None, "drift", ""), state)
+    assert progs == []  # already that size: no remount
+
+
+def test_shm_live_revert_and_kept(tmp_path: Path, progs: List[Any]) -> None:
+    root = host(tmp_path / "h")
+    tree = live_tree(root)
+    shm, t = kinds.Shm(), BY_ID["shm"]
+    assert shm.revert(Txn(tree), t, "/dev/shm", "size=65536k") is None and progs == []
+    assert shm.revert(Txn(tree), t, "/dev/shm", "size=1g") == Change("shm", "size=65536k", "size=1g",
+                                                                     "saved before the first apply", ())
+    assert progs == [("remount", "size=1g")]
+    assert shm.kept(tree, t, "size=50%", None) is None  # no drop-in of ours
+    core.apply(root, only=["shm"])
+    assert shm.kept(tree, t, "size=50%", None) is None
+    assert shm.kept(tree, t, "size=1g", None) == f"{root}/{DROPIN} keeps another size"
+    assert shm.actual(tree, t, Tune()) == "size=65536k"  # live: the mount, not the drop-in
+
+
+def test_service_live(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, progs: List[Any]) -> None:
+    answers = {"is-enabled": "enabled\n", "is-active": ""}
+    monkeypatch.setattr(kinds.programs, "systemctl",
+                        lambda args, check=True: Done(0, answers[args[0]]) if args[1] == kinds.PERSISTENCED else None)
+    tree = live_tree(tmp_path)
+    svc, t = kinds.Service(), BY_ID["persistence"]
+    assert svc.actual(tree, t, Tune()) == "enabled, unknown"
+    state: Dict[str, Any] = {"before": {}, "applied": {}}
+    txn = Txn(tree)
+    svc.apply(txn, t, Status("persistence", "", "enabled", "disabled, inactive", "drift", ""), state)
+    assert progs == [("systemctl", "enable", "--now", kinds.PERSISTENCED)]
+    assert state["before"] == {"persistence": {"nvidia-persistenced": "disabled, inactive"}}
+    txn.rollback()
+    assert progs[-1] == ("systemctl", "disable", "--now", kinds.PERSISTENCED)
+    progs.clear()
+    txn = Txn(tree)
+    svc.apply(txn, t, Status("persistence", "", "enabled", "enabled, inactive", "drift", ""), state)
+    txn.rollback()
+    assert progs == [("systemctl", "enable", "--now", kinds.PERSISTENCED)]  # it was enabled: the undo leaves it
+    assert state["before"]["persistence"] == {"nvidia-persistenced": "disabled, inactive"}  # the first kept
+    progs.clear()
+    assert svc.revert(Txn(tree), t, "nvidia-persistenced", "enabled, active") is None and progs == []
+    assert svc.revert(Txn(tree), t, "nvidia-persistenced", "disabled, inactive") == Change(
+        "persistence", "enabled", "disabled, inactive", "saved before the first apply", ())
+    assert progs == [("systemctl", "disable", "--now", kinds.PERSISTENCED)]
