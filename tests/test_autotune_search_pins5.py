@@ -203,3 +203,17 @@ def test_summary_rows_best_first_with_the_drop_reason() -> None:
     rows = search.summary_rows(res)
     assert [(s.name, c.name if c else None, why) for s, c, why in rows] == [
         ("b", "b", ""), ("a", "a", ""), ("c", None, "crashed")]
+
+
+def test_replan_leaves_the_cold_start_out_of_the_mean_trial_length() -> None:
+    class Cold(Scripted):
+        def run(self, name: str) -> Trial:
+            t = super().run(name)
+            return Trial(t.name, t.score, 50.0 if len(self.ran) == 1 else 2.0, t.why, t.busy)
+
+    r = Cold({})
+    s = search._Search(["a", "b"], r, budget_s=1000.0, trial_s=2.0, progress=None, seed=1)
+    assert search._replan(s, ["a", "b"], 1) == ["a", "b"]
+    assert r.ran == [D, D] and s.warmup == 1 and s.opened and s.last == 100.0 and s.res.spent == 52.0
+    # the mean is the second trial's 2 s, not (50 + 2) / 2: 52 + 2 x 2 x 237 = 1000 fits, 238 does not
+    assert s.fits(237) and not s.fits(238)
