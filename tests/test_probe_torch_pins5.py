@@ -679,3 +679,100 @@ def test_p2p_matrix_and_copy(monkeypatch: pytest.MonkeyPatch) -> None:
     assert p.p2p_copy(0, 1, 100, 0.5) == {"src": 0, "dst": 1, "bytes": 1000.0, "seconds": 2.0, "peer": True}
     assert p.p2p_copy(0, 2, 100, 0.5)["peer"] is False
     assert ("sync", 0) in t.log and ("sync", 1) in t.log and loops[0] == (0.5, 3)  # type: ignore[attr-defined]
+
+
+def test_shm_speed_closes_its_descriptor(tmp_path: Any) -> None:
+    d = tmp_path / "shm"
+    d.mkdir()
+    before = sorted(os.listdir("/proc/self/fd"))
+    p.shm_speed(4096, directory=str(d), block=4096)
+    assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+class T:
+    """A stand-in tensor: `n` elements all equal to `v`."""
+
+    def __init__(self, v: float, n: int = 1) -> None:
+        self.v, self.n = float(v), n
+
+    def __eq__(self, other: Any) -> "T":  # type: ignore[override]
+        return T(float(self.v == other), self.n)
+
+    def all(self) -> "T":
+        return self
+
+    def item(self) -> float:
+        return self.v
+
+    def numel(self) -> int:
+        return self.n
+
+
+def stand_in_dist(monkeypatch: pytest.MonkeyPatch, world: int, rank: int, took: float = 2.0,
+                  wrong: bool = False) -> List[Any]:
+    log: List[Any] = []
+    t = stand_in_torch(monkeypatch)
+    t.full = lambda shape, v, device=None: T(v, shape[0])  # type: ignore[attr-defined]
+    t.ones = lambda n, dtype=None, device=None: T(1.0, n)  # type: ignore[attr-defined]
+    t.tensor = lambda xs, dtype=None, device=None: T(xs[0])  # type: ignore[attr-defined]
+    t.float64 = "f64"  # type: ignore[attr-defined]
+    t.cuda.set_device = lambda dev: log.append(("set_device", dev))
+    dist = types.ModuleType("torch.distributed")
+
+    def all_reduce(x: T, op: Any = None) -> None:
+        log.append(("all_reduce", op))
+        if op == "MAX":
+            x.v = took
+        elif x.n == 1024:
+            x.v = world * (world + 1) / 2.0 + (1 if wrong else 0)
+
+    def gather(out: List[Any], obj: Any) -> None:
+        out[:] = [obj] * world
+
+    dist.init_process_group = lambda backend, timeout=None: log.append(("init", backend, timeout))  # type: ignore
+    dist.get_world_size = lambda: world  # type: ignore[attr-defined]
+    dist.get_rank = lambda: rank  # type: ignore[attr-defined]
+    dist.all_reduce = all_reduce  # type: ignore[attr-defined]
+    dist.all_gather_object = gather  # type: ignore[attr-defined]
+    dist.barrier = lambda: log.append("barrier")  # type: ignore[attr-defined]
+    dist.destroy_process_group = lambda: log.append("destroy")  # type: ignore[attr-defined]
+    dist.ReduceOp = types.SimpleNamespace(MAX="MAX")  # type: ignore[attr-defined]
+    t.distributed = dist
+    monkeypatch.setitem(sys.modules, "torch.distributed", dist)
+    return log
+
+
+def test_allreduce_gloo_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    import datetime
+
+    log = stand_in_dist(monkeypatch, world=4, rank=0, took=6.0)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    got = p.allreduce("gloo", 4096, 3)
+    assert got == {"backend": "gloo", "world": 4, "bytes": 4096.0, "iters": 3, "seconds": 2.0, "correct": True}
+    assert log[0] == ("init", "gloo", datetime.timedelta(seconds=60)) and log[-1] == "destroy"
+    ops = [x for x in log if isinstance(x, tuple) and x[0] == "all_reduce"]
+    assert len(ops) == 1 + 2 + 3 + 1 and ops[-1] == ("all_reduce", "MAX")  # check, 2 warm-ups, 3 timed, the max
+    assert "barrier" in log and not any(isinstance(x, tuple) and x[0] == "set_device" for x in log)
+
+
+def test_allreduce_nccl_on_the_local_rank_with_tags(monkeypatch: pytest.MonkeyPatch) -> None:
+    log = stand_in_dist(monkeypatch, world=2, rank=1, took=1.0, wrong=True)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    got = p.allreduce("nccl", 4000, 4, tag={"mtu": 9000})
+    assert got["correct"] is False and got["tags"] == [{"mtu": 9000}] * 2 and got["seconds"] == 0.25
+    assert got["bytes"] == 4000.0 and ("set_device", ("cuda", 1)) in log
+    ops = [x for x in log if isinstance(x, tuple) and x[0] == "all_reduce"]
+    assert len(ops) == 1 + 5 + 4 + 1  # nccl warms up 5 times
+    assert ("sync", ("cuda", 1)) in sys.modules["torch"].log  # type: ignore[attr-defined]
+
+
+def test_allreduce_destroys_the_group_when_it_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    log = stand_in_dist(monkeypatch, world=2, rank=0)
+
+    def broken(x: Any, op: Any = None) -> None:
+        raise RuntimeError("peer gone")
+
+    sys.modules["torch.distributed"].all_reduce = broken  # type: ignore[attr-defined]
+    with pytest.raises(RuntimeError):
+        p.allreduce("gloo", 64, 1)
+    assert log[-1] == "destroy"
