@@ -9,7 +9,7 @@ import stat
 import sys
 import types
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import pytest
 
@@ -171,14 +171,17 @@ def test_disk_and_shm_run_in_hosttunes_interpreter(runs: List[Dict[str, Any]], t
 def test_torch_gpu_and_allreduce_jobs(runs: List[Dict[str, Any]], tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(S.tempfile, "tempdir", str(tmp_path))
-    run = deep(ctx(python="/opt/py", gpus=[gpu(0, "0000:01:00.0"), gpu(1, "0000:02:00.0")]), small=True)
+    monkeypatch.setattr(S.nvmlmod, "Nvml", FakeNvml)
+    run = deep(ctx(python="/opt/py", gpus=[gpu(0, "0000:01:00.0"), gpu(1, "0000:02:00.0")], nvml="ok"), small=True)
     info = {"event": "result", "what": "info", "devices": [{"index": 0}, {"index": 1, "error": "E"}, {"index": 2}]}
     try:
         script = run.script()
         common = ["--json", "--seconds", "0.3", "--small"]
         run.job("torch")
         run.jobs["torch"] = JobResult(name="torch", events=(info,))
+        assert run._nvml is None
         run.job("gpu")
+        assert isinstance(run._nvml, FakeNvml)  # NVML opened for the GPU job's sampling
         run.job("allreduce_nccl")
         run.job("allreduce_gloo")
         with pytest.raises(ValueError, match="no deep job 'bogus'"):
@@ -293,7 +296,8 @@ def test_a_timeout_set_by_the_budget_is_a_budget_cut(monkeypatch: pytest.MonkeyP
 
 # ---- NVML during the GPU job ---------------------------------------------------------------------------------------
 class FakeNvml:
-    def __init__(self, samples: Dict[int, Dict[str, Any]]) -> None:
+    def __init__(self, samples: Optional[Dict[int, Dict[str, Any]]] = None) -> None:
+        samples = {} if samples is None else samples
         self.samples, self.asked, self.closed = samples, [], False
 
     def sample(self, index: int) -> Dict[str, Any]:

@@ -334,3 +334,11 @@ def test_mtime_of_a_missing_path_is_zero(tmp_path: Path) -> None:
     f.write_text("")
     os.utime(f, ns=(5, 7))
     assert store._mtime(str(f)) == 7 and store._mtime(str(tmp_path / "none")) == 0
+
+
+def test_load_closes_what_it_opened(tmp_path: Path) -> None:
+    good = write(tmp_path / "e")
+    bad = write(tmp_path / "b", mode=0o644)
+    before = sorted(os.listdir("/proc/self/fd"))
+    assert store.load(good) == ENTRY and store.load(bad) is None
+    assert sorted(os.listdir("/proc/self/fd")) == before
