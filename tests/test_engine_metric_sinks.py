@@ -5,16 +5,13 @@ without a step twice; tensorboard=true where the package is missing is one line,
 
 import csv
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 from _ranks import run_ranks
-from conftest import checkout_env
 
 from hosttune.engine import sinks  # no torch: the CSV tests run in the Python 3.9 pass too
 
@@ -148,23 +145,25 @@ def test_a_link_at_the_csv_or_the_tensorboard_directory_is_refused_and_nothing_i
 
 # ---- off by default; tensorboard missing ------------------------------------------------------------------------
 
-def test_off_by_default_and_tensorboard_missing_is_one_line_before_training(tmp_path: Path) -> None:
+def test_off_by_default_and_tensorboard_missing_is_one_line_before_training(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torch")
     from _enginehelp import assert_one_line_error
+    from _enginemainhelp import engine_here
 
     from hosttune.engine.config import load_config
 
     cfg = load_config("gpt-tiny")
     assert not cfg.metrics_csv and not cfg.tensorboard
-    # A `tensorboard` package that cannot be imported, first on the path: as where it is not installed.
-    hide = tmp_path / "hide" / "tensorboard"
-    hide.mkdir(parents=True)
-    (hide / "__init__.py").write_text("raise ImportError(\"No module named 'tensorboard'\")\n")
+    # The engine's CLI in this process (the refusal is the subject, not the process: a child's torch import cost
+    # 4 CPU-s, issue 21; test_engine.py keeps a real process for the CLI's one-line errors), with `tensorboard`
+    # unimportable as where it is not installed: None in sys.modules stops its import, and torch's wrapper module
+    # is dropped so that `from torch.utils.tensorboard import ...` runs it again (both restored afterwards).
+    for name in [m for m in sys.modules if m.startswith(("tensorboard", "torch.utils.tensorboard"))]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "tensorboard", None)
     run_dir = tmp_path / "run"
-    env = checkout_env(OMP_NUM_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "hide"), env["PYTHONPATH"]])
-    r = subprocess.run([sys.executable, "-m", "hosttune.engine", *engine_argv(run_dir, "steps=2", "tensorboard=true")],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    r = engine_here(*engine_argv(run_dir, "steps=2", "tensorboard=true"), cwd=tmp_path)
     assert_one_line_error(r, "tensorboard=true needs the tensorboard package", "pip install tensorboard")
     assert not run_dir.exists()  # refused before the run directory, let alone a step
 
