@@ -4,6 +4,7 @@ the parse cache, how names and paths are told apart, the `base:` chain (cycles, 
 extending its own name) and how the chain merges (name, summary, provenance with its reasons)."""
 
 import importlib
+import os
 from pathlib import Path
 from typing import List
 
@@ -238,3 +239,26 @@ def test_active_generates_the_default_for_the_facts_given(tmp_path: Path, monkey
     p = pload.active(None, detect, environ={})
     assert p.source == "<generated>" and p.name.endswith("@h1") and calls == [1]
     assert pload.active(None, f, environ={}).fingerprint == f.hardware_fingerprint()
+
+
+IS_ROOT = os.geteuid() == 0
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the root trust rule applies when running as root")
+def test_as_root_a_profile_others_can_write_is_refused(tmp_path: Path) -> None:
+    p = write(tmp_path / "gw.yaml", "threads: 2\n")
+    p.chmod(0o664)
+    with pytest.raises(UserError):
+        pload.read_file(p)
+    p.chmod(0o644)
+    assert pload.read_file(p).data == {"threads": 2}
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the root trust rule applies when running as root")
+def test_as_root_every_env_entry_of_the_merged_profile_is_checked(tmp_path: Path) -> None:
+    p = write(tmp_path / "e.yaml", "env:\n  A: plain\n  PYTHONPATH: relative/dir\n")
+    with pytest.raises(UserError, match="refusing env PYTHONPATH"):
+        pload.load(str(p))
+    p = write(tmp_path / "f.yaml", "env:\n  PYTHONPATH: relative/dir\n  A: plain\n")
+    with pytest.raises(UserError, match="refusing env PYTHONPATH"):
+        pload.load(str(p))

@@ -171,6 +171,10 @@ def test_tune_checks_itself() -> None:
         S.Tune(swappiness=300)
     assert str(e.value).startswith("tune.swappiness: must be 'auto' or a number from 0 to 200")
     assert S.Tune(swappiness=200).swappiness == 200
+    with pytest.raises(UserError, match="^tune.persistence: must be true or false"):
+        S.Tune(persistence="yes")  # type: ignore[arg-type]  # the last field is checked too
+    with pytest.raises(UserError, match="^tune.thp: must be one of"):
+        S.Tune(thp="sometimes")
 
 
 def test_value_of_and_the_dict_round_trip() -> None:
