@@ -26,8 +26,8 @@ def touch(d: Path, *names: str) -> None:
 def test_jsonl_files_oldest_first_and_only_numbered_backups(tmp_path: Path) -> None:
     touch(tmp_path, "monitor.jsonl", "monitor.jsonl.1", "monitor.jsonl.2", "monitor.jsonl.10", "monitor.jsonl.x",
           "monitor.jsonl.1.gz", "monitor.jsonl.", "other.jsonl.3", "monitor.jsonl3")
-    assert sinks.jsonl_files(str(tmp_path)) == [str(tmp_path / n) for n in
-                                                ("monitor.jsonl.10", "monitor.jsonl.2", "monitor.jsonl.1", "monitor.jsonl")]
+    order = ("monitor.jsonl.10", "monitor.jsonl.2", "monitor.jsonl.1", "monitor.jsonl")
+    assert sinks.jsonl_files(str(tmp_path)) == [str(tmp_path / n) for n in order]
     (tmp_path / "monitor.jsonl").unlink()
     assert sinks.jsonl_files(str(tmp_path)) == [str(tmp_path / n) for n in
                                                 ("monitor.jsonl.10", "monitor.jsonl.2", "monitor.jsonl.1")]

@@ -41,7 +41,8 @@ def libs(tmp_path: Path) -> Dict[str, str]:
 def facts(gpus: int = 0, torch: Optional[TorchInstall] = None, root: str = "/", **alloc: Optional[str]) -> Facts:
     return Facts(cpu=Cpu(online=(0, 1), logical=2, physical=2, cores=((0,), (1,)), allowed_cpus=(0, 1)),
                  numa=Numa(nodes=(NumaNode(0, (0, 1), 1000),)), allocators=Allocators(**alloc),  # type: ignore[arg-type]
-                 gpus=tuple(Gpu(index=i, pci_bus_id=f"0000:{0x10 + i:02x}:00.0", uuid=f"GPU-{i}aaa") for i in range(gpus)),
+                 gpus=tuple(Gpu(index=i, pci_bus_id=f"0000:{0x10 + i:02x}:00.0", uuid=f"GPU-{i}aaa")
+                            for i in range(gpus)),
                  torch=torch, root=root)
 
 
@@ -58,7 +59,8 @@ def test_auto_takes_jemalloc_first(libs: Dict[str, str]) -> None:
 def test_missing_or_refused_jemalloc_falls_back_to_tcmalloc_saying_why(libs: Dict[str, str]) -> None:
     name, path, why = penv._choose_allocator(facts(tcmalloc=libs["tcmalloc"]), prof())
     assert (name, path) == ("tcmalloc", libs["tcmalloc"])
-    assert why == ["allocator: jemalloc not found on this host", f"allocator: tcmalloc preloaded from {libs['tcmalloc']}"]
+    assert why == ["allocator: jemalloc not found on this host",
+                   f"allocator: tcmalloc preloaded from {libs['tcmalloc']}"]
     name, path, why = penv._choose_allocator(facts(jemalloc=libs["bad"], tcmalloc_minimal=libs["tcmalloc_minimal"]),
                                              prof(allocator="jemalloc"))
     assert (name, path) == ("tcmalloc", libs["tcmalloc_minimal"])
@@ -114,7 +116,7 @@ def test_a_link_to_a_name_ld_preload_cannot_carry_is_refused(tmp_path: Path) -> 
     assert got is None and why is not None and why.endswith("which LD_PRELOAD cannot carry") and "resolves to" in why
 
 
-# ---- LD_PRELOAD --------------------------------------------------------------------------------------------------------
+# ---- LD_PRELOAD ------------------------------------------------------------------------------------------------------
 def test_ours_first_the_callers_after_once_each(libs: Dict[str, str]) -> None:
     f = facts(jemalloc=libs["jemalloc"])
     other = libs["other"]
@@ -172,7 +174,8 @@ def device(f: Facts, p: Profile, environ: Optional[Dict[str, str]] = None) -> An
 
 def test_device_cpu_hides_the_gpus() -> None:
     gpus, env, why = device(facts(gpus=2), prof(device="cpu", cuda_alloc_conf="x"))
-    assert gpus == [] and env == {"CUDA_VISIBLE_DEVICES": ""} and why == ["device: cpu - CUDA_VISIBLE_DEVICES='' hides the GPUs"]
+    assert gpus == [] and env == {"CUDA_VISIBLE_DEVICES": ""}
+    assert why == ["device: cpu - CUDA_VISIBLE_DEVICES='' hides the GPUs"]
 
 
 def test_gpus_get_pci_order_and_the_allocator_config() -> None:
@@ -196,7 +199,8 @@ def test_visible_gpus_say_what_cuda_visible_devices_does() -> None:
     assert penv._visible_gpus(f, {}) == (list(f.gpus), [])
     gpus, why = penv._visible_gpus(f, {"CUDA_VISIBLE_DEVICES": "1,7"})
     assert gpus == [f.gpus[1]]
-    assert why == ["CUDA_VISIBLE_DEVICES='1,7'", "CUDA_VISIBLE_DEVICES: CUDA stops at entry '7' (index 7 is past the 2 GPU(s))"]
+    assert why == ["CUDA_VISIBLE_DEVICES='1,7'",
+                   "CUDA_VISIBLE_DEVICES: CUDA stops at entry '7' (index 7 is past the 2 GPU(s))"]
     gpus, why = penv._visible_gpus(f, {"CUDA_VISIBLE_DEVICES": "MIG-GPU-ffff/1/0"})
     assert gpus == [None] and len(why) == 2 and why[1].endswith("; its rank gets no GPU-local binding")
 
@@ -232,7 +236,8 @@ def test_fixed_workers_bring_their_followers() -> None:
     env, _ = switches(facts(), prof(dataloader=DataLoader(num_workers=0, prefetch_factor=5)), [])
     assert env[names.NUM_WORKERS] == "0" and env[names.PERSISTENT_WORKERS] == "0" and names.PREFETCH_FACTOR not in env
     env, _ = switches(facts(), prof(), [])
-    assert names.NUM_WORKERS not in env and names.PERSISTENT_WORKERS not in env and env[names.PREFETCH_FACTOR] == "stale"
+    assert names.NUM_WORKERS not in env and names.PERSISTENT_WORKERS not in env
+    assert env[names.PREFETCH_FACTOR] == "stale"
 
 
 def test_determinism_debug_and_literal_env() -> None:

@@ -5,8 +5,6 @@ thread counts under a profile and a cgroup quota."""
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import pytest
-
 from hosttune.facts import Cpu, Facts, Gpu, Numa, NumaNode
 from hosttune.plan import layout
 from hosttune.profile.settings import Profile
@@ -16,8 +14,9 @@ def cores(*ids: int) -> List[Tuple[int, ...]]:
     return [(i,) for i in ids]
 
 
-def facts(node_cpus: Sequence[Sequence[int]], gpus: Sequence[Gpu] = (), distances: Optional[Sequence[Sequence[int]]] = None,
-          mem: Optional[Sequence[int]] = None, allowed_mems: Tuple[int, ...] = (), quota: Optional[float] = None) -> Facts:
+def facts(node_cpus: Sequence[Sequence[int]], gpus: Sequence[Gpu] = (),
+          distances: Optional[Sequence[Sequence[int]]] = None, mem: Optional[Sequence[int]] = None,
+          allowed_mems: Tuple[int, ...] = (), quota: Optional[float] = None) -> Facts:
     allc = tuple(sorted(c for n in node_cpus for c in n))
     nodes = tuple(NumaNode(i, tuple(cs), (mem[i] if mem is not None else 1000),
                            tuple(distances[i]) if distances else ()) for i, cs in enumerate(node_cpus))
@@ -150,7 +149,8 @@ def test_balanced_cuts_nodes_closest_to_an_even_share_lower_cut_on_a_tie() -> No
     assert layout._balanced(g, 2) == ([cores(0, 1, 2), cores(3, 4, 5, 6, 7)], False)
     assert layout._balanced([cores(0), cores(1), cores(2, 3, 4, 5, 6, 7, 8, 9)], 2) == \
         ([cores(0, 1), cores(2, 3, 4, 5, 6, 7, 8, 9)], False)
-    assert layout._balanced([cores(*range(10)), cores(10), cores(11)], 3)[0] == [cores(*range(10)), cores(10), cores(11)]
+    three = [cores(*range(10)), cores(10), cores(11)]
+    assert layout._balanced(three, 3)[0] == three
     # an exact even share wins over a cut one core short
     assert layout._balanced([cores(0, 1, 2), cores(3), cores(4, 5, 6, 7)], 2) == \
         ([cores(0, 1, 2, 3), cores(4, 5, 6, 7)], False)

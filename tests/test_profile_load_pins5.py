@@ -11,6 +11,7 @@ from typing import List
 import pytest
 
 from hosttune.errors import UserError
+
 pload = importlib.import_module("hosttune.profile.load")  # the package's `load` is the function
 
 

@@ -146,7 +146,8 @@ def test_env_maps() -> None:
     assert refused({"env": {"LD_PRELOAD": "/x.so"}}).startswith("env.LD_PRELOAD: LD_PRELOAD is managed by hosttune")
     assert refused({"env": {"LD_AUDIT": "/x.so"}}).startswith("env.LD_AUDIT: LD_AUDIT is managed by hosttune")
     check({"tcmalloc": {"TCMALLOC_RELEASE_RATE": 10}})
-    assert refused({"tcmalloc": {"LD_PRELOAD": "1"}}) == "tcmalloc.LD_PRELOAD: tcmalloc settings are TCMALLOC_* variables"
+    assert refused({"tcmalloc": {"LD_PRELOAD": "1"}}) == \
+        "tcmalloc.LD_PRELOAD: tcmalloc settings are TCMALLOC_* variables"
     assert refused({"tcmalloc": {"MALLOC_X": "1"}}) == "tcmalloc.MALLOC_X: tcmalloc settings are TCMALLOC_* variables"
     for v in (True, None, ["x"]):
         assert "value must be a string or number (quote it)" in refused({"env": {"A": v}})
