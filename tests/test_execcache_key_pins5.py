@@ -139,6 +139,10 @@ def test_digest_depends_on_args_env_and_cwd(tmp_path: Path, monkeypatch: pytest.
     assert K.digest(["--", "true"], {"A": "1", "B": "2", "C": ""}) != base
     assert K.digest(["--", "true"], {"A": "1=B", "B": "2"}) != K.digest(["--", "true"], {"A": "1", "B=B": "2"})
     assert K.digest(["--", "true"], {b"A": b"1", b"B": b"2"}) == base  # bytes and str keys alike
+    assert K.digest(["--", "true"], {"A": "9", "B": "2"}) != base  # the first variable counts too
+    # the separators: a value that spells the next variable, or a name that swallows the "=", is another call
+    assert K.digest(["--", "true"], {"A": "1B=2"}) != K.digest(["--", "true"], {"A": "1", "B": "2"})
+    assert K.digest(["--", "true"], {"AB": "1"}) != K.digest(["--", "true"], {"A": "B1"})
     monkeypatch.chdir(tmp_path)
     assert K.digest(["--", "true"], env) != base
 
