@@ -377,3 +377,27 @@ def open_paths() -> List[str]:
 def test_disk_io_and_iowait_rows_reach_the_textfile() -> None:
     t = sinks.render_textfile({"ts": 1, "host": {"iowait_pct": 12.5}}, {})
     assert rows(t, "hosttune_cpu_iowait_ratio") == ["hosttune_cpu_iowait_ratio 0.125"]
+
+
+def test_rotation_closes_the_old_log(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    sink = sinks.JsonlSink(str(log), SIZE, 2)
+    sink.write(REC)
+    sink.write(REC)  # rotates
+    try:
+        assert str(log / "monitor.jsonl.1") not in open_paths()
+        assert str(log / "monitor.jsonl") in open_paths()
+    finally:
+        sink.close()
+
+
+def test_untrusted_sink_directories_name_their_option(tmp_path: Path) -> None:
+    d = tmp_path / "ww"
+    d.mkdir()
+    os.chmod(d, 0o777)
+    with pytest.raises(sinks.UntrustedDir) as e:
+        sinks.JsonlSink(str(d), 1 << 20, 2)
+    assert "fix: use another log dir (--log-dir, monitor.yaml log_dir) that only root" in str(e.value)
+    with pytest.raises(sinks.UntrustedDir) as e:
+        sinks.TextfileSink(str(d))
+    assert "fix: use another textfile dir (--textfile-dir, monitor.yaml textfile_dir) that only root" in str(e.value)

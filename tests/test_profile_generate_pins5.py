@@ -159,6 +159,9 @@ def test_write_refuses_overwrites_and_sets_modes(tmp_path: Path) -> None:
         G.write(prof(), link, force=False)
     (tmp_path / "d.yaml").mkdir()
     with pytest.raises(UserError) as e:
+        G.write(prof(), tmp_path / "d.yaml", force=False)  # anything at the name, unforced: "exists" first
+    assert str(e.value) == f"{tmp_path / 'd.yaml'} exists; use --force to replace it"
+    with pytest.raises(UserError) as e:
         G.write(prof(), tmp_path / "d.yaml", force=True)
     assert str(e.value) == f"{tmp_path / 'd.yaml'} is a directory"
     (tmp_path / "file").write_text("")
