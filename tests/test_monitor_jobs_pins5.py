@@ -151,6 +151,9 @@ def test_gpus_of_reads_cuda_visible_devices() -> None:
     assert jobs._gpus_of({"cuda_visible_devices": "1"}, STATIC) == {1}
     assert jobs._gpus_of({"cuda_visible_devices": "GPU-b,0"}, STATIC) == {0, 1}
     assert jobs._gpus_of({"cuda_visible_devices": ""}, STATIC) == set()
+    by_bus = [{"index": 0, "uuid": "GPU-a", "pci_bus_id": "0000:81:00.0"},
+              {"index": 1, "uuid": "GPU-b", "pci_bus_id": "0000:01:00.0"}]
+    assert jobs._gpus_of({"cuda_visible_devices": "0"}, by_bus) == {1}  # CUDA's 0 is the lowest PCI bus id
 
 
 def test_records_directory_absent_unreadable_or_untrusted(tmp_path: Path) -> None:

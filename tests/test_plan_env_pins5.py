@@ -259,3 +259,19 @@ def test_common_env_reads_the_process_environment_and_keeps_the_callers(monkeypa
     assert penv.common_env(facts(), p, {})["PINS5_KNOB"] == "profile"
     assert penv.common_env(facts(), p, {"PINS5_KNOB": "mine"}, override=True)["PINS5_KNOB"] == "profile"
     assert penv.common_env(facts(), p, {"PINS5_KNOB": "mine"})["PINS5_KNOB"] == "mine"
+
+
+def test_the_network_plan_reaches_every_rank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env, why = penv._common(facts(root=str(tmp_path)), prof(), {"MASTER_ADDR": "10.9.8.7"})
+    assert why[-1] == ("network: MASTER_ADDR 10.9.8.7: no interface named for a captured host (its routes are not "
+                       "in the capture)")
+    seen: List[Any] = []
+
+    def decide(endpoint: Any, root: str) -> Any:
+        seen.append((endpoint.host, root))
+        return penv.network.NetPlan({"GLOO_SOCKET_IFNAME": "eth9"}, ("network: eth9 reaches 10.9.8.7",))
+
+    monkeypatch.setattr(penv.network, "live_decide", decide)
+    env, why = penv._common(facts(), prof(), {"MASTER_ADDR": "10.9.8.7"})
+    assert env["GLOO_SOCKET_IFNAME"] == "eth9" and why[-1] == "network: eth9 reaches 10.9.8.7"
+    assert seen == [("10.9.8.7", "/")]
