@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import List
 
+from _ranks import free_port
+
 SBIN = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
 TOOLS = ("munged", "mungekey", "slurmctld", "slurmd", "srun", "scontrol")
 
@@ -22,12 +24,6 @@ def tool(name: str) -> str:
 
 def missing_tools() -> List[str]:
     return [t for t in TOOLS if not tool(t)]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def node_line() -> str:

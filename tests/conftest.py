@@ -154,17 +154,11 @@ def run_cli(args: List[str], env: Optional[Dict[str, str]] = None) -> Result:
 
 
 def job_processes(marker: str) -> List[int]:
-    """Every process (but this one) whose environment carries `marker` ("KEY=value"), read from /proc."""
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) != os.getpid():
-            try:
-                raw = Path(f"/proc/{name}/environ").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in raw.split(b"\0"):
-                found.append(int(name))
-    return found
+    """Every process (but this one) whose environment carries `marker` ("KEY=value"), read from /proc (one inside
+    execve, whose environment reads empty for a moment, is waited for: procfs.environ_holders)."""
+    from hosttune.launch import procfs
+
+    return procfs.environ_holders(marker)
 
 
 def boot_in_nspawn(tmp_path: Path, out: Path, units: Path, binds: List[str], after: str = "basic.target",

@@ -16,6 +16,7 @@ from typing import Any, Dict, List
 
 import psutil
 import pytest
+from _ranks import free_port
 from conftest import a100
 
 from hosttune.detect import collect
@@ -644,14 +645,6 @@ for arg in sys.argv[2:]:
 ALLREDUCE_MODES = [("wrong", False), ("right", True)]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def allreduce_rows(facts: Facts, tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Dict[str, Any]]:
     """mode -> the probe's row, both modes measured by one interpreter."""
@@ -662,7 +655,7 @@ def allreduce_rows(facts: Facts, tmp_path_factory: pytest.TempPathFactory) -> Di
     script = tmp_path_factory.mktemp("wrong-sums") / "wrong.py"
     script.write_text(WRONG_SUMS)
     done = subprocess.run([facts.torch.python, str(script), str(PROBE.parent),
-                           *[f"{mode}:{_free_port()}" for mode, _ in ALLREDUCE_MODES]],
+                           *[f"{mode}:{free_port()}" for mode, _ in ALLREDUCE_MODES]],
                           capture_output=True, text=True, timeout=180, cwd="/", env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

@@ -6,7 +6,6 @@ Every torchrun start costs ~5 s here (its agent imports torch), so this file kee
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
+from _ranks import free_port
 from conftest import PROBES, run_cli
 from conftest import job_processes as _job_processes
 
@@ -120,14 +120,8 @@ def test_no_python_command_is_bound(probe_env: Dict[str, str]) -> None:
         check_bound(reps[rank["local_rank"]], rank)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_two_nodes_on_loopback_allreduce(probe_env: Dict[str, str]) -> None:
-    port = _free_port()
+    port = free_port()
     procs = []
     for node in (0, 1):
         cmd = [PY, "-m", "hosttune", "exec", "--", *TORCHRUN, "--nnodes=2", f"--node-rank={node}",

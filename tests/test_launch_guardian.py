@@ -13,24 +13,14 @@ from typing import Dict, List
 import _exechelp
 from _exechelp import PY, _torchrun_job, _wait_for, hosttune
 
+from hosttune.launch import procfs
+
 fake_torchrun = _exechelp.fake_torchrun  # the fixture, used here by its name
 
 
 def _tagged(tag: str) -> List[int]:
-    """Living processes whose environment carries TEST_TAG=tag."""
-    needle = f"TEST_TAG={tag}".encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            env = Path(f"/proc/{name}/environ").read_bytes()
-            state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if needle in env.split(b"\0") and state not in (b"Z", b"X"):
-            found.append(int(name))
-    return found
+    """Living processes whose environment carries TEST_TAG=tag (one inside execve is waited for)."""
+    return [pid for pid in procfs.environ_holders(f"TEST_TAG={tag}") if procfs.alive(pid)]
 
 
 def _by_cmdline(argv: List[str]) -> List[int]:

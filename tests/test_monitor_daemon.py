@@ -23,6 +23,7 @@ from conftest import FAKES, REPO, a100, boot_in_nspawn
 from prometheus_client.parser import text_string_to_metric_families
 
 UNIT = REPO / "systemd" / "hosttune-monitor.service"
+HANG_S = 600  # wait_for's least guard
 
 
 def _env(base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
@@ -81,7 +82,9 @@ class Daemon:
 
 
 def wait_for(fn: Callable[[], Any], timeout: float, what: str, daemon: Optional[Daemon] = None) -> Any:
-    end = time.monotonic() + timeout
+    """fn's first truthy value. `timeout` is a hang guard, never a speed bound: it is at least HANG_S, so a daemon
+    slowed by a loaded machine (load 20+ on 2 cores) is waited for; a daemon that exits ends the wait at once."""
+    end = time.monotonic() + max(timeout, HANG_S)
     while time.monotonic() < end:
         value = fn()
         if value:

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import urllib.request
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
+from _ranks import free_port
 from conftest import REPO, a100, cli_runner
 from prometheus_client.parser import text_string_to_metric_families
 from test_monitor_daemon import Daemon, _env, rewrite, scenario, wait_for
@@ -608,12 +608,6 @@ def test_dashboard_structure() -> None:
 
 
 # ---- a real node_exporter --------------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _scrape(port: int) -> Dict[str, float]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
         text = r.read().decode()
@@ -648,7 +642,7 @@ def test_real_node_exporter_scrapes_the_textfile_running_and_stopped(tmp_path: P
         textfile.publish(str(ne_dir), os.geteuid(), os.getegid(), store=str(textfile_dir))
         assert (ne_dir / "hosttune.prom").is_symlink()
     env = _env(fake_nvml(scenario(healthy(0, "3B"))))
-    port = _free_port()
+    port = free_port()
     ne = subprocess.Popen([exe, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
                            "--collector.textfile", f"--collector.textfile.directory={ne_dir}"],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -138,11 +138,16 @@ def in_execve(pid: int) -> bool:
 
 
 def marked_processes(marker: str) -> List[int]:
-    """Every process whose environment carries this launch's marker (the job, wherever it was reparented).
+    """Every process whose environment carries this launch's marker (the job, wherever it was reparented)."""
+    return environ_holders(f"{names.LAUNCH_ID}={marker}")
+
+
+def environ_holders(entry: str) -> List[int]:
+    """Every process but this one whose environment holds `entry` ("KEY=value") exactly.
 
     A process caught inside execve shows an empty environment for a moment; it is looked at again (every 2 ms, for
     at most EXECVE_WAIT_S) so that a rank being exec'd right then is not missed by a sweep."""
-    needle = f"{names.LAUNCH_ID}={marker}".encode()
+    needle = entry.encode("utf-8", "surrogateescape")
     out: List[int] = []
     me = os.getpid()
     pending: List[int] = []
