@@ -176,7 +176,7 @@ def test_apply_changes_and_what_keeps_them(tmp_path: Path) -> None:
         ("numa_balancing", "1", "0", (sysctl,)), ("swappiness", "60", "10", (sysctl,)),
         ("governor", "powersave", "performance", (st,)), ("epp", "balance_power", "performance", (st,)),
         ("nofile", "1024", "65536", (limits,)), ("memlock", "not set", "unlimited", (limits,)),
-        ("shm", "size=65536k", "size=50%", (dropin,))]
+        ("shm", "size=65536k", "size=50%", (dropin, st))]  # the boot service remounts it from the state
     assert changes[3].reason == REASON_SWAP
     assert read(root, "proc/sys/vm/swappiness") == "10\n" and read(root, f"{THP}/enabled") == "always [madvise] never\n"
     assert read(root, f"{CPUFREQ}/policy2/scaling_governor") == "performance\n"
@@ -515,7 +515,7 @@ def test_shm_in_a_tree_reads_the_dropin_size_then_the_mount(tmp_path: Path) -> N
     assert shm.kept(tree, BY_ID["shm"], "size=1g", None) is None  # a tree: the boot mounts what the file says
     txn = Txn(tree)
     state: Dict[str, Any] = {"before": {}, "applied": {}}
-    assert shm.apply(txn, BY_ID["shm"], Status("shm", "", "size=2g", None, "drift", ""), state) == []
+    assert shm.apply(txn, BY_ID["shm"], Status("shm", "", "size=2g", None, "drift", ""), state) == [tree.path(STATE)]
     assert state == {"before": {}, "applied": {"shm": "size=2g"}}
     assert shm.revert(txn, BY_ID["shm"], "/dev/shm", "size=1k") is None
     assert kinds.Service().actual(tree, BY_ID["persistence"], Tune()) is None
@@ -589,7 +589,8 @@ def test_shm_apply_live_remounts_and_undo_puts_the_old_size_back(tmp_path: Path,
     tree = live_tree(host(tmp_path / "h"))
     txn = Txn(tree)
     state: Dict[str, Any] = {"before": {}, "applied": {}}
-    assert kinds.Shm().apply(txn, BY_ID["shm"], Status("shm", "", "size=2g", None, "drift", ""), state) == []
+    assert kinds.Shm().apply(txn, BY_ID["shm"], Status("shm", "", "size=2g", None, "drift", ""),
+                             state) == [tree.path(STATE)]
     assert progs == [("remount", "size=2g")]
     assert state == {"before": {"shm": {"/dev/shm": "size=65536k"}}, "applied": {"shm": "size=2g"}}
     assert txn.rollback() == [] and progs[-1] == ("remount", "size=65536k")
@@ -638,3 +639,10 @@ def test_service_live(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, progs: Li
     assert svc.revert(Txn(tree), t, "nvidia-persistenced", "disabled, inactive") == Change(
         "persistence", "enabled", "disabled, inactive", "saved before the first apply", ())
     assert progs == [("systemctl", "disable", "--now", kinds.PERSISTENCED)]
+
+
+def test_a_dry_run_names_the_files_a_real_apply_writes_to_keep_each_change(tmp_path: Path) -> None:
+    root = host(tmp_path / "h")
+    planned = {c.id: c.persist for c in core.apply(root, dry_run=True)}
+    done = {c.id: c.persist for c in core.apply(root)}
+    assert planned == done and len(done) == 9  # the same files, in the same order (shm: its drop-in, then the state)

@@ -95,11 +95,11 @@ def check_ids(only: Sequence[str]) -> None:
 
 def _apply_one(txn: Txn, t: Tunable, st: Status, state: Dict[str, Any], boot: bool) -> Tuple[str, ...]:
     """Make `t` what `st.expected` says (its kind's runtime step, then its block in hosttune's file unless this is
-    the boot re-apply); returns the files written to keep it."""
+    the boot re-apply); returns the files written to keep it, in the order a dry run names them (_persist_paths)."""
     written = KINDS[t.kind].apply(txn, t, st, state)
     if t.persist is not None and not boot:
         edit_blocks(txn, t.persist, {t.id: t.lines(st.expected or "")}, {t.id: st.reason})
-        written.append(txn.tree.path(t.persist))
+        written.insert(0, txn.tree.path(t.persist))
     return tuple(written)
 
 

@@ -169,8 +169,9 @@ class Shm(Kind):
             if old != expected:
                 txn.call(lambda: programs.remount_shm(expected),
                          (lambda: programs.remount_shm(old)) if old else (lambda: None))
+        # saved as the runtime choices are: hosttune-tune.service remounts it at boot, beside the drop-in
         state["applied"][t.id] = expected
-        return []
+        return [txn.tree.path(state_rel(txn.tree.root))]
 
     def revert(self, txn: Txn, t: Tunable, rel: str, old: str) -> Optional[Change]:
         if not txn.tree.live:
