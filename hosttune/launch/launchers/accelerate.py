@@ -135,7 +135,9 @@ def _accelerate(argv: Sequence[str], start: int, environ: Mapping[str, str], gpu
     cfg, config_path = _config(tool, scan, environ, "cpu" in flags)
     dist = str((cfg or {}).get("distributed_type") or "NO").upper()
     paradigm = _paradigm(flags, cfg, dist)
-    cpu = "cpu" in flags or bool((cfg or {}).get("use_cpu"))
+    # accelerate picks its launcher from --cpu alone (commands/launch.py: `args.multi_gpu and not args.cpu`); a
+    # config's use_cpu only reaches args.use_cpu, which puts the ranks on the CPU but starts as many of them
+    cpu = "cpu" in flags
 
     def setting(dest: str) -> Any:
         given = _last(scan, dest)
