@@ -169,15 +169,29 @@ def matmul_flops(ops: Counter) -> int:
                if f == aten.addmm.default)
 
 
+@pytest.fixture(scope="module")
+def step_flops() -> Any:
+    """count_step_flops of model(mode, every) on one fixed batch, each (mode, every, recompute) counted once for the
+    module: the cases below share the plain model's and the full mode's counts (each count costs a second of CPU)."""
+    x = torch.randint(0, VOCAB, (4, T), generator=torch.Generator().manual_seed(1))
+    counted: Dict[Tuple[Optional[str], int, bool], int] = {}
+
+    def get(mode: Optional[str], every: int = 1, recompute: bool = False) -> int:
+        if (mode, every, recompute) not in counted:
+            counted[(mode, every, recompute)] = metrics.count_step_flops(model(mode, every), (x, x), lm_loss,
+                                                                         no_autocast, recompute=recompute)
+        return counted[(mode, every, recompute)]
+
+    return get
+
+
 @pytest.mark.parametrize("mode, every", [("selective_layer", 2), ("selective_op", 1)])
 def test_hardware_flops_count_what_the_mode_recomputes_and_model_flops_none_of_it(
-        runs: Dict[Any, Dict[str, Any]], plain: Dict[str, Any], mode: str, every: int) -> None:
-    x = torch.randint(0, VOCAB, (4, T), generator=torch.Generator().manual_seed(1))
-    model_flops = metrics.count_step_flops(model(None), (x, x), lm_loss, no_autocast)
-    m = model(mode, every)
-    assert metrics.count_step_flops(m, (x, x), lm_loss, no_autocast) == model_flops
-    hardware = metrics.count_step_flops(m, (x, x), lm_loss, no_autocast, recompute=True)
-    full = metrics.count_step_flops(model("full"), (x, x), lm_loss, no_autocast, recompute=True)
+        runs: Dict[Any, Dict[str, Any]], plain: Dict[str, Any], step_flops: Any, mode: str, every: int) -> None:
+    model_flops = step_flops(None)
+    assert step_flops(mode, every) == model_flops
+    hardware = step_flops(mode, every, recompute=True)
+    full = step_flops("full", recompute=True)
     if mode == "selective_layer":  # half of the identical blocks
         assert 2 * (hardware - model_flops) == full - model_flops
     else:  # the recomputed matmuls the observer saw (attention is kept)
