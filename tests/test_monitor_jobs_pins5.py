@@ -24,6 +24,7 @@ def test_ranking_over_the_hierarchies() -> None:
     assert jobs.from_proc_cgroup("garbage\n1:cpu\n0::/user.slice\n") is None
     assert jobs.from_proc_cgroup(f"garbage\n{cont}") == {"kind": "container", "job": CID[:12]}
     assert jobs.from_proc_cgroup("") is None
+    assert jobs.from_proc_cgroup(f"0::/odd:name/docker/{CID}\n") == {"kind": "container", "job": CID[:12]}
 
 
 def test_classify_edges() -> None:
@@ -169,3 +170,17 @@ def test_records_directory_absent_unreadable_or_untrusted(tmp_path: Path) -> Non
     (d / "not-a-record").write_text("x")
     r = jobs.Records(str(d))
     assert r.read() == [] and r.problem is None
+
+
+def test_a_record_counts_only_for_its_own_live_process(tmp_path: Path) -> None:
+    pid = 4190000  # above any pid_max: no such process on the real /proc
+    d = tmp_path / str(pid)
+    d.mkdir()
+    fields = ["S"] + ["0"] * 18 + ["12345"] + ["0"] * 10  # field 22 (starttime) after "pid (comm) "
+    (d / "stat").write_text(f"{pid} (a b) " + " ".join(fields) + "\n")
+    r = jobs.Records(str(tmp_path / "recs"), finder=jobs.JobFinder(str(tmp_path)))
+    me = os.geteuid()
+    assert r._alive_and_owned(pid, 12345, me) is True
+    assert r._alive_and_owned(pid, 12346, me) is False  # another process of that pid
+    assert r._alive_and_owned(pid, 12345, me + 1) is False  # somebody else's
+    assert r._alive_and_owned(pid + 1, 12345, me) is False  # gone

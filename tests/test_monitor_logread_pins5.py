@@ -19,3 +19,9 @@ def test_a_line_of_exactly_one_mib_is_read_one_byte_more_is_not(tmp_path: Path) 
     (tmp_path / "monitor.jsonl").write_bytes(exact + over + b'{"ts": 3}\n')
     samples, bad = logread.read_samples(str(tmp_path))
     assert [s["ts"] for s in samples] == [1.0, 3] and bad == 1
+
+
+def test_an_infinite_reading_anywhere_makes_the_line_unreadable() -> None:
+    assert logread.parse_line(b'{"ts": 1, "host": {"mem_used_pct": 1e400}}') is None
+    assert logread.parse_line(b'{"ts": 1, "gpus": [{"index": 0, "power_w": -1e400}]}') is None
+    assert logread.parse_line(b'{"ts": 1, "host": {"mem_used_pct": 1e300}}') is not None
