@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 from _nethelp import in_ns, two_nodes
@@ -117,34 +117,50 @@ def test_a_captured_host_names_no_interface() -> None:
     assert got.env == {} and "captured host" in got.reasons[0]
 
 
-def _plan_in(ns: str, host: str, environ: Dict[str, str]) -> dict:
-    """plan.resolve run inside namespace `ns` for a 2-node torchrun job meeting at `host` (no host: the job's
-    endpoint is whatever `environ` says, as for an srun task)."""
+def _plans_in(ns: str, cases: List[Tuple[str, Dict[str, str]]]) -> List[dict]:
+    """plan.resolve run inside namespace `ns` for a 2-node torchrun job meeting at each case's host (no host: the
+    job's endpoint is whatever the case's environ says, as for an srun task), one child for all the cases (each
+    Python child costs most of a CPU-second on these 2-core machines: issue 21)."""
     code = ("import json, sys\nfrom _profilehelp import small_facts\nfrom hosttune import plan, profile\n"
             "from hosttune.plan.network import Endpoint\n"
-            "ep = Endpoint(sys.argv[1], 'torchrun --rdzv-endpoint', 2, torchrun=True) if sys.argv[1] else None\n"
-            "rp = plan.resolve(small_facts(), profile.load_text('base: throughput\\n'), 0, 1, "
-            "environ=json.loads(sys.argv[2]), endpoint=ep)\n"
-            "print(json.dumps({'env': rp.env, 'reasons': rp.reasons, 'kept': dict(rp.kept)}))\n")
+            "out = []\n"
+            "for host, environ in json.loads(sys.argv[1]):\n"
+            "    ep = Endpoint(host, 'torchrun --rdzv-endpoint', 2, torchrun=True) if host else None\n"
+            "    rp = plan.resolve(small_facts(), profile.load_text('base: throughput\\n'), 0, 1, "
+            "environ=environ, endpoint=ep)\n"
+            "    out.append({'env': rp.env, 'reasons': rp.reasons, 'kept': dict(rp.kept)})\n"
+            "print(json.dumps(out))\n")
     tests = str(Path(__file__).parent)
     env = checkout_env()
     env["PYTHONPATH"] = f"{env['PYTHONPATH']}:{tests}"
-    out = subprocess.run(in_ns(ns, [sys.executable, "-c", code, host, json.dumps(environ)]), env=env, check=True,
+    out = subprocess.run(in_ns(ns, [sys.executable, "-c", code, json.dumps(cases)]), env=env, check=True,
                          capture_output=True, text=True, timeout=120)
-    return json.loads(out.stdout)
+    got = json.loads(out.stdout)
+    assert len(got) == len(cases)
+    return got
+
+
+def _plan_in(ns: str, host: str, environ: Dict[str, str]) -> dict:
+    (got,) = _plans_in(ns, [(host, environ)])
+    return got
 
 
 def test_inside_two_namespaces_the_veth_is_named_and_the_users_own_choice_kept() -> None:
     loopback_name = all(a.startswith("127.") or a == "::1"
                         for a in {i[4][0] for i in socket.getaddrinfo(socket.gethostname(), None)})
     with two_nodes() as nodes:
+        theirs = None
         for ns, peer, mine, ifname in ((nodes.ns[0], nodes.addr[1], nodes.addr[0], nodes.ifname[0]),
                                        (nodes.ns[1], nodes.addr[0], nodes.addr[1], nodes.ifname[1])):
-            for host in (peer, mine):  # the other node's address, and this node's own (node 0 hosts the store)
-                got = _plan_in(ns, host, {})
+            # the other node's address, and this node's own (node 0 hosts the store); in node 0 also the user's own
+            # GLOO_SOCKET_IFNAME, in the same child
+            cases = [(peer, {}), (mine, {})] + ([(peer, {"GLOO_SOCKET_IFNAME": "eth7"})] if ns == nodes.ns[0] else [])
+            plans = _plans_in(ns, cases)
+            for got in plans[:2]:
                 assert got["env"]["GLOO_SOCKET_IFNAME"] == ifname and got["env"]["NCCL_SOCKET_IFNAME"] == ifname
                 assert (got["env"].get(LOCAL_ADDR) == mine) is loopback_name
-        theirs = _plan_in(nodes.ns[0], nodes.addr[1], {"GLOO_SOCKET_IFNAME": "eth7"})
+            theirs = plans[2] if ns == nodes.ns[0] else theirs
+        assert theirs is not None
         assert theirs["env"]["GLOO_SOCKET_IFNAME"] == "eth7" and theirs["env"]["NCCL_SOCKET_IFNAME"] == nodes.ifname[0]
         assert theirs["kept"] == {"GLOO_SOCKET_IFNAME": nodes.ifname[0]}  # said once on stderr by exec
         # in a namespace whose only other interface is a bridge with no uplink, that bridge is never named
