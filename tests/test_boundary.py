@@ -188,13 +188,19 @@ def argparse_path_options() -> Set[str]:
     return out
 
 
+@functools.cache
+def _test_tree(path: str) -> ast.Module:
+    """A test file's syntax tree, parsed once however many rows name a test in it (the trees are only read)."""
+    return ast.parse((REPO / path).read_text(encoding="utf-8"))
+
+
 def _test_exists(ref: str) -> bool:
     path, _, name = ref.partition("::")
     f = REPO / path
     if not (path.startswith("tests/") and path.endswith(".py") and f.is_file() and name):
         return False
     name = name.split("[", 1)[0]
-    tree = ast.parse(f.read_text(encoding="utf-8"))
+    tree = _test_tree(path)
     parts = name.split("::")
     scope: List[ast.stmt] = list(tree.body)
     for i, part in enumerate(parts):
