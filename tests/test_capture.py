@@ -58,7 +58,7 @@ def test_facts_root_of_a_capture_equals_live_facts(captured: Path) -> None:
     # facts.json is the live `facts --json` taken by the capture itself: a `facts` run later could see a mount that
     # another process made in between
     live = json.loads((captured / "facts.json").read_text())
-    replay = json.loads(hosttune("facts", "--root", str(captured), "--json").stdout)
+    replay = json.loads(run_cli(["facts", "--root", str(captured), "--json"]).stdout)  # reads files: in-process
     assert replay["root"] == str(captured) and live["root"] == "/"
     assert differences(masked(live), masked(replay)) == []
     # the comparison is not empty: the facts that matter for a plan came back
