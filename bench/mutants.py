@@ -2120,3 +2120,316 @@ _R4_PINS = {
 _R4_PIN_OF = {mid: sel for sel, ids in _R4_PINS.items() for mid in ids}
 MUTANTS[:] = [m._replace(pins=_R4_PIN_OF[m.id]) if m.id in _R4_PIN_OF else m for m in MUTANTS]
 assert set(_R4_PIN_OF) <= {m.id for m in MUTANTS}, set(_R4_PIN_OF) - {m.id for m in MUTANTS}
+
+# ======== round 5 (issue 21, session 7): sites drawn at random, not chosen; ids r5a-/r5b-<area>-<what> ===============
+# Sites: `python3 bench/mutation_sample.py --seed 2026120205 --count 70` drew 70 of the 14293 candidate
+# statements of hosttune/ (HEAD e53cb25, tree b14194c), uniformly without replacement; they were taken in draw
+# order until 48 were planted: sites 1-58, 10 skipped (no behaviour a user could observe), 48 planted,
+# 2 of them equivalent. At each site: the one change a developer could plausibly make there, chosen without
+# looking at the tests.
+# Each comment gives the site: draw number, file:line, statement kind.
+# Tests, by rule (`tests_for` in bench/mutation_sample.py; `--tests PATH` prints them) at that HEAD, stored in
+# _R5_TESTS so later test files do not change the round; never chosen per mutant. Whole files, pytest -x. r5a/r5b
+# alternate in draw order: two shards, one per core.
+# Skipped sites:
+#     1 hosttune/launch/hang.py:136: initialises an empty map of frames (no plausible change but a crash)
+#    10 hosttune/engine/evaluate.py:91: wording of the engine's summary line (its throughput part's ' after it')
+#    15 hosttune/autotune/candidates.py:37: the wording of the candidates' priority note (a constant string)
+#    22 hosttune/engine/export.py:250: names the dynamic dimensions in the export's note (wording)
+#    27 hosttune/doctor/deep/findings.py:134: wording of the CUDA finding's list of GPU kinds
+#    28 hosttune/commands/facts.py:138: binds a local name (no plausible change but a crash)
+#    30 hosttune/commands/facts.py:47: binds two local names (no plausible change but a crash)
+#    35 hosttune/engine/state.py:50: a dataclass field's None default (no plausible change but a crash)
+#    39 hosttune/doctor/deep/session.py:56: a dataclass field's empty-map default (no plausible change but a crash)
+#    51 hosttune/facts.py:275: the identity fallback of the JSON conversion (no plausible one-statement change)
+# Equivalent (listed, not counted): r5b-fsio-append-blocking, r5a-facts-from-json-type (reasons in the entries).
+# Not measured yet (the lead runs them).
+_R5_TESTS = {
+    'hosttune/autotune/metric.py': 'tests/test_autotune.py tests/test_autotune_budget.py tests/test_autotune_pins4.py tests/test_autotune_pins4b.py tests/test_autotune_rundirs.py tests/test_profile_measured.py',
+    'hosttune/autotune/report.py': 'tests/test_autotune.py tests/test_autotune_budget.py tests/test_autotune_pins4b.py tests/test_autotune_report_pins4.py tests/test_profile_measured.py',
+    'hosttune/autotune/stats.py': 'tests/test_autotune.py tests/test_autotune_pins2.py tests/test_autotune_report_pins4.py tests/test_autotune_stats_pins.py tests/test_profile_measured.py',
+    'hosttune/commands/profile.py': 'tests/test_doctor_fleet.py tests/test_exec.py tests/test_packages.py tests/test_profile_load_active.py tests/test_profile_measured.py',
+    'hosttune/detect/allocators.py': 'tests/test_detect_allocators.py tests/test_detect_parsers.py',
+    'hosttune/detect/hostio.py': 'tests/test_detect_cgroup.py tests/test_detect_cgroup_pins4.py tests/test_detect_cpu_pins4.py tests/test_detect_gpu_pins4.py tests/test_detect_hostio.py tests/test_detect_hostio_pins4.py tests/test_detect_numa_kernel_pins4.py tests/test_detect_nvidia_pins4.py tests/test_detect_parsers.py tests/test_detect_pins4b.py tests/test_detect_storage.py tests/test_detect_storage_pins4c.py tests/test_detect_synthetic.py tests/test_detect_torchenv.py tests/test_detect_tuned_pins4.py tests/test_doctor_deep.py tests/test_doctor_fleet.py tests/test_doctor_network.py tests/test_doctor_nvidia.py tests/test_nvml.py tests/test_programs.py tests/test_tune_tuned.py tests/test_tune_tuned_pins4b.py',
+    'hosttune/detect/storage.py': 'tests/test_detect_hwloc.py tests/test_detect_parsers.py tests/test_detect_parsers_pins4.py tests/test_detect_pins4b.py tests/test_detect_storage.py tests/test_detect_storage_pins4c.py tests/test_detect_synthetic.py',
+    'hosttune/doctor/checks/cpu.py': 'tests/test_doctor_cpu.py tests/test_doctor_fixes.py',
+    'hosttune/doctor/checks/nvidia.py': 'tests/test_doctor_nvidia.py',
+    'hosttune/doctor/checks/storage.py': 'tests/test_doctor_live_pins4.py tests/test_doctor_storage.py',
+    'hosttune/doctor/deep/checks.py': 'tests/test_deep_checks_pins5.py tests/test_policy_cpu.py tests/test_readme.py',
+    'hosttune/doctor/deep/findings.py': 'tests/test_doctor_deep.py tests/test_doctor_deep_findings_pins4.py tests/test_doctor_deep_pins.py tests/test_doctor_deep_pins4c.py',
+    'hosttune/doctor/deep/probe_torch.py': 'tests/test_doctor_deep_findings_pins4.py tests/test_doctor_deep_pins4c.py tests/test_probe_torch_pins5.py',
+    'hosttune/doctor/deep/session.py': 'tests/test_deep_session_pins5.py tests/test_doctor_network_pins4.py',
+    'hosttune/doctor/fixes.py': 'tests/test_doctor_deep.py tests/test_doctor_fixes.py tests/test_doctor_fixes_pins3.py tests/test_doctor_fixes_pins4.py tests/test_tune.py',
+    'hosttune/engine/checkpoint.py': 'tests/test_engine.py tests/test_engine_checkpoint.py tests/test_engine_checkpoint_pins.py tests/test_engine_exact.py tests/test_engine_pins.py tests/test_engine_pins4b.py tests/test_engine_shard.py',
+    'hosttune/engine/config.py': 'tests/test_engine.py tests/test_engine_ac.py tests/test_engine_api_pins4.py tests/test_engine_checkpoint.py tests/test_engine_compile.py tests/test_engine_config.py tests/test_engine_config_pins4.py tests/test_engine_ema.py tests/test_engine_evaluate.py tests/test_engine_exact.py tests/test_engine_float8.py tests/test_engine_fsdp_fp16.py tests/test_engine_hostcpu.py tests/test_engine_images.py tests/test_engine_integration.py tests/test_engine_metric_sinks.py tests/test_engine_mfu.py tests/test_engine_oom_pins3.py tests/test_engine_oom_pins4.py tests/test_engine_oom_snapshot.py tests/test_engine_pins.py tests/test_engine_pins4b.py tests/test_engine_precision.py tests/test_engine_runtime_pins4c.py tests/test_engine_schedule.py tests/test_engine_shard.py tests/test_engine_sinks_pins4.py tests/test_engine_task_pins4.py tests/test_engine_train_pins4c.py tests/test_engine_warnings.py tests/test_readme.py',
+    'hosttune/engine/images.py': 'tests/test_engine_images.py tests/test_engine_images_pins3.py',
+    'hosttune/engine/loader.py': 'tests/test_engine_compile.py tests/test_engine_ema.py tests/test_engine_evaluate.py tests/test_engine_fsdp_fp16.py tests/test_engine_train.py',
+    'hosttune/engine/oom.py': 'tests/test_engine.py tests/test_engine_exact.py tests/test_engine_oom_pins3.py tests/test_engine_oom_pins4.py tests/test_engine_oom_snapshot.py tests/test_engine_shard.py',
+    'hosttune/engine/optim.py': 'tests/test_engine.py tests/test_engine_exact.py tests/test_engine_fsdp_fp16.py tests/test_engine_pins.py tests/test_engine_schedule.py',
+    'hosttune/engine/quantize.py': 'tests/test_engine_int8.py tests/test_engine_quantize_pins3.py',
+    'hosttune/engine/train.py': 'tests/test_engine_compile.py tests/test_engine_debugwarn.py tests/test_engine_exact.py tests/test_engine_fsdp_fp16.py tests/test_engine_train.py tests/test_engine_train_pins4c.py',
+    'hosttune/facts.py': 'tests/test_cuda_visible.py tests/test_cuda_visible_pins.py tests/test_detect_cgroup.py tests/test_detect_cgroup_pins4.py tests/test_detect_container.py tests/test_detect_container_pins2.py tests/test_detect_cpu_pins4.py tests/test_detect_gpu_pins4.py tests/test_detect_hwloc.py tests/test_detect_numa_kernel_pins4.py tests/test_detect_nvidia_pins4.py tests/test_detect_parsers.py tests/test_detect_tuned_pins4.py tests/test_doctor_catalogue.py tests/test_doctor_checks_pins4.py tests/test_doctor_container.py tests/test_doctor_cpu.py tests/test_doctor_deep.py tests/test_doctor_deep_pins4c.py tests/test_doctor_fixes.py tests/test_doctor_fixes_pins3.py tests/test_doctor_fixes_pins4.py tests/test_doctor_gpu_pins4c.py tests/test_doctor_live_pins4.py tests/test_doctor_network.py tests/test_doctor_nvidia.py tests/test_doctor_os.py tests/test_doctor_tools.py tests/test_doctor_torch.py tests/test_doctor_tree_pins4.py tests/test_engine_hostcpu.py tests/test_engine_hostcpu_pins4.py tests/test_exec_shim.py tests/test_exec_userwins.py tests/test_facts_cli.py tests/test_facts_pins4.py tests/test_foundation.py tests/test_launch_job.py tests/test_launch_rank.py tests/test_onednn.py tests/test_plan.py tests/test_plan_env_pins5.py tests/test_plan_launcher_default.py tests/test_plan_layout_pins.py tests/test_plan_layout_pins4c.py tests/test_plan_layout_pins5.py tests/test_policy_cpu.py tests/test_policy_cpu_pins.py tests/test_profile.py tests/test_profile_generate.py tests/test_profile_generate_pins5.py tests/test_profile_load_active.py tests/test_profile_load_pins5.py tests/test_profile_policy.py tests/test_readme.py',
+    'hosttune/fsio.py': 'tests/test_foundation.py tests/test_fsio.py tests/test_fsio_pins.py tests/test_fsio_pins2.py tests/test_profile_load.py',
+    'hosttune/launch/launchers/__init__.py': 'tests/test_launch_accelerate_pins4c.py tests/test_launch_launchers.py tests/test_launch_mpirun.py tests/test_launch_mpirun_pins4c.py tests/test_launch_pins.py tests/test_launchers.py tests/test_plan_package.py',
+    'hosttune/launch/launchers/base.py': 'tests/test_launch_accelerate_pins4c.py tests/test_launch_launchers.py tests/test_launch_mpirun.py tests/test_launch_mpirun_pins4c.py tests/test_launch_pins.py tests/test_launchers.py tests/test_mpirun_pins5.py tests/test_plan_package.py',
+    'hosttune/launch/supervise.py': 'tests/test_boundary.py tests/test_exec_shim.py tests/test_launch_supervise.py tests/test_supervise_pins5.py',
+    'hosttune/launch/torchrun.py': 'tests/test_exec.py tests/test_exec_shim.py tests/test_launch_rank.py tests/test_launch_torchrun.py tests/test_launchers.py tests/test_shim.py',
+    'hosttune/monitor/daemon.py': 'tests/test_monitor.py tests/test_monitor_fleet.py tests/test_monitor_jobrecords.py tests/test_monitor_jobs.py tests/test_monitor_podresources.py tests/test_monitor_textfile.py tests/test_monitor_tune.py tests/test_slurm_cgroup_jobs.py',
+    'hosttune/monitor/logread.py': 'tests/test_monitor_jobs.py tests/test_monitor_logread_pins4.py tests/test_monitor_logread_pins5.py tests/test_monitor_report.py',
+    'hosttune/monitor/sample.py': 'tests/test_monitor.py tests/test_monitor_diskio.py tests/test_monitor_jobs.py tests/test_monitor_pins4b.py tests/test_monitor_sample_pins5.py',
+    'hosttune/plan/__init__.py': 'tests/test_architecture.py tests/test_cuda_visible.py tests/test_doctor_cpu.py tests/test_engine_precision.py tests/test_env_cli.py tests/test_exec_shim.py tests/test_exec_speed.py tests/test_exec_userwins.py tests/test_execcache.py tests/test_launch_rank.py tests/test_plan.py tests/test_plan_env.py tests/test_plan_env_pins4.py tests/test_plan_env_pins5.py tests/test_plan_launcher_default.py tests/test_plan_layout.py tests/test_plan_layout_pins.py tests/test_plan_layout_pins4c.py tests/test_plan_layout_pins5.py tests/test_plan_network.py tests/test_plan_network_pins2.py tests/test_plan_package.py tests/test_policy_cpu.py tests/test_profile.py tests/test_profile_policy.py',
+    'hosttune/plan/layout.py': 'tests/test_plan_layout.py tests/test_plan_layout_pins.py tests/test_plan_layout_pins4c.py tests/test_plan_layout_pins5.py',
+    'hosttune/plan/rank.py': 'tests/test_architecture.py tests/test_cuda_visible.py tests/test_doctor_cpu.py tests/test_engine_precision.py tests/test_env_cli.py tests/test_exec_shim.py tests/test_exec_speed.py tests/test_exec_userwins.py tests/test_execcache.py tests/test_launch_rank.py tests/test_plan.py tests/test_plan_env.py tests/test_plan_env_pins4.py tests/test_plan_env_pins5.py tests/test_plan_launcher_default.py tests/test_plan_layout.py tests/test_plan_layout_pins.py tests/test_plan_layout_pins4c.py tests/test_plan_layout_pins5.py tests/test_plan_network.py tests/test_plan_network_pins2.py tests/test_plan_package.py tests/test_policy_cpu.py tests/test_profile.py tests/test_profile_policy.py',
+    'hosttune/profile/load.py': 'tests/test_profile_load.py tests/test_profile_load_active.py tests/test_profile_load_pins3.py tests/test_profile_load_pins5.py tests/test_profile_measured.py',
+    'hosttune/profile/settings.py': 'tests/test_autotune.py tests/test_autotune_budget.py tests/test_autotune_pins4.py tests/test_autotune_rundirs.py tests/test_launch_hang.py tests/test_plan_env_pins5.py tests/test_plan_layout_pins.py tests/test_plan_layout_pins5.py tests/test_profile_generate_pins5.py tests/test_profile_load_active.py tests/test_profile_measured_pins4.py tests/test_profile_policy.py tests/test_profile_settings.py tests/test_profile_settings_pins.py tests/test_profile_settings_pins5.py tests/test_tune.py tests/test_tune_core_pins5.py tests/test_tune_rules_pins4.py',
+    'hosttune/tune/kinds.py': 'tests/test_tune_core_pins5.py tests/test_tune_kinds.py',
+    'hosttune/tune/rootfs.py': 'tests/test_tune.py tests/test_tune_core_pins5.py tests/test_tune_rootfs.py tests/test_tune_state.py tests/test_tune_state_pins4.py tests/test_tune_tunedhook_pins4.py',
+}
+
+
+def _r5(mid: str, file: str, old: str, new: str, breaks: str, equivalent: str = "") -> None:
+    M(mid, file, old, new, _R5_TESTS[file], breaks, equivalent=equivalent)
+
+
+# 2: hosttune/engine/loader.py:43 (assign)
+_r5('r5a-engine-loader-streaming', 'hosttune/engine/loader.py',
+    '        self.streaming = isinstance(self.dataset, IterableDataset)',
+    '        self.streaming = False',
+    'an iterable (streaming) dataset is given a sampler and shuffled like a map-style one (the loader fails)')
+# 3: hosttune/tune/kinds.py:205 (call)
+_r5('r5b-tune-persistenced-now', 'hosttune/tune/kinds.py',
+    '        txn.call(lambda: programs.systemctl_do("enable", "--now", PERSISTENCED), undo)',
+    '        txn.call(lambda: programs.systemctl_do("enable", PERSISTENCED), undo)',
+    'tune enables nvidia-persistenced without starting it: persistence is off until the next boot')
+# 4: hosttune/profile/load.py:43 (assign)
+_r5('r5a-profile-where-sub-line', 'hosttune/profile/load.py',
+    '            line = self.lines.get(sub)',
+    '            line = self.lines.get(key)',
+    'an error about a key of a sub-section points at the wrong line (or none) of the profile')
+# 5: hosttune/detect/hostio.py:304 (call)
+_r5('r5b-detect-realpath-fd-leak', 'hosttune/detect/hostio.py',
+    '        os.close(parent)\n        return host',
+    '        return host',
+    'every realpath under --root leaks a directory descriptor (a long detection runs out of descriptors)')
+# 6: hosttune/monitor/sample.py:217 (annassign)
+_r5('r5a-monitor-cpu-prev-none', 'hosttune/monitor/sample.py',
+    '        self._cpu_prev: Optional[Tuple[int, int, int]] = self._cpu()',
+    '        self._cpu_prev: Optional[Tuple[int, int, int]] = None',
+    "the monitor's first sample has no CPU utilisation (no baseline reading)")
+# 7: hosttune/plan/rank.py:26 (if)
+_r5('r5b-plan-rank-no-topology', 'hosttune/plan/rank.py',
+    '    if binding == "none" or not cores:',
+    '    if binding == "none":',
+    "a rank on a host without CPU topology is 'bound' to no CPU instead of left unpinned")
+# 8: hosttune/profile/settings.py:320 (raise)
+_r5('r5a-profile-env-bool', 'hosttune/profile/settings.py',
+    '        if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):\n            raise bad(name, f"value must be a string',
+    '        if value is None or not isinstance(value, (str, int, float)):\n            raise bad(name, f"value must be a string',
+    "an env/tcmalloc value written as yes/true (a YAML bool) is accepted and exported as 'True'")
+# 9: hosttune/autotune/stats.py:84 (assign)
+_r5('r5b-autotune-confirm-level', 'hosttune/autotune/stats.py',
+    '    lo, hi = bootstrap_ci(ratios, level)',
+    '    lo, hi = bootstrap_ci(ratios)',
+    "the confirmation round's intervals use the default level, not the one it asks for")
+# 11: hosttune/autotune/report.py:24 (assign)
+_r5('r5a-autotune-plan-lower-better', 'hosttune/autotune/report.py',
+    '({session.default.name}), "\n             f"metric {session.spec.text!r}{\' (lower is better)\' if session.spec.lower_is_better else \'\'}',
+    '({session.default.name}), "\n             f"metric {session.spec.text!r}{\' (lower is better)\' if not session.spec.lower_is_better else \'\'}',
+    "autotune's plan says '(lower is better)' for a higher-is-better metric and not for a lower-is-better one")
+# 12: hosttune/doctor/fixes.py:79 (return)
+_r5('r5b-doctor-epel-crb-arch', 'hosttune/doctor/fixes.py',
+    'codeready-builder-for-rhel-{major}-$(arch)-rpms',
+    'codeready-builder-for-rhel-{major}-rpms',
+    'the EPEL fix on RHEL names a CodeReady Builder repo that does not exist (the command fails)')
+# 13: hosttune/engine/train.py:207 (augassign)
+_r5('r5a-engine-wait-accum', 'hosttune/engine/train.py',
+    '        iv.wait_s += time.perf_counter() - t_wait',
+    '        iv.wait_s = time.perf_counter() - t_wait',
+    'with grad_accum > 1 the data-wait time counts only the last micro-step')
+# 14: hosttune/engine/oom.py:79 (augassign)
+_r5('r5b-engine-oom-snapshot', 'hosttune/engine/oom.py',
+    'oom_advice(cfg, getattr(exc, SNAPSHOT_ATTR, None))',
+    'oom_advice(cfg, None)',
+    'the OOM report no longer points at the memory snapshot it wrote')
+# 16: hosttune/engine/checkpoint.py:86 (if)
+_r5('r5a-engine-rng-cuda-missing', 'hosttune/engine/checkpoint.py',
+    '    if cuda and "cuda" in state:',
+    '    if cuda:',
+    'a checkpoint saved without CUDA RNG state resumed on a GPU loses all its RNG state (reseeded, with a warning)')
+# 17: hosttune/engine/config.py:362 (if)
+_r5('r5b-engine-config-file-before-preset', 'hosttune/engine/config.py',
+    '    if preset:\n        values.update(preset_values(preset))\n    if config_file:\n        _apply(values, file_values, str(config_file))',
+    '    if config_file:\n        _apply(values, file_values, str(config_file))\n    if preset:\n        values.update(preset_values(preset))',
+    "a preset's values override the config file's own settings (the file should win)")
+# 18: hosttune/engine/optim.py:71 (call)
+_r5('r5a-engine-clip-unscale', 'hosttune/engine/optim.py',
+    '    st.scaler.unscale_(st.optimizer)  # clip true gradients, not fp16-scaled ones\n',
+    '',
+    'under fp16 the gradients are clipped while still loss-scaled (clipping far too hard)')
+# 19: hosttune/facts.py:140 (annassign)
+_r5('r5b-facts-onednn-default', 'hosttune/facts.py',
+    '    onednn: Optional[str] = None  # the oneDNN',
+    '    onednn: Optional[str] = ""  # the oneDNN',
+    'facts --json says "" instead of null for the oneDNN version when none is known (a failed probe)')
+# 20: hosttune/profile/load.py:218 (raise)
+_r5('r5a-profile-empty-name', 'hosttune/profile/load.py',
+    '    if not name_or_path:\n        raise UserError("empty profile name")',
+    '    if name_or_path is None:\n        raise UserError("empty profile name")',
+    'an empty profile name is not refused as such (looked up as a path instead)')
+# 21: hosttune/doctor/deep/probe_torch.py:151 (assign)
+_r5('r5b-deep-bf16-tuple-order', 'hosttune/doctor/deep/probe_torch.py',
+    '    f_iters, f_s = timed_loop(lambda: torch.mm(a, b), seconds)',
+    '    f_s, f_iters = timed_loop(lambda: torch.mm(a, b), seconds)',
+    'the fp32 reference rate is seconds/iterations: the bf16 slowdown finding reports nonsense')
+# 23: hosttune/doctor/checks/cpu.py:53 (return)
+_r5('r5a-doctor-omp-plan-error', 'hosttune/doctor/checks/cpu.py',
+    '    except Exception:  # noqa: BLE001 - the profile checks report a broken profile; here it only means "no plan"\n        return None',
+    '    except Exception:  # noqa: BLE001 - the profile checks report a broken profile; here it only means "no plan"\n        raise',
+    'doctor crashes with a traceback on a broken profile instead of checking OMP_NUM_THREADS without a plan')
+# 24: hosttune/plan/layout.py:128 (assign)
+_r5('r5b-plan-gpu-local-node-minus1', 'hosttune/plan/layout.py',
+    '            nodes = {topo.node_of[c] for c in topo.cores if set(c) & set(g.local_cpus)} - {-1}',
+    '            nodes = {topo.node_of[c] for c in topo.cores if set(c) & set(g.local_cpus)}',
+    'a numa_node -1 GPU whose local CPUs include node-less ones gets no CPU node from its local_cpulist')
+# 25: hosttune/tune/rootfs.py:167 (call)
+_r5('r5a-tune-makedirs-made', 'hosttune/tune/rootfs.py',
+    '        os.close(self._dir(_parts(rel), create=True, made=made))',
+    '        os.close(self._dir(_parts(rel), create=True))',
+    'directories tune created are not recorded: revert leaves them behind')
+# 26: hosttune/doctor/deep/checks.py:40 (return)
+_r5('r5b-deep-cuda-ready-usable', 'hosttune/doctor/deep/checks.py',
+    '    if info is None or not usable:\n        return Finding(status="skip", actual=f"needs torch with working CUDA',
+    '    if info is None:\n        return Finding(status="skip", actual=f"needs torch with working CUDA',
+    'deep GPU checks run (and fail) when torch sees no usable GPU instead of being skipped')
+# 29: hosttune/detect/allocators.py:72 (for)
+_r5('r5a-detect-allocator-last-stem', 'hosttune/detect/allocators.py',
+    '    for field, stem in STEMS.items():',
+    '    for field, stem in list(STEMS.items())[:-1]:',
+    'the last library of the list (libnuma) is never found')
+# 31: hosttune/doctor/deep/session.py:231 (assign)
+_r5('r5b-deep-gpu-lost-sample', 'hosttune/doctor/deep/session.py',
+    '            sample = self._nvml.sample(index)\n        except (nvmlmod.GpuLost, nvmlmod.NvmlUnavailable, IndexError, ValueError):',
+    '            sample = self._nvml.sample(index)\n        except (nvmlmod.NvmlUnavailable, IndexError, ValueError):',
+    'a GPU lost while doctor --deep watches it crashes the watch instead of ending that reading')
+# 32: hosttune/launch/torchrun.py:352 (assign)
+_r5('r5a-torchrun-endpoint-env', 'hosttune/launch/torchrun.py',
+    '    raw = t.value("rdzv_endpoint", environ, "")',
+    '    raw = t.value("rdzv_endpoint", {}, "")',
+    'a rendezvous endpoint given as PET_RDZV_ENDPOINT is ignored by the network plan')
+# 33: hosttune/detect/hostio.py:297 (if)
+_r5('r5b-detect-realpath-live-inverted', 'hosttune/detect/hostio.py',
+    'the host path ("/sys/devices/...") or None when it dangles."""\n        if self.trace is not None:\n            self.trace("stat", rel, None)\n        if self.live:',
+    'the host path ("/sys/devices/...") or None when it dangles."""\n        if self.trace is not None:\n            self.trace("stat", rel, None)\n        if not self.live:',
+    'under --root, symbolic links are resolved against the host, not the root (and the live host takes the walk)')
+# 34: hosttune/launch/launchers/base.py:81 (augassign)
+_r5('r5a-launchers-flag-skip', 'hosttune/launch/launchers/base.py',
+    '            flags.add(dest)\n            i += 1',
+    '            flags.add(dest)\n            i += 2',
+    'a launcher flag without a value swallows the next argument')
+# 36: hosttune/launch/torchrun.py:303 (return)
+_r5('r5b-torchrun-shim-isolated', 'hosttune/launch/torchrun.py',
+    '    return programs.own_argv("hosttune.shim", python=shim_python, isolated=root)',
+    '    return programs.own_argv("hosttune.shim", python=shim_python)',
+    "as root, the shim is not started with python -I (modules in the caller's directory could be imported)")
+# 37: hosttune/engine/images.py:70 (raise)
+_r5('r5a-engine-images-non-regular', 'hosttune/engine/images.py',
+    '            raise ImageDataError(f"{e.path}: not a regular file; a class directory holds only JPEG/PNG files")',
+    '            continue',
+    'a FIFO, device or directory inside a class directory is skipped silently instead of refused')
+# 38: hosttune/detect/storage.py:106 (if)
+_r5('r5b-detect-network-fs-nfs', 'hosttune/detect/storage.py',
+    '    if fstype in NETWORK_FS:',
+    '    if fstype.startswith("nfs"):',
+    'CIFS, Lustre, GPFS, ... mounts are no longer classed as network storage')
+# 40: hosttune/profile/settings.py:250 (assign)
+_r5('r5a-profile-duration-hours', 'hosttune/profile/settings.py',
+    '    mult = {"s": 1, "m": 60, "h": 3600}.get(t[-1:]) if t else None',
+    '    mult = {"s": 1, "m": 60}.get(t[-1:]) if t else None',
+    'a duration in hours (hang_timeout: 1h, --budget 1h) is refused')
+# 41: hosttune/doctor/checks/storage.py:62 (if)
+_r5('r5b-doctor-space-tenth', 'hosttune/doctor/checks/storage.py',
+    '(total_mb and free_mb < total_mb // 10)',
+    '(total_mb and free_mb < total_mb // 100)',
+    'a big filesystem with under 10 % free (but over 1 %) passes instead of warning')
+# 42: hosttune/plan/__init__.py:129 (assign)
+_r5('r5a-plan-node-reasons', 'hosttune/plan/__init__.py',
+    '    reasons = list(node.reasons)',
+    '    reasons = []',
+    "the rank's plan drops the node-level reasons (explain/plan output loses why)")
+# 43: hosttune/doctor/deep/findings.py:48 (if)
+_r5('r5b-deep-start-error-skip', 'hosttune/doctor/deep/findings.py',
+    '    if job.start_error:\n        return Finding(status="skip", actual=f"not measured: {job.start_error}", expected=expected)\n',
+    '',
+    'a probe that could not start is not reported as not measured (it reads as some other result)')
+# 44: hosttune/monitor/logread.py:89 (return)
+_r5('r5a-monitor-logread-opt-none', 'hosttune/monitor/logread.py',
+    '    return value is None or isinstance(value, kind)',
+    '    return isinstance(value, kind)',
+    'log records with a null optional field are rejected as malformed by monitor report')
+# 45: hosttune/launch/launchers/__init__.py:138 (if)
+_r5('r5b-launchers-plain-program', 'hosttune/launch/launchers/__init__.py',
+    '    found = _locate(argv)\n    if found is None:\n        return None\n',
+    '    found = _locate(argv)\n',
+    'exec of a plain program or torchrun crashes (None unpacked) instead of running without a launcher')
+# 46: hosttune/profile/load.py:136 (raise)
+_r5('r5a-profile-base-cycle', 'hosttune/profile/load.py',
+    '            raise UserError(f"{chain[-1].where(\'base\')}: base: inheritance cycle: {names}")',
+    '            break',
+    'a profile whose base: chain loops is cut silently instead of refused')
+# 47: hosttune/autotune/metric.py:74 (if)
+_r5('r5b-autotune-metric-no-match', 'hosttune/autotune/metric.py',
+    '    if not matches:\n        return None, f"printed no metric matching {spec.text!r}"\n',
+    '',
+    'a trial that printed no metric line is said to have printed 0 metric lines, all in the warm-up')
+# 48: hosttune/doctor/deep/checks.py:293 (return)
+_r5('r5a-deep-container-outside', 'hosttune/doctor/deep/checks.py',
+    '        return Finding(status="pass", actual="not in a container", expected="")',
+    '        return Finding(status="skip", actual="not in a container", expected="")',
+    'outside a container the container check says skip, not pass')
+# 49: hosttune/monitor/daemon.py:288 (call)
+_r5('r5b-monitor-reapply-error-level', 'hosttune/monitor/daemon.py',
+    '            self.say.problem("error", f"cannot request a re-apply through',
+    '            self.say.problem("notice", f"cannot request a re-apply through',
+    'a failed re-apply request is logged as a notice, not an error')
+# 50: hosttune/doctor/checks/nvidia.py:95 (assign)
+_r5('r5a-doctor-cuda-11-1-driver', 'hosttune/doctor/checks/nvidia.py',
+    'CUDA_TOOLKIT_DRIVER = {\n    (10, 2): "440.33",\n    (11, 0): "450.51.05",\n    (11, 1): "455.23",',
+    'CUDA_TOOLKIT_DRIVER = {\n    (10, 2): "440.33",\n    (11, 0): "450.51.05",\n    (11, 1): "455.32",',
+    'a 455.23 driver is said to be too old for CUDA 11.1 (digits transposed)')
+# 52: hosttune/engine/quantize.py:52 (assign)
+_r5('r5b-engine-int8-latency-budget', 'hosttune/engine/quantize.py',
+    'LATENCY_BUDGET_S = 20.0  # fewer runs',
+    'LATENCY_BUDGET_S = 2.0  # fewer runs',
+    'the int8 export times fewer runs of a slow model (noisier latency comparison)')
+# 53: hosttune/engine/quantize.py:113 (call)
+_r5('r5a-engine-int8-round', 'hosttune/engine/quantize.py',
+    'torch.round(w / scale.view(-1, 1, 1, 1)).clamp(-127, 127).to(torch.int8)',
+    '(w / scale.view(-1, 1, 1, 1)).clamp(-127, 127).to(torch.int8)',
+    'int8 conv weights are truncated toward zero instead of rounded (larger quantisation error)')
+# 54: hosttune/fsio.py:142 (call)
+_r5('r5b-fsio-append-blocking', 'hosttune/fsio.py',
+    '        os.set_blocking(fd, True)\n',
+    '',
+    'the append descriptor stays O_NONBLOCK',
+    equivalent='the descriptor was just checked to be a regular file, and Linux ignores O_NONBLOCK on regular files')
+# 55: hosttune/facts.py:291 (if)
+_r5('r5a-facts-from-json-type', 'hosttune/facts.py',
+    '    if isinstance(tp, type) and dataclasses.is_dataclass(tp):',
+    '    if dataclasses.is_dataclass(tp):',
+    'a typing alias taken for a dataclass',
+    equivalent="tp is always a class or a typing alias here; is_dataclass of an alias looks at the alias's own class, which is no dataclass")
+# 56: hosttune/launch/supervise.py:118 (if)
+_r5('r5b-launch-binding-exe', 'hosttune/launch/supervise.py',
+    '        if binding.prefix:\n            argv = [*binding.prefix, "--", *argv]\n            exe = binding.prefix[0]\n',
+    '        if binding.prefix:\n            argv = [*binding.prefix, "--", *argv]\n',
+    "with numactl binding the program itself is exec'd with numactl's argv: the binding prefix never runs")
+# 57: hosttune/commands/profile.py:95 (assign)
+_r5('r5a-profile-show-fingerprint', 'hosttune/commands/profile.py',
+    '    prof = profile.active(name, facts_now)\n    facts = facts_now() if prof.fingerprint or detected else None',
+    '    prof = profile.active(name, facts_now)\n    facts = facts_now() if prof.fingerprint and detected else None',
+    'profile show says nothing about a profile written for another host unless --root was given')
+# 58: hosttune/tune/rootfs.py:213 (raise)
+_r5('r5b-tune-select-unknown', 'hosttune/tune/rootfs.py',
+    '        raise OSError(errno.EINVAL, f"{value!r} is not one of {\' \'.join(w for w, _ in words)}")',
+    '        return old',
+    'writing a value a selector file does not offer succeeds silently (the old value stays)')
