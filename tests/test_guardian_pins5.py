@@ -140,7 +140,7 @@ def test_living_drops_the_dead_adds_new_children_and_the_marked_and_never_the_sk
         _end(parent, marked, skipped)
 
 
-# --- _signal and stop --------------------------------------------------------------------------------------------------
+# --- _signal and stop -------------------------------------------------------------------------------------------------
 
 def test_signal_reaches_the_living_and_skips_the_gone_quietly() -> None:
     p = _sleeper()
@@ -317,7 +317,7 @@ def _kill_all(p: "subprocess.Popen[str]", *pids: int) -> None:
     p.communicate()
 
 
-# --- the handle's own contract ------------------------------------------------------------------------------------------
+# --- the handle's own contract ----------------------------------------------------------------------------------------
 
 def test_a_handle_whose_guardian_is_gone_neither_raises_nor_blocks() -> None:
     r, w = os.pipe()

@@ -57,7 +57,7 @@ def test_i_mpi_root_marks_an_unnamed_mpi_as_intel_and_nothing_found_is_none(tmp_
     assert mpi_flavour("mpirun", {"PATH": str(tmp_path / "empty")}) is None
 
 
-# --- ranks on this node -------------------------------------------------------------------------------------------------
+# --- ranks on this node -----------------------------------------------------------------------------------------------
 
 def test_np_on_a_single_node_job_is_the_local_rank_count() -> None:
     assert _run(["-np", "4"]).local_ranks == 4
@@ -99,7 +99,7 @@ def test_bad_counts_are_refused_by_name() -> None:
         _run(["-np", str((1 << 24) + 1), "-H", "a,b"])
 
 
-# --- who binds ---------------------------------------------------------------------------------------------------------
+# --- who binds --------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args,bound_by", [
     (["--bind-to", "core"], "mpirun --bind-to core"),
@@ -170,7 +170,7 @@ def test_the_tool_is_named_by_its_basename_or_mpirun_for_a_python_module() -> No
     assert k.bound_by == "mpirun --bind-to core"
 
 
-# --- threads, MPMD, endpoint -------------------------------------------------------------------------------------------
+# --- threads, MPMD, endpoint ------------------------------------------------------------------------------------------
 
 def test_exported_omp_num_threads_is_kept_and_the_last_export_wins() -> None:
     k = _run(["-np", "2", "-x", "OMP_NUM_THREADS=3", "-x", "OMP_NUM_THREADS=5", "-x", "OTHER=9"])

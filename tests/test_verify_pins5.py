@@ -168,7 +168,8 @@ def test_a_zombie_rank_is_not_checked() -> None:
 
 def test_report_with_no_rank_says_so(capsys: pytest.CaptureFixture) -> None:
     verify.verify_report(None, {})  # type: ignore[arg-type]
-    assert capsys.readouterr().err == "hosttune: verify: no rank was seen running (the job ended before it could be read)\n"
+    assert capsys.readouterr().err == ("hosttune: verify: no rank was seen running (the job ended before it could be "
+                                       "read)\n")
 
 
 def test_report_lists_ranks_by_local_rank_then_pid_with_plan_and_verdict(capsys: pytest.CaptureFixture) -> None:
@@ -183,7 +184,7 @@ def test_report_lists_ranks_by_local_rank_then_pid_with_plan_and_verdict(capsys:
     ]
 
 
-# --- which plan a rank is held to ----------------------------------------------------------------------------------------
+# --- which plan a rank is held to -------------------------------------------------------------------------------------
 
 def _plan(local: int, size: int, cpus: Any = (), mem_policy: str = "none", mems: Any = (),
           env: Optional[Dict[str, str]] = None) -> Any:
@@ -233,7 +234,7 @@ def test_expected_for_a_hooked_rank_compares_only_what_the_launcher_handed_every
     assert rc.expected_env == {"SAME": "1", "DIFF": "rank", "OWN": "x"}  # a torchrun rank's plan, in full
 
 
-# --- a pass over a running job -----------------------------------------------------------------------------------------
+# --- a pass over a running job ----------------------------------------------------------------------------------------
 
 def _marker_env(local: Optional[str], size: Optional[str] = None) -> Dict[str, str]:
     env: Dict[str, str] = {}
