@@ -187,3 +187,54 @@ def test_first_to_say_is_true_once_per_launch_and_sweeps_notes_of_gone_launchers
     assert hook._first_to_say(path, f"{os.getpid()}-ab/../x") is False
     assert hook._first_to_say(path, "") is True and (d / f"{SPAWN_NOTE}none").exists()
     assert hook._first_to_say(str(tmp_path / "gone" / "handoff.json"), "1-a") is False
+
+
+class _Plan:
+    cpus = (0,)
+    mems = ()
+    mem_policy = "none"
+
+
+def test_bind_looks_again_for_threads_started_while_it_rebinds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread started by one not yet rebound (jemalloc's background threads start one another) keeps the old CPUs
+    unless _bind looks at the thread list again: every thread any look finds is rebound once; one that ended
+    meanwhile (ESRCH) is no note, another refusal is; the looks stop at the first that finds nothing new."""
+    import errno as errno_mod
+
+    me = os.getpid()
+    looks = [[me, 11], [me, 11, 12], [me, 11, 12, 13], [me, 11, 12, 13], [me, 99]]
+    listed: List[int] = []
+    bound: List[int] = []
+
+    def listdir(path: str) -> List[str]:
+        assert path == "/proc/self/task"
+        listed.append(1)
+        return [str(t) for t in looks[len(listed) - 1]]
+
+    def setaffinity(tid: int, cpus: object) -> None:
+        bound.append(tid)
+        if tid == 12:
+            raise OSError(errno_mod.ESRCH, "No such process")
+        if tid == 13:
+            raise OSError(errno_mod.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(hook.os, "listdir", listdir)
+    monkeypatch.setattr(hook.os, "sched_setaffinity", setaffinity)
+    monkeypatch.setattr(hook.os, "sched_getaffinity", lambda pid: {0, 1})
+    notes = hook._bind(_Plan(), None, {})
+    assert bound == [me, 11, 12, 13] and len(listed) == 4  # the fourth look found nothing new: no fifth
+    assert notes == ["thread 13 not rebound (Operation not permitted)"]
+
+
+def test_bind_stops_looking_after_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    me = os.getpid()
+    listed: List[int] = []
+
+    def listdir(path: str) -> List[str]:
+        listed.append(1)
+        return [str(me)] + [str(1000 + i) for i in range(len(listed))]  # a new thread at every look
+
+    monkeypatch.setattr(hook.os, "listdir", listdir)
+    monkeypatch.setattr(hook.os, "sched_setaffinity", lambda tid, cpus: None)
+    monkeypatch.setattr(hook.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert hook._bind(_Plan(), None, {}) == [] and len(listed) == hook._REBIND_LOOKS == 8

@@ -61,6 +61,7 @@ started with. `hosttune exec --verify` therefore checks a hook-planned rank's af
 variables only where the launcher handed them already.
 """
 
+import errno
 import os
 import sys
 from typing import Any, Callable, Dict, List, Mapping, MutableMapping, Optional, Set, Tuple
@@ -70,6 +71,7 @@ from hosttune.policy import names
 HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rankhook")
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _SPAWN_CODE = ("from multiprocessing.spawn import spawn_main", "from multiprocessing.forkserver import main")
+_REBIND_LOOKS = 8  # _bind: looks at the thread list, each after rebinding what the one before found
 _KINDS_WITH_TOP = ("plain", "srun", "rank")  # the launcher exec's into the user's program (not torchrun/launcher)
 
 
@@ -198,17 +200,26 @@ def _bind(plan: Any, libnuma: Optional[str], environ: Mapping[str, str]) -> List
         cpus = effective_cpus(plan.cpus, _allowed(environ))
         if set(cpus) != set(plan.cpus):
             notes.append(f"plan CPUs {format_cpulist(plan.cpus)} narrowed to the allowed {format_cpulist(cpus)}")
-        try:
-            tids = [int(t) for t in os.listdir("/proc/self/task")]
-        except OSError:
-            tids = [0]
-        for tid in tids:
+        # a thread may start one while we go (jemalloc's background threads do, from a thread of their own): one
+        # made by a thread not yet rebound keeps the old CPUs, so look again until a look finds no new thread
+        done: Set[int] = set()
+        for _ in range(_REBIND_LOOKS):
             try:
-                os.sched_setaffinity(tid, cpus)
-            except OSError as exc:
-                if tid == 0 or tid == os.getpid():
-                    raise
-                notes.append(f"thread {tid} not rebound ({exc.strerror})")
+                tids = [int(t) for t in os.listdir("/proc/self/task")]
+            except OSError:
+                tids = [0]
+            new = [tid for tid in tids if tid not in done]
+            if not new:
+                break
+            for tid in new:
+                done.add(tid)
+                try:
+                    os.sched_setaffinity(tid, cpus)
+                except OSError as exc:
+                    if tid == 0 or tid == os.getpid():
+                        raise
+                    if exc.errno != errno.ESRCH:  # a thread that ended meanwhile has nothing to rebind
+                        notes.append(f"thread {tid} not rebound ({exc.strerror})")
     policy, nodes = effective_mems(plan)
     if policy != "none":
         why = set_mempolicy(policy, nodes, libnuma)
