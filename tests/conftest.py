@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tarfile
 from pathlib import Path
@@ -260,6 +261,24 @@ def _scrub_session_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
 def _scrub_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Each test gets its own HOME and hosttune directories (under its tmp_path) and no inherited settings."""
     scrub_env(monkeypatch, tmp_path)
+
+
+_DISPOSITIONS = tuple(getattr(signal, n) for n in ("SIGHUP", "SIGINT", "SIGQUIT", "SIGTERM", "SIGUSR1", "SIGUSR2",
+                                                   "SIGPIPE", "SIGXFSZ", "SIGCHLD", "SIGALRM"))
+
+
+@pytest.fixture(autouse=True)
+def _keep_signal_dispositions() -> Iterator[None]:
+    """What a test leaves in this process's signal handling is put back: a CLI run in-process (the monitor ignores
+    SIGHUP until its log is open) would otherwise leave SIG_IGN, which every child a later test starts inherits
+    across exec (a test's result must not depend on the tests before it)."""
+    saved = {s: signal.getsignal(s) for s in _DISPOSITIONS}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    yield
+    for s, how in saved.items():
+        if how is not None and signal.getsignal(s) != how:
+            signal.signal(s, how)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 @pytest.fixture

@@ -26,6 +26,8 @@ REPO = str(Path(hosttune.__file__).resolve().parent.parent)
 def _sleeper(*, marker: str = "", ignore_term: bool = False, grandchild: bool = False) -> "subprocess.Popen[str]":
     """A python child that says `ready` (with its grandchild's pid when asked) once its handlers are in place."""
     code = "import signal, subprocess, sys, time\n"
+    # the signals sent start at their default: an ignored one (nohup, or one left ignored here) crosses exec
+    code += "for s in (signal.SIGHUP, signal.SIGTERM): signal.signal(s, signal.SIG_DFL)\n"
     if ignore_term:
         code += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
     if grandchild:

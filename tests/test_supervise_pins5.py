@@ -97,6 +97,8 @@ def test_a_bare_name_is_found_on_the_environments_path_not_this_processes(tmp_pa
 def _child(marker: str, *, ignore_term: bool = False, session: bool = False) -> "subprocess.Popen[str]":
     """A python child carrying `marker` as the launch id; returns once it said it is ready (handlers in place)."""
     code = ("import signal, sys, time\n"
+            # the signals sent start at their default: an ignored one (nohup, or one left ignored here) crosses exec
+            + "for s in (signal.SIGHUP, signal.SIGTERM): signal.signal(s, signal.SIG_DFL)\n"
             + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if ignore_term else "")
             + "print('ready', flush=True)\nwhile True: time.sleep(60)\n")
     env = dict(os.environ, **{names.LAUNCH_ID: marker})
