@@ -12,7 +12,7 @@ Kinds planted: off-by-one limits, key inputs dropped, conditions inverted, fsync
 swapped, checks dropped. Keep `tests` narrow (-k): a CPU-heavy run does one pytest per mutant, serially.
 """
 
-from typing import List, NamedTuple
+from typing import Callable, Dict, List, NamedTuple
 
 
 class Mutant(NamedTuple):
@@ -1606,8 +1606,14 @@ _R4_TESTS = {
 }
 
 
-def _r4(mid: str, file: str, old: str, new: str, breaks: str, equivalent: str = "") -> None:
-    M(mid, file, old, new, _R4_TESTS[file], breaks, equivalent=equivalent)
+def _by_rule(tests_of: Dict[str, str]) -> Callable[..., None]:
+    """A round's M: each mutant's tests are its file's in that round's frozen by-rule map."""
+    def add(mid: str, file: str, old: str, new: str, breaks: str, equivalent: str = "") -> None:
+        M(mid, file, old, new, tests_of[file], breaks, equivalent=equivalent)
+    return add
+
+
+_r4 = _by_rule(_R4_TESTS)
 
 
 # 1: hosttune/doctor/checks/cpu.py:76 (return)
@@ -2189,8 +2195,7 @@ _R5_TESTS = {
 }
 
 
-def _r5(mid: str, file: str, old: str, new: str, breaks: str, equivalent: str = "") -> None:
-    M(mid, file, old, new, _R5_TESTS[file], breaks, equivalent=equivalent)
+_r5 = _by_rule(_R5_TESTS)
 
 
 # 2: hosttune/engine/loader.py:43 (assign)
