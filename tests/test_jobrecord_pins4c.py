@@ -18,14 +18,14 @@ def test_what_exec_reads_after_its_job_record_is_recorded(tmp_path: Path, monkey
     run = tmp_path / "run" / "hosttune"
     if usable:
         Path(jobrecord.records_dir(str(run))).mkdir(parents=True, mode=0o755)
+    prog = tmp_path / "prog"
+    prog.write_text("")  # before the recorder is current: an audit hook an earlier test installed here would see it
     rec = recmod.Recorder(["--", "true"], str(tmp_path / "entry"), b"d" * 32)
     monkeypatch.setattr(recmod.Recorder, "current", rec)
     record = jobrecord.begin(str(run), None, {})
     try:
         assert (record is not None) == usable
         assert not jobrecord.busy()
-        prog = tmp_path / "prog"
-        prog.write_text("")
         recmod._audit("open", (str(prog), "r", os.O_RDONLY))  # the program exec resolves next
         assert str(prog) in rec.paths and rec.spoiled is None
     finally:
