@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 from conftest import build_tree
+from test_tune import host_tree
 
 from hosttune.errors import UserError
 from hosttune.profile.settings import Tune
@@ -33,29 +34,9 @@ REASON_SWAP = "the default 60 swaps out page cache and pinned buffers; the next 
 
 
 def host(root: Path, **extra: str) -> Path:
-    """Two nodes, an RDMA device, THP always, swappiness 60, numa balancing on, powersave, a 64 MiB /dev/shm,
-    1024 open files."""
-    files = {
-        f"{THP}/enabled": "[always] madvise never\n",
-        f"{THP}/defrag": "[always] defer defer+madvise madvise never\n",
-        "proc/sys/vm/swappiness": "60\n",
-        "proc/sys/kernel/numa_balancing": "1\n",
-        "proc/meminfo": "MemTotal:       65536000 kB\nMemFree:        1000000 kB\nSwapTotal:      8388604 kB\n",
-        "proc/mounts": "tmpfs /dev/shm tmpfs rw,nosuid,nodev,size=65536k 0 0\n",
-        "sys/devices/system/node/node0/cpulist": "0-1\n",
-        "sys/devices/system/node/node1/cpulist": "2-3\n",
-        "etc/security/limits.conf": "# the distro's own file\n*  soft  nofile  1024\n",
-        "etc/sysctl.d/99-site.conf": "vm.swappiness = 60\n",
-        "sys/class/infiniband/mlx5_0/node_type": "1: CA\n",
-    }
-    for p in ("policy0", "policy2"):
-        files[f"{CPUFREQ}/{p}/scaling_governor"] = "powersave\n"
-        files[f"{CPUFREQ}/{p}/scaling_available_governors"] = "performance powersave\n"
-        files[f"{CPUFREQ}/{p}/energy_performance_preference"] = "balance_power\n"
-        files[f"{CPUFREQ}/{p}/energy_performance_available_preferences"] = \
-            "default performance balance_performance balance_power power\n"
-    files.update({k.replace("__", "/"): v for k, v in extra.items()})
-    return build_tree(root, files)
+    """test_tune's host (two nodes, an RDMA device, THP always, swappiness 60, numa balancing on, powersave, a
+    64 MiB /dev/shm, 1024 open files) with `extra` files on top (`a__b` names a/b)."""
+    return build_tree(host_tree(root), {k.replace("__", "/"): v for k, v in extra.items()})
 
 
 def by_id(statuses: Any) -> Dict[str, Any]:
