@@ -47,6 +47,15 @@ def deep(c: Any = None, **opts: Any) -> S.DeepRun:
     return run
 
 
+def at(monkeypatch: pytest.MonkeyPatch, run: S.DeepRun, seconds: float) -> None:
+    """The clock `seconds` after `run` started. The start is put at 1024 s, a time that makes the test's sums exact:
+    the machine's own monotonic clock (its uptime) would round (start + 12.5) - start to 12.499999999999943 or to
+    12.500000000000057 depending on the machine, and a budget spent exactly would leave 5.7e-14 s (seen in a quiet
+    make test, session 8)."""
+    run.started = 1024.0
+    monkeypatch.setattr(S.time, "monotonic", lambda: 1024.0 + seconds)
+
+
 # ---- small rules ---------------------------------------------------------------------------------------------------
 def test_measure_limit() -> None:
     assert S.measure_limit("info") == 60.0 and S.measure_limit("allreduce nccl") == 60.0
@@ -80,7 +89,7 @@ def test_env_orders_gpus_by_bus_and_takes_extras() -> None:
 def test_limit_override_and_remaining(monkeypatch: pytest.MonkeyPatch) -> None:
     run = deep(timeouts={"gpu": 3.0}, budget_s=50.0)
     assert run.limit("gpu", 30.0) == 3.0 and run.limit("torch", 90.0) == 90.0
-    monkeypatch.setattr(S.time, "monotonic", lambda: run.started + 20.0)
+    at(monkeypatch, run, 20.0)
     assert run.remaining() == 30.0
 
 
@@ -265,7 +274,7 @@ def test_shm_bytes_without_dev_shm(monkeypatch: pytest.MonkeyPatch) -> None:
 # ---- the budget ----------------------------------------------------------------------------------------------------
 def test_budget_spent_before_a_job_starts_it_not(runs: List[Dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
     run = deep(budget_s=12.5)
-    monkeypatch.setattr(S.time, "monotonic", lambda: run.started + 12.5)
+    at(monkeypatch, run, 12.5)
     res = run._run("gpu", ["x"], 30.0)
     assert res.start_error == "time budget of 12.5 s spent before this measurement started" and runs == []
 
@@ -273,7 +282,7 @@ def test_budget_spent_before_a_job_starts_it_not(runs: List[Dict[str, Any]], mon
 def test_timeout_is_the_smaller_of_limit_and_budget(runs: List[Dict[str, Any]],
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     run = deep(budget_s=100.0)
-    monkeypatch.setattr(S.time, "monotonic", lambda: run.started + 90.0)
+    at(monkeypatch, run, 90.0)
     run._run("gpu", ["x"], 30.0)
     run._run("disk", ["x"], 5.0)
     assert [c["timeout"] for c in runs] == [10.0, 5.0]
@@ -281,7 +290,7 @@ def test_timeout_is_the_smaller_of_limit_and_budget(runs: List[Dict[str, Any]],
 
 def cut_run(monkeypatch: pytest.MonkeyPatch, left: float, limit: float, timed_out: bool) -> JobResult:
     run = deep(budget_s=100.0)
-    monkeypatch.setattr(S.time, "monotonic", lambda: run.started + 100.0 - left)
+    at(monkeypatch, run, 100.0 - left)
     monkeypatch.setattr(S, "run_job", lambda name, argv, **kw: JobResult(name=name, timed_out=timed_out,
                                                                          timeout_s=kw["timeout"]))
     return run._run("gpu", ["x"], limit)

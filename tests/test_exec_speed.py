@@ -63,8 +63,15 @@ def launcher(folder: Path) -> Path:
     return path
 
 
+# The PATH every run here searches: the system's own directories. The cache keys a program's lookup by each PATH
+# directory it searched, so a host PATH directory that anything else on the machine changes meanwhile (pyenv's shims,
+# rehashed by any `pip install`, e.g. another checkout's `make setup`) would make a fresh entry stale (seen in a quiet
+# `make test`, session 8: "exec cache: stale: /root/.pyenv/shims"). sh, env, sort, grep and true live here.
+SYSTEM_PATH = "/usr/bin:/bin"
+
+
 def _env(**extra: str) -> Dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONPROFILEIMPORTTIME="1")
+    env = dict(os.environ, PATH=SYSTEM_PATH, PYTHONPATH=str(REPO), PYTHONPROFILEIMPORTTIME="1")
     env[names.EXEC_CACHE] = "explain"  # its lines say why a run was (not) replayed; said() leaves them out
     # A run that compiles a module writes its .pyc (a rename: such a run is not recorded). Other processes of the
     # suite import the same modules at any moment, and each edit of a source makes its .pyc stale again.
@@ -288,7 +295,7 @@ def test_an_input_inside_the_racy_window_is_not_recorded(work: Path) -> None:
 def test_a_new_program_on_path_is_a_miss(work: Path, tmp_path: Path) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    env = _env(PATH=f"{bindir}:{os.environ['PATH']}")
+    env = _env(PATH=f"{bindir}:{SYSTEM_PATH}")
     run("--", "mytool", env=env, cwd=work)  # not found yet: exit 2, nothing recorded
     tool = tmp_path / "mytool-1.0"
     tool.write_text("#!/bin/sh\necho first\n")
