@@ -149,3 +149,13 @@ def test_gpu_numa() -> None:
     one = gpu_host(numa=Numa(nodes=(NumaNode(0, tuple(range(8)), 1000),), allowed_mems=(0,)),
                    cpu=Cpu(logical=8, online=tuple(range(8))))
     assert run_one("nvidia.gpu_numa", one).actual == "one NUMA node: not relevant"
+
+
+def test_iommu_on_a_vm_is_the_hosts() -> None:
+    vm = gpu_host(cpu=R(gpu_host().cpu, flags=("avx2", "hypervisor")))
+    facts = R(vm, kernel=R(vm.kernel, cmdline="intel_iommu=on"))
+    got = run_one("nvidia.iommu", facts)
+    assert (got.status, got.actual, got.expected) == ("skip", "virtual machine: the host's IOMMU setting applies", "")
+    one = gpu_host(gpus=(dgpu(0),))
+    assert run_one("nvidia.iommu", R(one, kernel=R(one.kernel, cmdline="intel_iommu=on"))).actual == \
+        "1 GPU: no peer-to-peer"

@@ -240,3 +240,27 @@ def test_image_decoder_skips_off_the_live_host_and_without_python() -> None:
     assert torch_checks.training_python(ctx) == "/from/probe"
     ctx = Context(facts=cpu_host(torch=TorchInstall(python="")), env={"PATH": ""})
     assert torch_checks.training_python(ctx) == torch_checks.torchenv.default_python()
+
+
+def test_onednn_caps_below_warn_and_above_fail() -> None:
+    t = TorchInstall(python="/p", version="2.6.0", onednn="3.5.3")
+    f = cpu_host(torch=t)
+    f = R(f, cpu=R(f.cpu, flags=("avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16"), arch="x86_64"))
+    got = run_one("torch.onednn", f, env={"ONEDNN_MAX_CPU_ISA": "AVX2"})
+    assert (got.status, got.expected) == ("warn", "no ISA cap below the CPU")
+    assert got.actual.endswith("; ONEDNN_MAX_CPU_ISA=AVX2 below this CPU's AVX512_CORE")
+    assert got.fix == "unset ONEDNN_MAX_CPU_ISA   # and remove it from ~/.bashrc, /etc/environment and job scripts"
+    got = run_one("torch.onednn", f, env={"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "default"})
+    assert got.status == "warn"
+    assert got.fix == ("unset ONEDNN_MAX_CPU_ISA ATEN_CPU_CAPABILITY   # and remove them from ~/.bashrc, "
+                       "/etc/environment and job scripts")
+    no_avx512 = R(f, cpu=R(f.cpu, flags=("avx2", "fma")))
+    got = run_one("torch.onednn", no_avx512, env={"ATEN_CPU_CAPABILITY": "avx512"})
+    assert (got.status, got.expected) == ("fail", "no ISA cap above the CPU")
+    assert got.actual.endswith("; ATEN_CPU_CAPABILITY=AVX512 above this CPU's AVX2")
+    got = run_one("torch.onednn", f, env={})
+    assert (got.status, got.fix) == ("pass", "")
+    got = run_one("torch.onednn", R(f, cpu=R(f.cpu, arch="aarch64")))
+    assert (got.status, got.actual) == ("skip", "oneDNN ISA caps are x86 ones; this CPU is aarch64")
+    got = run_one("torch.onednn", cpu_host(torch=R(t, error="boom")))
+    assert (got.status, got.actual) == ("skip", "no torch probed")
