@@ -7,6 +7,9 @@ every rate is then exact (no real sleep, nothing depends on this machine's speed
 this process, no loader workers."""
 
 import json
+import os
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List
@@ -20,6 +23,7 @@ from torch import nn  # noqa: E402
 from hosttune.engine import loader, train  # noqa: E402
 from hosttune.engine.api import fit  # noqa: E402
 from hosttune.engine.data import IGNORE_INDEX  # noqa: E402
+from hosttune.engine.errors import EngineError  # noqa: E402
 
 FETCH = 0.5  # seconds each micro-batch's fetch lasts on the engine's clock; nothing else takes any time there
 
@@ -124,3 +128,67 @@ def test_unpadded_tokens_per_second_is_samples_times_tokens_per_sample(fetches: 
     logs = _logs(tmp_path / "run")
     assert [r["tokens_per_s"] for r in logs] == [8 / FETCH * 16] * 2
     assert all("padding_frac" not in r for r in logs)
+
+
+# ---- stopping on SIGTERM, a run from another thread, metrics files that cannot be written ---------------------------
+
+
+def test_sigterm_finishes_the_step_checkpoints_it_and_restores_the_handler(tmp_path: Path) -> None:
+    calls = [0]
+    got: List[int] = []
+
+    def loss_fn(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        calls[0] += 1
+        if calls[0] == 3:  # in step 3's forward: preemption
+            os.kill(os.getpid(), signal.SIGTERM)
+        return nn.functional.cross_entropy(out, y)
+
+    def ours(*_: Any) -> None:
+        got.append(1)
+
+    previous = signal.signal(signal.SIGTERM, ours)
+    try:
+        s = fit(nn.Linear(4, 2), _toy(), loss_fn, steps=50, micro_batch_size=8, warmup_steps=1, log_interval=10,
+                device="cpu", num_workers=0, run_dir=str(tmp_path / "run"))
+        after = signal.getsignal(signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert got == [] and after is ours  # the engine's handler took it; ours is back afterwards
+    assert s["step"] == 3 and calls[0] == 3
+    assert [r["step"] for r in _logs(tmp_path / "run")] == [3]  # the interrupted interval is still logged
+    assert sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir()) == ["step-0000003"]
+
+
+def test_fit_runs_in_a_thread_other_than_the_main_one(tmp_path: Path) -> None:
+    out: Dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            out["summary"] = fit(nn.Linear(4, 2), _toy(), nn.functional.cross_entropy, steps=2, micro_batch_size=8,
+                                 warmup_steps=1, device="cpu", num_workers=0, run_dir=str(tmp_path / "run"))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            out["error"] = exc
+
+    before = signal.getsignal(signal.SIGTERM)
+    t = threading.Thread(target=work)
+    t.start()
+    t.join(600)  # a hang guard only
+    assert "error" not in out, out.get("error")
+    assert out["summary"]["step"] == 2 and signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_metrics_csv_that_cannot_be_written_is_one_error_before_training(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (tmp_path / "elsewhere.csv").write_text("")
+    (run / "metrics.csv").symlink_to(tmp_path / "elsewhere.csv")  # never followed
+    calls = [0]
+
+    def loss_fn(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        calls[0] += 1
+        return nn.functional.cross_entropy(out, y)
+
+    with pytest.raises(EngineError, match="metrics.csv: cannot continue the metrics CSV: Too many levels of symbolic"):
+        fit(nn.Linear(4, 2), _toy(), loss_fn, steps=2, micro_batch_size=8, warmup_steps=1, metrics_csv=True,
+            device="cpu", num_workers=0, run_dir=str(run))
+    assert calls[0] == 0 and (tmp_path / "elsewhere.csv").read_text() == ""
