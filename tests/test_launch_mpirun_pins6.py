@@ -301,3 +301,50 @@ def test_identify_passes_the_flavour_it_is_told() -> None:
     assert got is not None and got.notes == ("MPI flavour unknown: hosttune binds each rank; if it binds too, add "
                                              "--bind-to none",)
     assert os.sep == "/"
+
+
+# ---- the options that take values (Open MPI's orterun/prterun and Hydra's mpiexec man pages) -------------------------
+
+VALUED_ONE = (
+    "np n c npernode N ppn perhost npersocket map-by bind-to rank-by cpu-set cpu-list cpus-per-proc cpus-per-rank "
+    "binding rf rankfile H host hosts hostfile machinefile default-hostfile f x am wdir wd path prefix "
+    "output-filename timeout tune launch-agent stdin personality genvlist envlist iface launcher bootstrap "
+    "bootstrap-exec rmk configfile errfile-pattern outfile-pattern preload-files s report-bindings-file display "
+    "output runtime-options pmixmca prtemca"
+).split()
+VALUES = {"np": "2", "n": "2", "c": "2", "npernode": "2", "N": "2", "ppn": "2", "perhost": "2", "map-by": "slot",
+          "bind-to": "none", "x": "A=1", "hostfile": "/nonexistent-pins6", "machinefile": "/nonexistent-pins6",
+          "default-hostfile": "/nonexistent-pins6", "f": "/nonexistent-pins6"}
+
+
+@pytest.mark.parametrize("dashes", ["-", "--"])
+@pytest.mark.parametrize("opt", VALUED_ONE)
+def test_every_valued_option_takes_its_value(opt: str, dashes: str) -> None:
+    # the value is the option's, so the program is the Python after it and hosttune binds it
+    got = run(f"{dashes}{opt}", VALUES.get(opt, "v"), "python3", "t.py")
+    assert got.argv[-2:] == ("python3", "t.py")
+    assert "(Open MPI's default binding" not in (got.bound_by or ""), got
+
+
+def test_the_valued_options_are_these() -> None:
+    assert set(mp._MPI_VALUED1) == set(VALUED_ONE)
+
+
+@pytest.mark.parametrize("opt", ["mca", "gmca", "env", "genv"])
+def test_two_valued_options_take_two(opt: str) -> None:
+    got = run(f"-{opt}", "k", "v", "python3", "t.py")
+    assert got.bound_by is None and got.argv[1:3] == ("--bind-to", "none")
+    got = run(f"--{opt}", "k", "v", "python3", "t.py")
+    assert got.bound_by is None
+    assert mp._MPI_VALUED2 == {"mca": "mca", "gmca": "mca", "env": "env", "genv": "env"}
+
+
+def test_option_destinations() -> None:
+    same = {"np": ("n", "c"), "npernode": ("N", "ppn", "perhost"), "cpu_set": ("cpu-list",),
+            "cpus_per_proc": ("cpus-per-rank",), "rankfile": ("rf",), "host": ("H", "hosts"),
+            "hostfile": ("machinefile", "default-hostfile", "f"), "export": ("x",), "wdir": ("wd",),
+            "launcher": ("bootstrap",)}
+    for dest, spellings in same.items():
+        assert all(mp._MPI_VALUED1[s] == dest for s in spellings), dest
+    assert mp._MPI_VALUED1["map-by"] == "map_by" and mp._MPI_VALUED1["bind-to"] == "bind_to"
+    assert mp._MPI_VALUED1["binding"] == "binding"
