@@ -1,6 +1,9 @@
-"""Pins for hosttune/plan/rank.py (issue 21, mutation round 5 and its coverage): one rank's binding as the plan
-states it. A host whose CPU topology is unknown (no CPU list anywhere in the facts) leaves the rank unpinned and says
-"no CPU topology", whatever the profile's binding; it never claims a binding to zero cores or to the CPUs of no node."""
+"""Pins for hosttune/plan/rank.py (issue 21, mutation round 5 and its coverage): one rank's slice of the plan as the
+plan states it. A host whose CPU topology is unknown (no CPU list anywhere in the facts) leaves the rank unpinned and
+says "no CPU topology", whatever the profile's binding; it never claims a binding to zero cores or to the CPUs of no
+node. Then each step on a hand-built 2-node host: a launcher that binds itself (bound_by), numa and cores binding,
+the memory policy (preferred's one node, auto by node count, none), Intel OpenMP's settings, DataLoader workers, the
+caller's OMP_NUM_THREADS and the profile's literal env, and a GPU rank's first reason line."""
 
 from typing import List, Optional, Tuple
 
