@@ -85,6 +85,7 @@ def test_limits_wording() -> None:
                                                "4096 MiB memory (memory limit)")
     assert container._limits(Cgroup(cpuset=(1, 0)), [0, 1]) == ()
     assert container._limits(Cgroup(quota_cpus=2.0), []) == ("2 CPUs (cpu quota)",)
+    assert container._limits(Cgroup(memory_max=0), []) == ("0 MiB memory (memory limit)",)  # a limit of nothing
 
 
 def test_a_docker_container_whole(tmp_path: Path) -> None:

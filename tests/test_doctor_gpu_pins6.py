@@ -148,3 +148,17 @@ def test_ecc_errors_retire_remap_and_persistence() -> None:
 def test_pci_only_gpus_are_not_judged_for_health() -> None:
     facts = gpu_host(gpus=(dgpu(0, source="pci", persistence_mode=False), dgpu(1, persistence_mode=True)))
     assert run_one("nvidia.persistence", facts).actual == "on (1 GPUs)"
+
+
+@pytest.mark.parametrize("m0,m1,status,actual", [
+    (0, 0, "pass", "none on 2 GPUs"), (0, None, "pass", "none on 1 GPUs"), (0x1, 0x1, "pass", "none on 2 GPUs"),
+    (0x8, 0, "fail", f"{G0}: hw_slowdown"),
+    (0x20, 0x4, "warn", f"{G0}: sw_thermal_slowdown; {G1}: sw_power_cap"),
+    (0x80, 0x40, "fail", f"{G0}: hw_power_brake_slowdown; {G1}: hw_thermal_slowdown"),
+    (None, None, "skip", "clock-event reasons not reported (NotSupported)"),
+])
+def test_clock_reasons(m0: Optional[int], m1: Optional[int], status: str, actual: str) -> None:
+    f = run_one("nvidia.clock_reasons", _host({"clock_event_reasons": m0}, {"clock_event_reasons": m1}))
+    assert (f.status, f.actual) == (status, actual)
+    assert f.fix == ("" if status in ("pass", "skip") else "nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER; check "
+                     "airflow/fans and PSU; nvidia-smi -pl shows/sets the power limit")
