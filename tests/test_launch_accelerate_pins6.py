@@ -195,9 +195,12 @@ def test_cpu_flag_runs_one_process_even_with_multi_gpu() -> None:
     assert quiet.local_ranks == 1 and quiet.notes == ()
 
 
-@pytest.mark.parametrize("flag", ["--use_deepspeed", "--use_fsdp", "--use_megatron_lm", "--multi_gpu"])
-def test_every_multi_process_mode_starts_num_processes(flag: str) -> None:
-    assert launch(flag, "--num_processes", "3", "t.py", gpus=8).local_ranks == 3
+@pytest.mark.parametrize("flag", ["--use_deepspeed", "--use_fsdp", "--use_megatron_lm", "--multi_gpu",
+                                  "--use-megatron-lm"])
+@pytest.mark.parametrize("gpus", [8, 1, None])
+def test_every_multi_process_mode_starts_num_processes(flag: str, gpus: Optional[int]) -> None:
+    # one GPU (or none known): only the mode flag makes accelerate start more than one process
+    assert launch(flag, "--num_processes", "3", "t.py", gpus=gpus).local_ranks == 3
 
 
 def test_tpu_launch_is_planned_from_the_ranks_own_variables() -> None:

@@ -72,6 +72,10 @@ def test_script_index() -> None:
     assert launchers._script_index(["python3", "-mx"]) is None
     assert launchers._script_index(["python3", "-u"]) is None
     assert launchers._script_index(["python3"]) is None
+    # -cCODE and -mMOD end the interpreter's options: what follows is the code's or the module's argument
+    assert launchers._script_index(["python3", "-cimport x", "/usr/bin/deepspeed", "t.py"]) is None
+    assert launchers._locate(["python3", "-cimport x", "/usr/bin/deepspeed", "t.py"]) is None
+    assert launchers._script_index(["python3", "-mpkg", "/usr/bin/deepspeed"]) is None
 
 
 # ---- deepspeed -------------------------------------------------------------------------------------------------------

@@ -166,6 +166,9 @@ def test_store_host_on_a_second_address() -> None:
     said = decide(Endpoint("10.0.0.2", "torchrun --rdzv-endpoint", 2, torchrun=True, c10d=True,
                            rdzv_conf="is_host=true,timeout=9"), Routes(named=["192.168.1.5"]))
     assert dict(said.env) == ETH0 and said.reasons[1:] == (f"network: {WHY}; your --rdzv-conf says is_host",)
+    later = decide(Endpoint("10.0.0.2", "torchrun --rdzv-endpoint", 2, torchrun=True, c10d=True,
+                            rdzv_conf="timeout=9,is_host=1"), Routes(named=["192.168.1.5"]))
+    assert later.reasons[1:] == (f"network: {WHY}; your --rdzv-conf says is_host",)
 
 
 def test_store_host_needs_c10d_and_this_hosts_address_unnamed() -> None:
