@@ -2294,7 +2294,10 @@ _r5('r5b-deep-bf16-tuple-order', 'hosttune/doctor/deep/probe_torch.py',
 _r5('r5a-doctor-omp-plan-error', 'hosttune/doctor/checks/cpu.py',
     '    except Exception:  # noqa: BLE001 - the profile checks report a broken profile; here it only means "no plan"\n        return None',
     '    except Exception:  # noqa: BLE001 - the profile checks report a broken profile; here it only means "no plan"\n        raise',
-    'doctor crashes with a traceback on a broken profile instead of checking OMP_NUM_THREADS without a plan')
+    'doctor crashes with a traceback on a broken profile instead of checking OMP_NUM_THREADS without a plan',
+    equivalent='the profile is loaded before the try (Context.load_profile: a broken one is prof=None, no plan); '
+               'plan.resolve of a loaded profile for rank 0 of 1 on detected facts with the shell env less '
+               'OMP_NUM_THREADS raises for no input: its only unguarded int()s read OMP_NUM_THREADS')
 # 24: hosttune/plan/layout.py:128 (assign)
 _r5('r5b-plan-gpu-local-node-minus1', 'hosttune/plan/layout.py',
     '            nodes = {topo.node_of[c] for c in topo.cores if set(c) & set(g.local_cpus)} - {-1}',

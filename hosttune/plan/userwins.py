@@ -57,7 +57,7 @@ def launcher_default(environ: Mapping[str, str]) -> Optional[str]:
     wants one thread per rank gets the profile's count, which is never more than the rank's cores."""
     if environ.get("OMP_NUM_THREADS") == "1" and environ.get("TORCHELASTIC_RUN_ID") is not None:
         size = environ.get("LOCAL_WORLD_SIZE", "")
-        if size.isdigit() and int(size) > 1:
+        if size.isascii() and size.isdigit() and int(size) > 1:
             return "OMP_NUM_THREADS"
     return None
 
@@ -66,5 +66,5 @@ def launcher_default(environ: Mapping[str, str]) -> Optional[str]:
 def _threads_of(value: Optional[str]) -> Optional[int]:
     """The thread count an OMP_NUM_THREADS value gives the outer parallel region ("4", "4,2"); None if none."""
     head = (value or "").split(",")[0].strip()
-    return int(head) if head.isdigit() and int(head) > 0 else None
+    return int(head) if head.isascii() and head.isdigit() and int(head) > 0 else None  # "²".isdigit(): int() fails
 

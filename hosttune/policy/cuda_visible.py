@@ -50,7 +50,7 @@ def select(gpus: Sequence[Gpu], raw: Optional[str]) -> Visible:
         gpu: Optional[Gpu] = None
         if not item:
             return Visible(raw, tuple(out), item, "an empty entry", tuple(notes))
-        if re.fullmatch(r"\d+", item):
+        if re.fullmatch(r"[0-9]+", item):  # \d is any Unicode digit ("١"); CUDA reads ASCII digits only
             idx = int(item)
             if idx >= len(order):
                 return Visible(raw, tuple(out), item, f"index {idx} is past the {len(order)} GPU(s)", tuple(notes))

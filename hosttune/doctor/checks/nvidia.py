@@ -142,7 +142,8 @@ def check_driver_cuda(ctx: Context) -> Finding:
     if major_min is None and exact is None:
         return Finding(status="skip", actual=f"{actual}: CUDA {t.cuda} is not in the table", expected="")
     upgrade = f"upgrade the NVIDIA driver (to >= {exact or major_min}):\n{driver_install(ctx)}"
-    if major_min and drv < version_tuple(major_min):
+    at_toolkit = exact is not None and drv >= version_tuple(exact)  # 11.0's own driver is below the 11.x minimum
+    if major_min and drv < version_tuple(major_min) and not at_toolkit:
         return Finding(status="fail", actual=actual, expected=f">= {major_min} (CUDA {cuda[0]}.x)", fix=upgrade)
     if exact and drv < version_tuple(exact):
         fix = f"{upgrade}\nor install a torch built for CUDA {valid(DRIVER_VERSION, nv.cuda_driver) or 'your driver'}"
