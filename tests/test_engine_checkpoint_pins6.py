@@ -217,3 +217,46 @@ def test_set_aside_never_overwrites_an_earlier_unusable_copy(tmp_path: Path) -> 
     assert names == ["step-0000004.unusable", "step-0000004.unusable-1", "step-0000004.unusable-2"]
     assert [(tmp_path / n / "mark").read_text() for n in names] == ["0", "1", "2"]
     assert ckpt.list_checkpoints(tmp_path) == []
+
+
+# ---- saves that cannot complete -------------------------------------------------------------------------------------
+
+
+def _save(ckpt_dir: Path, step: int, agree=ckpt._alone) -> Path:
+    return ckpt.save(ckpt_dir, step, 0, lambda: _shared(step=step), {"rng": {}}, 3, agree)
+
+
+def test_a_checkpoints_directory_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    d = tmp_path / "file" / "checkpoints"
+    with pytest.raises(ckpt.CheckpointError) as exc:
+        _save(d, 4)
+    assert str(exc.value) == (f"cannot save checkpoint step-0000004 in {d}: Not a directory; "
+                              f"no earlier checkpoint exists")
+
+
+def test_another_ranks_failed_write_keeps_the_existing_checkpoints(tmp_path: Path) -> None:
+    d = tmp_path / "checkpoints"
+    _save(d, 4)
+    votes: List[bool] = []
+
+    def agree(ok: bool) -> bool:  # rank 0's view of the collective: another rank could not write its file
+        votes.append(ok)
+        return ok and len(votes) != 2
+
+    with pytest.raises(ckpt.CheckpointError, match="another rank failed to write its part; the existing checkpoints "
+                                                   "are kept"):
+        _save(d, 6, agree)
+    assert votes == [True, True]
+    assert sorted(p.name for p in d.iterdir()) == ["step-0000004"]  # no staging directory left behind
+    assert ckpt.load(d / "step-0000004", 0, CPU)["step"] == 4
+
+
+def test_a_stale_old_copy_is_removed_when_its_step_is_complete(tmp_path: Path) -> None:
+    d = tmp_path / "checkpoints"
+    _save(d, 4)
+    (d / ".replaced-step-0000004").mkdir()  # a crash after the new copy was renamed in, before the old one went
+    (d / ".tmp-step-0000005").mkdir()  # a crashed save
+    _save(d, 6)
+    assert sorted(p.name for p in d.iterdir()) == ["step-0000004", "step-0000006"]
+    assert ckpt.latest_checkpoint(d) == d / "step-0000006"

@@ -15,7 +15,7 @@ from torch.utils.data import IterableDataset  # noqa: E402
 
 from hosttune.engine.config import Config  # noqa: E402
 from hosttune.engine.errors import EngineError  # noqa: E402
-from hosttune.engine.loader import TrainData  # noqa: E402
+from hosttune.engine.loader import TrainData, iterable_batches  # noqa: E402
 from hosttune.engine.runtime import Runtime  # noqa: E402
 from hosttune.engine.state import TrainState  # noqa: E402
 from hosttune.engine.task import Task  # noqa: E402
@@ -181,3 +181,21 @@ def test_channels_last_applies_to_4d_inputs_only(tmp_path: Path) -> None:
     image = data.to_device(torch.zeros(2, 3, 4, 5))
     assert image.is_contiguous(memory_format=torch.channels_last) and not image.is_contiguous()
     assert data.to_device(torch.zeros(2, 3)).is_contiguous()
+
+
+def test_a_streamed_validation_set_is_split_between_ranks_to_its_last_sample() -> None:
+    def collate(batch: List[int]) -> List[int]:
+        return list(batch)
+
+    assert list(iterable_batches(range(7), 2, 0, 2, collate)) == [[0, 2], [4, 6]]
+    assert list(iterable_batches(range(7), 2, 1, 2, collate)) == [[1, 3], [5]]  # the short last batch is kept
+    assert list(iterable_batches(range(3), 1, 0, 5, collate)) == [[0, 1, 2]]
+    assert list(iterable_batches([], 1, 0, 5, collate)) == []
+
+
+def test_an_epoch_that_divides_into_micro_batches_uses_every_sample(tmp_path: Path) -> None:
+    data, state = _data(Indexed(8), tmp_path), _state()
+    first = _targets(data, state, 2)
+    assert sorted(first[0] + first[1]) == list(range(8)) and (state.epoch, state.samples) == (0, 8)
+    data.next(state)
+    assert (state.epoch, state.samples) == (1, 4)
