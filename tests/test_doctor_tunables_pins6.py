@@ -8,7 +8,7 @@ import pytest
 from _doctorhelp import R, cpu_host, run_one
 
 from hosttune.doctor.checks import tunables
-from hosttune.facts import Memory
+from hosttune.facts import Limits, Memory
 
 FIX_START = "hosttune tune apply --only shm   # applies it and keeps it; by hand:\ndocker run --shm-size=16g"
 
@@ -33,3 +33,21 @@ def test_shm_of_a_captured_host(tmp_path: Path, options: str, status: str, actua
     assert (got.status, got.actual, got.expected) == (status, actual, expected)
     assert got.fix.startswith(FIX_START) is (status in ("warn", "fail"))
     assert tunables.SHM_FLOOR_MB == 256
+
+
+@pytest.mark.parametrize("limits,status,actual", [
+    ("* soft nofile 1024\n* hard nofile 4096\n", "warn", "1024 (limits files)"),
+    ("* soft nofile 1048576\n* hard nofile 1048576\n", "pass", "1048576 (limits files)"),
+    ("", "warn", "not set (limits files)"),
+    ("@x soft nofile 10\n", "warn", "not set (limits files)"),
+])
+def test_nofile_of_a_captured_host_from_its_limits_files(tmp_path: Path, limits: str, status: str,
+                                                         actual: str) -> None:
+    for rel, text in {"etc/security/limits.conf": limits, "etc/os-release": "ID=debian\n"}.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    got = run_one("cpu.nofile", cpu_host(root=str(tmp_path), limits=Limits()), live=False)
+    assert (got.status, got.actual, got.expected) == (status, actual, "65536")
+    assert got.fix.startswith("hosttune tune apply --only nofile   # applies it and keeps it; by hand:\n") is (
+        status == "warn")
