@@ -214,3 +214,10 @@ def test_fabric_manager_states() -> None:
     f = fm(nvswitches=0, fabric_manager_running=False)
     assert (f.status, f.actual) == ("pass", "no NVSwitch: not needed")
     assert nvidia_checks.CUDA_MINOR_COMPAT_DRIVER == {int(k): v for k, v in MINOR_COMPAT.items()}
+
+
+def test_one_nvswitch_is_an_nvswitch_host() -> None:
+    f = run_one("nvidia.fabric_manager", gpu_host(nvidia=Nvidia(nvml="ok", nvswitches=1, fabric_manager_running=True)))
+    assert (f.status, f.actual, f.expected) == ("pass", "running (1 NVSwitches)", "running")
+    f = run_one("nvidia.fabric_manager", gpu_host(nvidia=Nvidia(nvml="ok", nvswitches=1, driver="535.1")))
+    assert (f.status, f.actual) == ("fail", "not installed (1 NVSwitches)")
