@@ -34,7 +34,7 @@ def test_table_shows_host_text_without_terminal_escapes(tmp_path: Path) -> None:
         "etc/os-release": 'ID=ubuntu\nVERSION_ID="23.10"\nNAME="\x1b]0;owned\x07Ubuntu\x1b[2J\u202e"\n',
         "etc/debian_version": None,
     })
-    table = hosttune("doctor", "--root", str(root), "--only", "os")
+    table = run_cli(["doctor", "--root", str(root), "--only", "os"])  # a captured tree: in-process (issue 21)
     assert "os.distro" in table.stdout and "\x1b" not in table.stdout and "\x07" not in table.stdout
     assert "\u202e" not in table.stdout and "\\x1b]0;owned" in table.stdout
 
@@ -83,7 +83,8 @@ def test_cli_bad_host_root(tmp_path: Path) -> None:
     bad.update({f"sys/devices/system/cpu/cpu{i}/cpufreq/scaling_governor": "powersave\n" for i in range(4)})
     root = synthetic_root(tmp_path / "bad", bad)
 
-    done = hosttune("doctor", "--root", str(root), "--json")
+    # a captured tree, nothing of this host's: in-process (issue 21: two interpreter starts less)
+    done = run_cli(["doctor", "--root", str(root), "--json"])
     assert done.returncode == 1, done.stderr
     data = json.loads(done.stdout)
     got = {f["id"]: f["status"] for f in data["findings"] if f["status"] in ("warn", "fail")}
@@ -100,7 +101,7 @@ def test_cli_bad_host_root(tmp_path: Path) -> None:
     assert "apt-get" not in fixes
     skipped = {f["id"]: f["actual"] for f in data["findings"] if f["status"] == "skip"}
     assert "captured" in skipped["torch.debug_env"] and "--root" in skipped["storage.free_space"]
-    table = hosttune("doctor", "--root", str(root))
+    table = run_cli(["doctor", "--root", str(root)])
     assert table.returncode == 1 and "FAIL  storage.shm" in table.stdout and "\x1b[" not in table.stdout
 
 
