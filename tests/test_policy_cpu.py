@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any, List, Tuple
 
 import pytest
-from _synthhost import cpu_files, hosttune
+from _synthhost import cpu_files
 from conftest import build_tree as build
+from conftest import run_cli
 
 from hosttune import doctor, plan, profile
 from hosttune.doctor import Context, run_checks
@@ -114,14 +115,14 @@ def test_a_2_5_cpu_quota_gives_2_threads_not_3(tmp_path: Path) -> None:
         "/sys/fs/cgroup/job/cpu.max": "250000 100000\n",
     })
     root = build(tmp_path / "host", files)
-    done = hosttune("env", "--root", str(root), "--json")
+    done = run_cli(["env", "--root", str(root), "--json"])  # a built tree: in-process (issue 21)
     assert done.returncode == 0, done.stderr
     plan = json.loads(done.stdout)
     assert plan["env"]["OMP_NUM_THREADS"] == "2", plan
     # two ranks share the same 2 CPUs' worth of quota: one thread each, never 2 + 1 or 2 + 2
     threads = []
     for rank in (0, 1):
-        done = hosttune("env", "--root", str(root), "--json", "--local-rank", str(rank), "--local-world-size", "2")
+        done = run_cli(["env", "--root", str(root), "--json", "--local-rank", str(rank), "--local-world-size", "2"])
         assert done.returncode == 0, done.stderr
         threads.append(int(json.loads(done.stdout)["env"]["OMP_NUM_THREADS"]))
     assert sum(threads) <= 2, threads
