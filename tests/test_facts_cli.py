@@ -1,4 +1,7 @@
-"""`hosttune facts` as a user runs it: exit codes, one-line errors, the JSON contract, the readable summary."""
+"""`hosttune facts` as a user runs it: exit codes, one-line errors, the JSON contract, the readable summary.
+
+The errors, this host's facts and NVML's run as real processes; the JSON and the summary of a tree on disk (--root)
+run in-process through the same CLI (issue 21: an interpreter start each, and nothing of the process is read)."""
 
 import json
 import subprocess
@@ -6,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
-from conftest import DISTROS
+from conftest import DISTROS, run_cli
 
 from hosttune.commands.facts import render
 from hosttune.facts import (
@@ -57,7 +60,7 @@ def _keys(data: Dict[str, Any], dotted: List[str]) -> None:
 
 
 def test_json_contract_on_a_captured_host(hwloc_tree: Callable[[str], Path]) -> None:
-    done = hosttune("facts", "--json", "--root", str(hwloc_tree("16amd64-8n2c-cpusets")))
+    done = run_cli(["facts", "--json", "--root", str(hwloc_tree("16amd64-8n2c-cpusets"))])
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     _keys(data, ["schema", "distro.id", "distro.version", "distro.codename", "cpu.logical", "cpu.physical",
@@ -74,16 +77,16 @@ def test_json_contract_on_a_captured_host(hwloc_tree: Callable[[str], Path]) -> 
 def test_half_missing_tree_exits_0_with_missing(tmp_path: Path) -> None:
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc/cpuinfo").write_text("processor\t: 0\nmodel name\t: X\n")
-    done = hosttune("facts", "--json", "--root", str(tmp_path))
+    done = run_cli(["facts", "--json", "--root", str(tmp_path)])
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["missing"] and data["cpu"]["model"] == "X"
-    text = hosttune("facts", "--root", str(tmp_path))
+    text = run_cli(["facts", "--root", str(tmp_path)])
     assert text.returncode == 0 and "missing" in text.stdout
 
 
 def test_summary_on_a_distro_root_and_live() -> None:
-    done = hosttune("facts", "--root", str(DISTROS / "ubuntu24"))
+    done = run_cli(["facts", "--root", str(DISTROS / "ubuntu24")])
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert any(line.startswith("distro") and "24.04" in line and "family=debian" in line for line in lines)
@@ -123,7 +126,7 @@ def test_facts_text_shows_control_characters_escaped(tmp_path: Path) -> None:
     (root / "proc/cpuinfo").write_text("processor\t: 0\nmodel name\t: Evil\x1b[2J\x1b]0;owned\x07 CPU\n")
     (root / "etc/os-release").write_text('NAME="Bad\x1b[31mOS"\nID=bad\x1b[0m\nVERSION_ID="1"\n')
     (root / "etc/hostname").write_text("host\x1b[1A\u202e\n")
-    done = hosttune("facts", "--root", str(root))
+    done = run_cli(["facts", "--root", str(root)])
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout and "\u202e" not in done.stdout
     assert "Evil\\x1b[2J" in done.stdout and "Bad\\x1b[31mOS" in done.stdout
