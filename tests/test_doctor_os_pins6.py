@@ -70,3 +70,16 @@ def test_daemon_state_and_several_conflicts_in_words() -> None:
     f = run_one("os.tuned", R(cpu_host(), tuned=Tuned(installed=False, profile="p")))
     assert (f.status, f.actual) == ("pass", "tuned not installed")
     assert os_checks._JUDGED == ("thp", "swappiness", "numa_balancing", "governor")
+
+
+def test_container_gpu_nodes_against_the_drivers_count() -> None:
+    from hosttune.facts import Container
+
+    def actual(**kw: Any) -> str:
+        c = Container(detected=True, runtime="docker", evidence=("/.dockerenv exists",), **kw)
+        return run_one("os.container", R(cpu_host(), container=c)).actual
+
+    assert actual(gpu_nodes=1, driver_gpus=0).endswith("; 1 GPU device nodes passed in of the driver's 0")
+    assert actual(gpu_nodes=0, driver_gpus=4).endswith("; 0 GPU device nodes passed in of the driver's 4")
+    assert actual(gpu_nodes=2, driver_gpus=None).endswith("; 2 GPU device nodes passed in")
+    assert actual(gpu_nodes=0, driver_gpus=None).endswith("limits from its cgroup: none")
