@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import pytest
-from _doctorhelp import cpu_host, gpu_host, hosttune, run_one, synthetic_root
+from _doctorhelp import cpu_host, gpu_host, run_one, synthetic_root
+from conftest import run_cli
 
 from hosttune import doctor
 from hosttune.doctor.checks import cpu as doctor_cpu
@@ -47,7 +48,7 @@ def planted_rhel_root(tmp: Path, version_id: str) -> Path:
 def test_fix_commands_never_carry_an_injected_version_id(tmp_path: Path, payload: str) -> None:
     marker = tmp_path / "pwned"
     root = planted_rhel_root(tmp_path / "host", payload.format(marker=marker))
-    done = hosttune("doctor", "--root", str(root), "--json")
+    done = run_cli(["doctor", "--root", str(root), "--json"])  # a tree on disk: in-process (issue 21)
     data = json.loads(done.stdout)
     fixes = {f["id"]: f["fix"] for f in data["findings"] if f["fix"]}
     # the hosts's distro-aware fixes are there (the EPEL and driver ones are the ones that used VERSION_ID) ...
@@ -64,7 +65,7 @@ def test_fix_commands_never_carry_an_injected_version_id(tmp_path: Path, payload
 
 
 def test_a_good_version_id_still_names_the_release(tmp_path: Path) -> None:
-    done = hosttune("doctor", "--root", str(planted_rhel_root(tmp_path / "host", "9.4")), "--json")
+    done = run_cli(["doctor", "--root", str(planted_rhel_root(tmp_path / "host", "9.4")), "--json"])
     fixes = {f["id"]: f["fix"] for f in json.loads(done.stdout)["findings"]}
     assert "codeready-builder-for-rhel-9-$(arch)-rpms" in fixes["tools.allocator"]
     assert "epel-release-latest-9.noarch.rpm" in fixes["tools.allocator"]
