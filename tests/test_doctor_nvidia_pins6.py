@@ -39,9 +39,7 @@ def test_each_cuda_release_passes_at_its_driver_and_not_one_below(cuda: str) -> 
     need = TOOLKIT_DRIVER[cuda]
     major = MINOR_COMPAT.get(cuda.split(".")[0])
     f = run_one("nvidia.driver_cuda", _host(cuda, need))
-    if cuda != "11.0":  # 11.0's GA driver is below 11.x's minor-compat floor: the check fails it (reported to the lead)
-        assert (f.status, f.actual, f.expected) == ("pass", f"driver {need}, torch built with CUDA {cuda}",
-                                                    f">= {need}")
+    assert (f.status, f.actual, f.expected) == ("pass", f"driver {need}, torch built with CUDA {cuda}", f">= {need}")
     low = _below(need)
     f = run_one("nvidia.driver_cuda", _host(cuda, low))
     if major is None:  # CUDA 10: no minor-version compatibility
