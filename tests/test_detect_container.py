@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Dict, Optional
 
 import pytest
-from _synthhost import cpu_files, hosttune
-from conftest import build_tree
+from _synthhost import cpu_files
+from conftest import build_tree, run_cli
 
 from hosttune.detect import collect
 from hosttune.detect.container import cgroup_runtime, environ_container
@@ -132,12 +132,12 @@ def test_parsers() -> None:
 
 def test_facts_cli_shows_the_container_section(tmp_path: Path) -> None:
     root = tree(tmp_path, DOCKER_MOUNTS, {"/.dockerenv": "", "/dev/nvidia0": "", "/dev/nvidiactl": ""})
-    done = hosttune("facts", "--root", str(root), "--json")
+    done = run_cli(["facts", "--root", str(root), "--json"])  # a tree on disk: in-process (issue 21)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["container"]["runtime"] == "docker" and data["container"]["proc_sys_readonly"] is True
     assert Facts.from_dict(data).container.nvidia_devices == ("nvidia0", "nvidiactl")
-    text = hosttune("facts", "--root", str(root))
+    text = run_cli(["facts", "--root", str(root)])
     assert text.returncode == 0, text.stderr
     assert re.search(r"^container host fs +/proc/sys and /sys read-only$", text.stdout, re.MULTILINE), text.stdout
     assert re.search(r"^container gpus +1 passed in  \(nvidia0 nvidiactl\)$", text.stdout, re.MULTILINE)
