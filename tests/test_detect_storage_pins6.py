@@ -207,3 +207,14 @@ def test_data_path_problem_names_devices_fifos_and_kernel_filesystems(tmp_path: 
             "/proc/self/mountinfo": f"1 0 0:1 / /other rw - proc proc rw\n"
                                     f"2 1 {devno} / {tmp_path} rw - {fstype} x rw\n"})
         assert storage.data_path_problem(str(data), HostIO(root)) == want, fstype
+
+
+def test_a_disk_under_two_slaves_is_named_once(tmp_path: Path) -> None:
+    """md0 over two partitions of one disk: the disk once (a mirror over sda1 and sda2 is one spindle)."""
+    sda = "/sys/devices/d/block/sda"
+    files = {f"{sda}/queue/rotational": "1\n", f"{sda}/sda1/partition": "1\n", f"{sda}/sda2/partition": "2\n",
+             "/sys/devices/virtual/block/md0/md/level": "raid1\n"}
+    links = {"/sys/devices/virtual/block/md0/slaves/sda1": "../../../../d/block/sda/sda1",
+             "/sys/devices/virtual/block/md0/slaves/sda2": "../../../../d/block/sda/sda2"}
+    io = HostIO(build_tree(tmp_path / "md", files, links))
+    assert storage.disks_of(io, "/sys/devices/virtual/block/md0") == ["sda"]
