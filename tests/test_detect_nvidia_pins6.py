@@ -43,3 +43,9 @@ def test_each_library_dir_is_searched(tmp_path: Path, d: str) -> None:
 
 def test_the_lists_are_these() -> None:
     assert list(nvidia.INCLUDE_DIRS) == INCLUDE_DIRS and list(nvidia.LIB_DIRS) == LIB_DIRS
+
+
+def test_a_header_with_only_a_major_version(tmp_path: Path) -> None:
+    io = _put(tmp_path, "/usr/include/cudnn_version.h", "#define CUDNN_MAJOR 9\n")
+    _put(tmp_path, "/usr/lib64/libcudnn.so.8.9.7")
+    assert nvidia.probe(io, {}).cudnn == "9"  # the header wins over an older soname

@@ -163,3 +163,9 @@ def test_fail_on_and_skip_decide_the_exit_status(tmp_path: Path) -> None:
     assert table.returncode == 0
     assert table.stdout.splitlines()[-1] == f"{s['pass']} pass, {s['warn']} warn, {s['fail']} fail, {s['skip']} skip"
     assert "WARN  os.thp" in table.stdout and "\x1b[" not in table.stdout
+
+
+def test_an_empty_python_is_refused_before_anything_runs() -> None:
+    done = run_cli(["doctor", "--python", "", "--only", "os"])
+    assert done.returncode == 2 and done.stdout == ""
+    assert "--python:: empty program name" in done.stderr

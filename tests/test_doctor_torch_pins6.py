@@ -264,3 +264,12 @@ def test_onednn_caps_below_warn_and_above_fail() -> None:
     assert (got.status, got.actual) == ("skip", "oneDNN ISA caps are x86 ones; this CPU is aarch64")
     got = run_one("torch.onednn", cpu_host(torch=R(t, error="boom")))
     assert (got.status, got.actual) == ("skip", "no torch probed")
+
+
+def test_onednn_one_cap_above_fails_beside_one_below() -> None:
+    f = cpu_host(torch=TorchInstall(python="/p", version="2.6.0", onednn="3.5.3"))
+    f = R(f, cpu=R(f.cpu, flags=("avx2", "fma"), arch="x86_64"))
+    got = run_one("torch.onednn", f, env={"ONEDNN_MAX_CPU_ISA": "SSE41", "ATEN_CPU_CAPABILITY": "avx512"})
+    assert (got.status, got.expected) == ("fail", "no ISA cap above the CPU")
+    assert got.actual.endswith("; ONEDNN_MAX_CPU_ISA=SSE41 below this CPU's AVX2; ATEN_CPU_CAPABILITY=AVX512 above "
+                               "this CPU's AVX2")

@@ -68,3 +68,8 @@ def test_capture_with_root_and_force_without_capture_are_refused(tmp_path: objec
     done = run_cli(["facts", "--force"])
     assert done.returncode == 2 and done.stdout == ""
     assert "--force goes with --capture DEST.tar.gz (it replaces an existing archive)" in done.stderr
+
+
+def test_a_driver_with_no_gpus_is_still_named() -> None:
+    rows = _rows(Facts(container=Container(detected=True, nvidia_devices=("nvidiactl",), gpu_nodes=0, driver_gpus=0)))
+    assert rows["container gpus"] == ["0 passed in of 0 the driver has  (nvidiactl)"]
