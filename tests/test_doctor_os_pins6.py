@@ -83,3 +83,26 @@ def test_container_gpu_nodes_against_the_drivers_count() -> None:
     assert actual(gpu_nodes=0, driver_gpus=4).endswith("; 0 GPU device nodes passed in of the driver's 4")
     assert actual(gpu_nodes=2, driver_gpus=None).endswith("; 2 GPU device nodes passed in")
     assert actual(gpu_nodes=0, driver_gpus=None).endswith("limits from its cgroup: none")
+
+
+@pytest.mark.parametrize("epp,status", [("power", "warn"), ("performance", "pass"), (None, "pass")])
+def test_governor_of_a_captured_host_with_its_energy_preference(tmp_path: Any, epp: Optional[str],
+                                                                status: str) -> None:
+    files = {"sys/devices/system/cpu/cpu0/cpufreq/scaling_governor": "performance\n",
+             "sys/devices/system/cpu/online": "0\n"}
+    if epp:
+        files["sys/devices/system/cpu/cpufreq/policy0/energy_performance_preference"] = epp + "\n"
+        files["sys/devices/system/cpu/cpu0/cpufreq/energy_performance_preference"] = epp + "\n"
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    f = run_one("os.governor", cpu_host(root=str(tmp_path)), live=False)
+    assert f.status == status
+    if status == "warn":
+        assert (f.actual, f.expected) == ("performance, energy_performance_preference power",
+                                          "performance, energy_performance_preference performance")
+        assert f.fix == ("hosttune tune apply --only epp   # applies it and keeps it; by hand:\necho performance | tee "
+                         "/sys/devices/system/cpu/cpufreq/policy*/energy_performance_preference")
+    else:
+        assert (f.actual, f.expected, f.fix) == ("performance", "performance", "")
