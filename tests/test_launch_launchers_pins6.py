@@ -185,6 +185,8 @@ SRUN_NOTE = ("srun tasks may run on other nodes: run `srun hosttune exec -- ...`
     (("-N", "1", "-n", "3"), {"SLURM_JOB_NUM_NODES": "2"}, 3),
     (("--ntasks-per-node", "2", "-N", "4", "-n", "8"), {}, 2),
     (("-N", "1"), {}, None),
+    (("-N", "1-1", "-n", "4"), {}, 4),  # a range of one node
+    (("-N", "1-2", "-n", "4"), {}, None),  # srun(1): as many nodes as it can within the range, so maybe two
     (("-l", "-o", "out.txt", "-J", "job", "-N", "1", "-n", "2"), {}, 2),
 ])
 def test_srun_counts(args: tuple, environ: Dict[str, str], want: Optional[int]) -> None:

@@ -29,7 +29,7 @@ def _srun(argv: Sequence[str], start: int, environ: Mapping[str, str]) -> KnownL
     else:
         nodes = _last(scan, "nodes") or environ.get("SLURM_JOB_NUM_NODES") or environ.get("SLURM_NNODES")
         ntasks = _last(scan, "ntasks")
-        if ntasks is not None and nodes is not None and nodes.split("-")[0].strip() == "1":
+        if ntasks is not None and nodes is not None and nodes.split("-")[-1].strip() == "1":
             local = _count(tool, "--ntasks", ntasks)
         elif ntasks is not None:
             _count(tool, "--ntasks", ntasks, high=1 << 24)
