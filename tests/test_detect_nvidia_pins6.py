@@ -49,3 +49,9 @@ def test_a_header_with_only_a_major_version(tmp_path: Path) -> None:
     io = _put(tmp_path, "/usr/include/cudnn_version.h", "#define CUDNN_MAJOR 9\n")
     _put(tmp_path, "/usr/lib64/libcudnn.so.8.9.7")
     assert nvidia.probe(io, {}).cudnn == "9"  # the header wins over an older soname
+
+
+def test_the_newest_toolkit_folder_by_number(tmp_path: Path) -> None:
+    for v, ver in (("9.2", "9.2.148"), ("12.4", "12.4.1"), ("11.8", "11.8.0"), ("12.10", "12.10.0")):
+        _put(tmp_path, f"/usr/local/cuda-{v}/version.txt", f"CUDA Version {ver}\n")
+    assert nvidia._toolkit(HostIO(tmp_path)) == {"version": "12.10.0", "path": "/usr/local/cuda-12.10"}

@@ -2,7 +2,7 @@
 
 import json
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from hosttune.detect.hostio import HostIO
 from hosttune.facts import Nvidia
@@ -68,10 +68,16 @@ def soname_version(names: List[str], stem: str) -> Optional[str]:
     return best
 
 
+def _version_key(path: str) -> Tuple[Tuple[int, ...], str]:
+    """/usr/local/cuda-12.4 -> ((12, 4), path): toolkit folders ordered by their version's numbers."""
+    return tuple(int(n) for n in re.findall(r"\d{1,9}", path.rsplit("cuda-", 1)[-1])), path
+
+
 def _toolkit(io: HostIO) -> Dict[str, Optional[str]]:
     """version.json (CUDA >= 11.1), else version.txt, in /usr/local/cuda then /usr/local/cuda-X.Y; nvcc last (live)."""
+    # Newest first by number: cuda-12.4 before cuda-9.2 (a string sort puts "9" after "1").
     candidates = ["/usr/local/cuda"] + sorted((f"/usr/local/{n}" for n in io.listdir("/usr/local")
-                                               if n.startswith("cuda-")), reverse=True)
+                                               if n.startswith("cuda-")), key=_version_key, reverse=True)
     for base in candidates:
         version = parse_cuda_version_json(io.read(f"{base}/version.json"))
         if version is None:
