@@ -89,6 +89,8 @@ def test_what_passes() -> None:
     p = load_text("tune:\nenv:\ntcmalloc:\n  TCMALLOC_X: 1.5\n", "/p.yaml")
     assert dict(p.tcmalloc) == {"TCMALLOC_X": "1.5"} and dict(p.env) == {}
     assert load_text("hang_timeout: 10m\n", "/p.yaml").hang_timeout == "10m"
+    longest = "a" + "_" * 31  # 32 characters: the longest energy_performance_preference name
+    assert load_text(f"tune:\n  epp: {longest}\n  governor: {'g' * 15}\n", "/p.yaml").tune.epp == longest
     assert load_text("tune:\n  shm_size: 100%\n  memlock: '0'\n  epp: balance_performance\n", "/p.yaml").tune.shm_size \
         == "100%"
 
