@@ -2445,3 +2445,295 @@ _r5('r5b-tune-select-unknown', 'hosttune/tune/rootfs.py',
     '        raise OSError(errno.EINVAL, f"{value!r} is not one of {\' \'.join(w for w, _ in words)}")',
     '        return old',
     'writing a value a selector file does not offer succeeds silently (the old value stays)')
+
+
+# ======== round 6 (issue 21, session 8): sites drawn at random, not chosen; ids r6a-/r6b-<area>-<what> ===============
+# Sites: `python3 bench/mutation_sample.py --seed 2026120306 --count 80` drew 80 of the 14300 candidate
+# statements of hosttune/ at HEAD e08ad26 (tree d37c74b), uniformly without replacement (reproduce it in a clone of
+# e08ad26 with --repo: by 3b6760e five hosttune files had changed, two candidates more, and the same seed draws
+# other statements there; every planted snippet and its site are unchanged at that HEAD, --check passes).
+# The sites were taken in draw order until 44 were planted: sites 1-56, 12 skipped (no behaviour a user could
+# observe), 44 planted, none of them known to be equivalent (sites 57-80 not taken). At each site: the one change a
+# developer could plausibly make there, chosen without looking at the tests.
+# Each comment gives the site: draw number, file:line, statement kind.
+# Tests, by rule (`tests_for` in bench/mutation_sample.py; `--tests PATH` prints them) at HEAD 3b6760e, after the
+# session's test-writing helpers had landed their files; stored in _R6_TESTS so later test files do not change the
+# round; never chosen per mutant. Whole files, pytest -x. r6a/r6b alternate in draw order: two shards, one per core.
+# Skipped sites:
+#     4 hosttune/nvml.py:183: records a function this nvidia-ml-py lacks as unsupported: a memo only (the query answers None every time either way; unsupported() has no caller in hosttune)
+#     5 hosttune/monitor/sample.py:235: guards the CPU-time delta against a missing reading (no plausible change but a crash when /proc/stat turns readable between two samples)
+#     8 hosttune/doctor/context.py:61: a dataclass field's None default (no plausible change but a crash)
+#    13 hosttune/detect/cpu.py:42: an empty /proc/cpuinfo returns the result the parse would give anyway (no plausible change but a crash on None)
+#    22 hosttune/detect/storage.py:93: initialises an empty list (no plausible change but a crash)
+#    27 hosttune/jobrecord.py:243: remove(None)'s guard (no plausible change but a crash: TypeError from os.unlink)
+#    28 hosttune/monitor/sample.py:268: parses the meminfo text just read (no plausible one-statement change but dropping every memory field)
+#    31 hosttune/launch/procfs.py:157: reads one process's environment (no plausible one-statement change but dropping it)
+#    40 hosttune/engine/models.py:67: nn.Module's super().__init__() (no plausible change but a crash)
+#    43 hosttune/commands/profile.py:49: loads a listed profile for its summary (by name instead of path loads the same winning file; no other plausible change)
+#    44 hosttune/engine/checkpoint.py:178: names the staging directory (an internal name: any other works the same; the prefix _tidy looks for is a constant)
+#    51 hosttune/facts.py:223: a dataclass field's empty-tuple default (no plausible change but a crash)
+# Measure (before pinning), the two shards side by side:
+#     python3 bench/mutation.py --no-pins --only r6a- --timeout 420 --json OUT
+#     python3 bench/mutation.py --no-pins --only r6b- --timeout 420 --json OUT
+_R6_TESTS = {
+    'hosttune/autotune/candidates.py': 'tests/test_autotune.py tests/test_autotune_budget.py tests/test_autotune_pins4.py tests/test_autotune_report_pins5b.py tests/test_autotune_report_pins6.py tests/test_autotune_rundirs.py tests/test_autotune_search_pins5.py tests/test_autotune_session_pins5.py tests/test_profile_measured.py',
+    'hosttune/autotune/search.py': 'tests/test_autotune.py tests/test_autotune_budget.py tests/test_autotune_pins2.py tests/test_autotune_report_pins4.py tests/test_autotune_report_pins6.py tests/test_autotune_search_pins5.py tests/test_profile_measured.py',
+    'hosttune/capture.py': 'tests/test_capture.py tests/test_capture_pins4.py tests/test_trust_private.py',
+    'hosttune/detect/cgroup.py': 'tests/test_detect_cgroup.py tests/test_detect_cgroup_pins4.py tests/test_detect_cgroup_pins6.py tests/test_detect_collect_pins6.py tests/test_detect_parsers.py tests/test_detect_parsers_pins4.py',
+    'hosttune/detect/gpu.py': 'tests/test_detect_collect_pins6.py tests/test_detect_gpu_pins4.py tests/test_detect_hwloc.py tests/test_detect_parsers_pins4.py tests/test_detect_synthetic.py tests/test_nvml.py',
+    'hosttune/detect/numa.py': 'tests/test_detect_collect_pins6.py tests/test_detect_numa_kernel_pins4.py tests/test_detect_parsers.py',
+    'hosttune/detect/nvidia.py': 'tests/test_detect_collect_pins6.py tests/test_detect_nvidia_pins4.py tests/test_detect_nvidia_pins6.py tests/test_detect_parsers.py tests/test_detect_parsers_pins4.py tests/test_detect_synthetic.py',
+    'hosttune/detect/tuned.py': 'tests/test_detect_collect_pins6.py tests/test_detect_live_answers_pins6.py tests/test_detect_tuned_pins4.py tests/test_detect_tuned_pins6.py tests/test_tune_tuned.py',
+    'hosttune/doctor/catalogue.py': 'tests/test_doctor_catalogue.py tests/test_doctor_hosttune_pins6.py tests/test_doctor_tune_agree.py tests/test_readme.py tests/test_tune.py',
+    'hosttune/doctor/checks/os.py': 'tests/test_detect_live_answers_pins6.py tests/test_doctor_checks_pins6.py tests/test_doctor_container.py tests/test_doctor_os.py tests/test_doctor_os_pins6.py',
+    'hosttune/doctor/deep/findings.py': 'tests/test_doctor_deep.py tests/test_doctor_deep_findings_pins4.py tests/test_doctor_deep_pins.py tests/test_doctor_deep_pins4c.py',
+    'hosttune/doctor/deep/network.py': 'tests/test_doctor_deep_pins4c.py tests/test_doctor_network.py tests/test_doctor_network_pins2.py tests/test_doctor_network_pins4.py',
+    'hosttune/engine/checkpoint.py': 'tests/test_engine.py tests/test_engine_checkpoint.py tests/test_engine_checkpoint_pins.py tests/test_engine_checkpoint_pins6.py tests/test_engine_exact.py tests/test_engine_pins.py tests/test_engine_pins4b.py tests/test_engine_shard.py',
+    'hosttune/engine/config.py': 'tests/test_engine.py tests/test_engine_ac.py tests/test_engine_api_pins4.py tests/test_engine_checkpoint.py tests/test_engine_checkpoint_pins6.py tests/test_engine_compile.py tests/test_engine_config.py tests/test_engine_config_pins4.py tests/test_engine_ema.py tests/test_engine_evaluate.py tests/test_engine_exact.py tests/test_engine_float8.py tests/test_engine_fsdp_fp16.py tests/test_engine_hostcpu.py tests/test_engine_images.py tests/test_engine_integration.py tests/test_engine_loader_pins6.py tests/test_engine_metric_sinks.py tests/test_engine_mfu.py tests/test_engine_oom_pins3.py tests/test_engine_oom_pins4.py tests/test_engine_oom_snapshot.py tests/test_engine_pins.py tests/test_engine_pins4b.py tests/test_engine_precision.py tests/test_engine_runtime_pins4c.py tests/test_engine_schedule.py tests/test_engine_shard.py tests/test_engine_sinks_pins4.py tests/test_engine_task_pins4.py tests/test_engine_train_pins4c.py tests/test_engine_warnings.py tests/test_readme.py',
+    'hosttune/engine/data.py': 'tests/test_engine.py tests/test_engine_checkpoint.py tests/test_engine_data_pins2.py tests/test_engine_exact.py tests/test_engine_export.py tests/test_engine_hostcpu.py tests/test_engine_images.py tests/test_engine_integration.py tests/test_engine_pins4b.py tests/test_engine_task_pins4.py tests/test_engine_train_pins6.py',
+    'hosttune/engine/export.py': 'tests/test_engine_export.py tests/test_engine_int8.py tests/test_engine_shard.py',
+    'hosttune/engine/train.py': 'tests/test_engine_compile.py tests/test_engine_debugwarn.py tests/test_engine_exact.py tests/test_engine_fsdp_fp16.py tests/test_engine_train.py tests/test_engine_train_pins4c.py tests/test_engine_train_pins6.py',
+    'hosttune/execcache/key.py': 'tests/test_execcache_key_pins5.py tests/test_execcache_pins.py',
+    'hosttune/facts.py': 'tests/test_cuda_visible.py tests/test_cuda_visible_pins.py tests/test_detect_allocators_pins6.py tests/test_detect_cgroup.py tests/test_detect_cgroup_pins4.py tests/test_detect_cgroup_pins6.py tests/test_detect_collect_pins6.py tests/test_detect_container.py tests/test_detect_container_pins2.py tests/test_detect_container_pins6.py tests/test_detect_cpu_pins4.py tests/test_detect_gpu_pins4.py tests/test_detect_hwloc.py tests/test_detect_numa_kernel_pins4.py tests/test_detect_nvidia_pins4.py tests/test_detect_parsers.py tests/test_detect_storage_pins6.py tests/test_detect_torchenv_pins6.py tests/test_detect_tuned_pins4.py tests/test_detect_tuned_pins6.py tests/test_doctor_catalogue.py tests/test_doctor_checks_pins4.py tests/test_doctor_checks_pins5b.py tests/test_doctor_checks_pins6.py tests/test_doctor_container.py tests/test_doctor_cpu.py tests/test_doctor_cpu_pins6.py tests/test_doctor_deep.py tests/test_doctor_deep_pins4c.py tests/test_doctor_fixes.py tests/test_doctor_fixes_pins3.py tests/test_doctor_fixes_pins4.py tests/test_doctor_gpu_pins4c.py tests/test_doctor_live_pins4.py tests/test_doctor_network.py tests/test_doctor_nvidia.py tests/test_doctor_nvidia_pins6.py tests/test_doctor_os.py tests/test_doctor_os_pins6.py tests/test_doctor_storage_topology_pins6.py tests/test_doctor_tools.py tests/test_doctor_torch.py tests/test_doctor_torch_pins6.py tests/test_doctor_tree_pins4.py tests/test_doctor_tunables_pins6.py tests/test_engine_hostcpu.py tests/test_engine_hostcpu_pins4.py tests/test_exec_shim.py tests/test_exec_userwins.py tests/test_facts_cli.py tests/test_facts_json_pins6.py tests/test_facts_pins4.py tests/test_facts_pins5b.py tests/test_facts_render_pins6.py tests/test_foundation.py tests/test_launch_job.py tests/test_launch_rank.py tests/test_onednn.py tests/test_plan.py tests/test_plan_env_pins5.py tests/test_plan_env_pins6.py tests/test_plan_launcher_default.py tests/test_plan_layout_pins.py tests/test_plan_layout_pins4c.py tests/test_plan_layout_pins5.py tests/test_plan_layout_pins5b.py tests/test_plan_rank_pins5b.py tests/test_plan_rank_pins6.py tests/test_plan_resolve_pins6.py tests/test_plan_userwins_pins5b.py tests/test_policy_cpu.py tests/test_policy_cpu_pins.py tests/test_policy_pins6.py tests/test_profile.py tests/test_profile_generate.py tests/test_profile_generate_pins5.py tests/test_profile_load_active.py tests/test_profile_load_pins5.py tests/test_profile_policy.py tests/test_readme.py tests/test_supervise_pins5b.py',
+    'hosttune/jobrecord.py': 'tests/test_exec_jobrecord.py tests/test_execcache_recorder_pins5.py tests/test_jobrecord.py tests/test_jobrecord_pins3.py tests/test_jobrecord_pins4c.py tests/test_monitor_jobrecords.py tests/test_procfs_pins4.py',
+    'hosttune/launch/hang.py': 'tests/test_hang_pins5.py tests/test_launch_hang.py tests/test_launch_hang_pins2.py tests/test_launch_hang_pins4b.py',
+    'hosttune/launch/launchers/deepspeed.py': 'tests/test_launch_accelerate_pins4c.py tests/test_launch_accelerate_pins6.py tests/test_launch_base_pins6.py tests/test_launch_launchers.py tests/test_launch_launchers_pins6.py tests/test_launch_mpirun.py tests/test_launch_mpirun_pins4c.py tests/test_launch_mpirun_pins6.py tests/test_launch_pins.py tests/test_launchers.py tests/test_plan_package.py',
+    'hosttune/launch/launchers/mpirun.py': 'tests/test_launch_mpirun.py tests/test_launch_mpirun_pins6.py tests/test_launch_pins.py tests/test_mpirun_pins5.py',
+    'hosttune/launch/rankhook/sitecustomize.py': 'tests/test_architecture.py tests/test_boundary.py tests/test_exec_rankhook.py tests/test_exec_rankhook_pins4b.py tests/test_hang_pins5.py tests/test_hook_pins5.py tests/test_launch_hang.py tests/test_launch_hang_pins4b.py tests/test_launch_job.py tests/test_launch_pins.py tests/test_launch_rank.py',
+    'hosttune/monitor/daemon.py': 'tests/test_monitor.py tests/test_monitor_daemon_pins5b.py tests/test_monitor_daemon_pins6.py tests/test_monitor_fleet.py tests/test_monitor_jobrecords.py tests/test_monitor_jobs.py tests/test_monitor_podresources.py tests/test_monitor_textfile.py tests/test_monitor_tune.py tests/test_slurm_cgroup_jobs.py',
+    'hosttune/monitor/logread.py': 'tests/test_monitor_jobs.py tests/test_monitor_logread_pins4.py tests/test_monitor_logread_pins5.py tests/test_monitor_logread_pins6.py tests/test_monitor_report.py',
+    'hosttune/monitor/sinks.py': 'tests/test_monitor.py tests/test_monitor_diskio.py tests/test_monitor_fleet.py tests/test_monitor_jobrecords.py tests/test_monitor_jobs.py tests/test_monitor_pins4b.py tests/test_monitor_podresources.py tests/test_monitor_sinks.py tests/test_monitor_sinks_pins.py tests/test_monitor_sinks_pins4.py tests/test_monitor_sinks_pins5.py tests/test_monitor_textfile_pins.py tests/test_monitor_textfile_pins4c.py',
+    'hosttune/monitor/summary.py': 'tests/test_monitor_diskio.py tests/test_monitor_jobs.py tests/test_monitor_report.py tests/test_monitor_summary_pins4.py tests/test_monitor_summary_pins5.py',
+    'hosttune/nvml.py': 'tests/test_deep_session_pins5b.py tests/test_doctor_live_pins4.py tests/test_monitor_fleet.py tests/test_nvml.py tests/test_nvml_pins4.py',
+    'hosttune/plan/userwins.py': 'tests/test_plan_userwins_pins5b.py tests/test_userwins_pins4.py',
+    'hosttune/programs.py': 'tests/test_doctor_nvidia.py tests/test_engine.py tests/test_execcache.py tests/test_programs.py tests/test_programs_pins4b.py tests/test_shim.py',
+    'hosttune/tune/core.py': 'tests/test_tune_core_pins5.py tests/test_tune_core_pins6.py tests/test_tune_kinds.py',
+    'hosttune/tune/rules.py': 'tests/test_doctor_tune_agree.py tests/test_tune.py tests/test_tune_rules_pins4.py tests/test_tune_tuned_pins6.py',
+    'hosttune/tune/tunables.py': 'tests/test_doctor_tune_agree.py tests/test_readme.py tests/test_tune.py tests/test_tune_core_pins5.py tests/test_tune_kinds.py tests/test_tune_tuned_pins6.py',
+    'hosttune/yamlio.py': 'tests/test_foundation.py tests/test_launch_rank.py tests/test_yamlio.py tests/test_yamlio_pins.py tests/test_yamlio_pins4.py',
+}
+
+
+_r6 = _by_rule(_R6_TESTS)
+
+
+# 1: hosttune/doctor/checks/os.py:122 (if)
+_r6('r6a-doctor-swappiness-exact', 'hosttune/doctor/checks/os.py',
+    '    if rules.ok("swappiness", str(k.swappiness), need):',
+    '    if str(k.swappiness) == need:',
+    "a swappiness below the profile's (0, 1, 5 under 10) warns instead of passing: compared for equality, not 'at most'")
+# 2: hosttune/launch/hang.py:263 (assign)
+_r6('r6b-hang-armed-path', 'hosttune/launch/hang.py',
+    '            m = _STACKS_NAME.match(name)\n',
+    '            m = _STACKS_NAME.match(self.at(name))\n',
+    "the armed ranks are never found (the stacks file's path is matched, not its name): a hang signals no rank and dumps no stacks")
+# 3: hosttune/doctor/deep/findings.py:223 (call)
+_r6('r6a-deep-copies-expected-rate', 'hosttune/doctor/deep/findings.py',
+    '            exp_parts.append(f"GPU{i} gen{gen} x{width}: {_gb(want)}")',
+    '            exp_parts.append(f"GPU{i} gen{gen} x{width}: {_gb(want * bandwidth.PCIE_WARN_FRACTION)}")',
+    "the copy finding's expected value names the 75 % warning line as the link rate ('>= 75% of' a rate already cut to 75 %)")
+# 6: hosttune/facts.py:185 (annassign)
+_r6('r6b-facts-nofile-hard-default', 'hosttune/facts.py',
+    '    nofile_hard: Optional[int] = None',
+    '    nofile_hard: Optional[int] = 0',
+    'facts --json of a captured host (rlimits unknown) says nofile_hard 0 instead of null')
+# 7: hosttune/execcache/key.py:32 (augassign)
+_r6('r6a-execcache-read-pieces', 'hosttune/execcache/key.py',
+    '            data += more',
+    '            data = more',
+    'a keyed file that reads in more than one piece (a short read: FUSE, a file growing under the read) keeps only its last piece: the earlier bytes drop out of the key')
+# 9: hosttune/nvml.py:384 (if)
+_r6('r6b-nvml-xid-lost-gpu', 'hosttune/nvml.py',
+    '                if _code(exc) == ERR_GPU_IS_LOST:\n                    continue\n                self.why = self.why or f"GPU {i}: nvmlDeviceRegisterEvents: {exc}"',
+    '                self.why = self.why or f"GPU {i}: nvmlDeviceRegisterEvents: {exc}"',
+    'a GPU lost while the XID watch registers counts as a registration failure: its error becomes the reason the monitor gives for XID events not being watched')
+# 10: hosttune/tune/core.py:238 (raise)
+_r6('r6a-tune-revert-error-swallowed', 'hosttune/tune/core.py',
+    '        raise UserError(f"tune revert: {exc}") from None',
+    '        return changes',
+    'a revert that fails half-way (a file it cannot write) ends without an error, as if done, and keeps the state file')
+# 11: hosttune/jobrecord.py:208 (assign)
+_r6('r6b-jobrecord-dir-unchecked', 'hosttune/jobrecord.py',
+    '    d = _usable_dir(runtime_dir)\n    pid = os.getpid()',
+    '    d = records_dir(runtime_dir)\n    pid = os.getpid()',
+    "a job record is written into a records directory that fails the check (another user's, writable by others, a link) instead of none being written")
+# 12: hosttune/autotune/search.py:109 (assign)
+_r6('r6a-autotune-default-pairs-all', 'hosttune/autotune/search.py',
+    '        ds = [t for t in self.trials if t.name == DEFAULT]\n        return [b.score / a.score',
+    '        ds = list(self.trials)\n        return [b.score / a.score',
+    "the default's drift (D_next / D_prev) is taken over every consecutive trial, candidates included: a candidate's gain or loss reads as drift")
+# 14: hosttune/tune/rules.py:46 (return)
+_r6('r6b-tune-thp-unknown-ok', 'hosttune/tune/rules.py',
+    '    return actual == expected\n\n\nEXPECTED',
+    '    return True\n\n\nEXPECTED',
+    'a THP value hosttune does not know (an attribute text without a bracketed choice) is judged fine by tune verify/apply and doctor')
+# 15: hosttune/execcache/key.py:25 (if)
+_r6('r6a-execcache-read-nonregular', 'hosttune/execcache/key.py',
+    '        if not stat.S_ISREG(os.fstat(fd).st_mode):\n            return None\n        data = os.read(fd, limit + 1)',
+    '        data = os.read(fd, limit + 1)',
+    "the key's bounded read reads a FIFO or a device at a keyed path (a FIFO hashes as an empty file, not as missing)")
+# 16: hosttune/detect/tuned.py:55 (if)
+_r6('r6b-detect-tuned-line-without-equals', 'hosttune/detect/tuned.py',
+    '        key, sep, value = line.partition("=")\n        if sep:\n            out[section][key.strip()] = value.strip()',
+    '        key, sep, value = line.partition("=")\n        out[section][key.strip()] = value.strip()',
+    "a tuned.conf line without '=' becomes an option with an empty value")
+# 17: hosttune/detect/tuned.py:169 (return)
+_r6('r6a-detect-tuned-not-installed', 'hosttune/detect/tuned.py',
+    '    if not installed:\n        return Tuned()\n',
+    '',
+    'a host without tuned (no /etc/tuned, no profile directory) is reported as having tuned installed')
+# 18: hosttune/programs.py:61 (if)
+_r6('r6b-programs-path-missing-dir', 'hosttune/programs.py',
+    '        elif not why.startswith("does not exist"):',
+    '        else:',
+    'as root, PATH directories that do not exist are listed among the entries skipped as untrusted')
+# 19: hosttune/doctor/deep/network.py:129 (if)
+_r6('r6a-deep-net-unresolved', 'hosttune/doctor/deep/network.py',
+    '    if path.address is None:\n        return Finding(status="fail", actual=f"{path.peer}: does not resolve on this host", expected="resolves",\n                       fix=f"add {path.peer} to DNS or /etc/hosts on every node, or give its address")\n',
+    '',
+    "a peer that does not resolve is reported as 'PEER (None): no route from this host' with the route fix, not the DNS / /etc/hosts one")
+# 20: hosttune/doctor/deep/findings.py:52 (return)
+_r6('r6b-deep-stopped-probe-fails', 'hosttune/doctor/deep/findings.py',
+    '        return Finding(status="skip", actual=f"not measured: the {job.name} probe was stopped{where}",',
+    '        return Finding(status="fail", actual=f"not measured: the {job.name} probe was stopped{where}",',
+    "a probe stopped at its timeout (not hung in this check's own measurement) fails the check instead of leaving it not measured")
+# 21: hosttune/launch/rankhook/sitecustomize.py:80 (if)
+_r6('r6a-rankhook-chain-traceback', 'hosttune/launch/rankhook/sitecustomize.py',
+    '        if sys.flags.verbose:\n            sys.excepthook(*sys.exc_info())',
+    '        if True:\n            sys.excepthook(*sys.exc_info())',
+    "a failing user or distro sitecustomize prints a whole traceback in every rank instead of site's one line ('Error in sitecustomize; set PYTHONVERBOSE for traceback')")
+# 23: hosttune/nvml.py:204 (assign)
+_r6('r6b-nvml-ecc-key', 'hosttune/nvml.py',
+    '        ecc = self._call(index, "ecc_mode", nv.nvmlDeviceGetEccMode, h)',
+    '        ecc = self._call(index, "persistence_mode", nv.nvmlDeviceGetEccMode, h)',
+    'on a GPU that cannot report its persistence mode, ECC is never asked (ecc_enabled / ecc_pending unknown)')
+# 24: hosttune/detect/nvidia.py:43 (assign)
+_r6('r6a-detect-nvcc-release', 'hosttune/detect/nvidia.py',
+    '    m = re.search(r"release\\s+(\\d+\\.\\d+)", text or "")',
+    '    m = re.match(r"release\\s+(\\d+\\.\\d+)", text or "")',
+    "nvcc output without a V version ('Cuda compilation tools, release 12.4') gives no CUDA toolkit version")
+# 25: hosttune/monitor/sinks.py:422 (call)
+_r6('r6b-monitor-textfile-moved-warning', 'hosttune/monitor/sinks.py',
+    '        if moved:\n            self.warnings.append(moved)\n',
+    '',
+    "the monitor no longer says it renamed a directory that sat at the textfile's name (the user is never told to look inside)")
+# 26: hosttune/launch/launchers/deepspeed.py:41 (assign)
+_r6('r6a-deepspeed-include-whole-host', 'hosttune/launch/launchers/deepspeed.py',
+    '        else:\n            out[host] = None',
+    '        else:\n            out[host] = []',
+    'deepspeed --include HOST (no slots) selects no slot of that host instead of all of them')
+# 29: hosttune/doctor/catalogue.py:105 (for)
+_r6('r6b-doctor-deep-checks-ignored', 'hosttune/doctor/catalogue.py',
+    '    for check in checks:\n        if only and check.group != only:',
+    '    for check in CHECKS:\n        if only and check.group != only:',
+    'doctor --deep runs only the basic catalogue: the deep checks passed in are ignored')
+# 30: hosttune/launch/launchers/mpirun.py:44 (assign)
+_r6('r6a-mpirun-flavour-path', 'hosttune/launch/launchers/mpirun.py',
+    'programs.trusted_which(program, environ.get("PATH", os.defpath))[0]',
+    'programs.trusted_which(program)[0]',
+    "the MPI flavour is looked up on hosttune's own PATH, not the job's (a job PATH with another MPI first gets the wrong flavour)")
+# 32: hosttune/plan/userwins.py:68 (assign)
+_r6('r6b-userwins-omp-nested', 'hosttune/plan/userwins.py',
+    '    head = (value or "").split(",")[0].strip()',
+    '    head = (value or "").split(",")[-1].strip()',
+    "OMP_NUM_THREADS=4,2 counts as 2 threads (the nested level's), not the outer region's 4")
+# 33: hosttune/detect/numa.py:37 (assign)
+_r6('r6a-detect-numa-node-order', 'hosttune/detect/numa.py',
+    '    ids = sorted(int(n[4:]) for n in io.listdir(NODE_DIR)',
+    '    ids = list(int(n[4:]) for n in io.listdir(NODE_DIR)',
+    'on a host with 11 or more NUMA nodes the nodes come in name order (node0, node1, node10, ..., node2), not by id')
+# 34: hosttune/engine/config.py:346 (if)
+_r6('r6b-engine-set-list-text', 'hosttune/engine/config.py',
+    '    if isinstance(value, (dict, list)):\n        value = raw',
+    '    if isinstance(value, dict):\n        value = raw',
+    '--set key=[a, b] gives the setting a YAML list instead of the text')
+# 35: hosttune/engine/data.py:92 (if)
+_r6('r6a-engine-chartext-short-split', 'hosttune/engine/data.py',
+    '        if len(self.data) <= block_size + 1:',
+    '        if len(self.data) < block_size:',
+    'a text split of exactly block_size characters is accepted and gives an empty dataset (no window) instead of the block_size error')
+# 36: hosttune/monitor/logread.py:61 (return)
+_r6('r6b-monitor-since-ago-sign', 'hosttune/monitor/logread.py',
+    '    return (now if now is not None else time.time()) - ago',
+    '    return (now if now is not None else time.time()) + ago',
+    'a duration ago (monitor report --since 2h) is read as that long from now: nothing is shown')
+# 37: hosttune/engine/train.py:274 (assign)
+_r6('r6a-engine-trace-local-rank', 'hosttune/engine/train.py',
+    '    trace = rt.run_dir / f"trace-rank{rt.rank}.json"',
+    '    trace = rt.run_dir / f"trace-rank{rt.local_rank}.json"',
+    "the profiler trace is named by local rank: on a multi-node run the nodes' traces in a shared run directory overwrite each other")
+# 38: hosttune/tune/tunables.py:86 (assign)
+_r6('r6b-tune-governor-old-kernel', 'hosttune/tune/tunables.py',
+    '    files = _policies(tree, "scaling_governor")',
+    '    files = tree.glob(f"{CPUFREQ}/policy*/scaling_governor")',
+    "on kernels before 4.3 (cpuN/cpufreq, no policyN directories) the governor is skipped as 'no cpufreq driver'")
+# 39: hosttune/autotune/candidates.py:94 (call)
+_r6('r6a-autotune-jemalloc-decay-conf', 'hosttune/autotune/candidates.py',
+    '{"allocator": "jemalloc", "malloc_conf": JEMALLOC_DECAY_CONF}',
+    '{"allocator": "jemalloc"}',
+    "the jemalloc-decay candidate runs (and would be written) with jemalloc's default settings, not the decay ones")
+# 41: hosttune/yamlio.py:50 (if)
+_r6('r6b-yamlio-nested-duplicates', 'hosttune/yamlio.py',
+    '        if isinstance(node, yaml.MappingNode):\n            keys: Dict[Any, int] = {}',
+    '        if isinstance(node, yaml.MappingNode) and depth == 1:\n            keys: Dict[Any, int] = {}',
+    'a duplicate key in a nested mapping (under tune:, env:) is accepted silently (the last wins); aliases and depth below the top are not checked')
+# 42: hosttune/monitor/sinks.py:54 (assign)
+_r6('r6a-monitor-dir-mode', 'hosttune/monitor/sinks.py',
+    'DIR_MODE = 0o755  # new directories',
+    'DIR_MODE = 0o700  # new directories',
+    "the monitor's new log and textfile directories are 0700: node_exporter and other users' monitor report cannot read them")
+# 45: hosttune/detect/cgroup.py:118 (return)
+_r6('r6b-detect-cgroup-cpuset-version', 'hosttune/detect/cgroup.py',
+    '        return 1 if _v1_mount(mounts, "cpuset") is not None else 2',
+    '        return 1',
+    'without /proc/self/cgroup, a cgroup v2 host (no v1 cpuset mount) is taken for cgroup v1')
+# 46: hosttune/monitor/summary.py:193 (if)
+_r6('r6a-monitor-summary-empty-stats', 'hosttune/monitor/summary.py',
+    '    if not values:\n        return {}\n    return {"mean"',
+    '    if not values:\n        return {"mean": 0.0, "max": 0.0}\n    return {"mean"',
+    'a reading never sampled during the job is summarised as mean 0 / max 0 instead of being left out')
+# 47: hosttune/launch/hang.py:197 (call)
+_r6('r6b-hang-copiers-not-started', 'hosttune/launch/hang.py',
+    '                t.start()\n                self._copiers.append(t)',
+    '                self._copiers.append(t)',
+    "under a hang watch the job's stdout/stderr are never copied to hosttune's (the output is lost and the progress marker never moves)")
+# 48: hosttune/capture.py:205 (if)
+_r6('r6a-capture-elf-whole', 'hosttune/capture.py',
+    '            if kind == "read":\n                if data is None and host not in self.filled:',
+    '            if kind in ("read", "elf"):\n                if data is None and host not in self.filled:',
+    'capture copies the libraries probed as ELF whole (up to the read limit) instead of the ELF stub')
+# 49: hosttune/engine/export.py:119 (assign)
+_r6('r6b-engine-export-step', 'hosttune/engine/export.py',
+    '"step": state["step"], "config": cfg.to_dict(),',
+    '"step": cfg.steps, "config": cfg.to_dict(),',
+    "export.json gives the configured step count, not the exported checkpoint's step")
+# 50: hosttune/monitor/daemon.py:317 (assign)
+_r6('r6a-monitor-driver-versions', 'hosttune/monitor/daemon.py',
+    '                self.driver[key] = value',
+    '                self.driver = {key: value}',
+    "the monitor's records keep only the CUDA driver version: driver_version is dropped")
+# 52: hosttune/engine/checkpoint.py:196 (if)
+_r6('r6b-engine-ckpt-stage-error', 'hosttune/engine/checkpoint.py',
+    '    elif failure is None:\n        failure = CheckpointError(f"cannot save checkpoint {final.name} in {ckpt_dir}: rank 0 could not create it")',
+    '    else:\n        failure = CheckpointError(f"cannot save checkpoint {final.name} in {ckpt_dir}: rank 0 could not create it")',
+    "when rank 0 cannot create the checkpoint directory (permissions, full disk) its own reason and fix are replaced by 'rank 0 could not create it'")
+# 53: hosttune/capture.py:215 (call)
+_r6('r6a-capture-stat-placeholder', 'hosttune/capture.py',
+    '            else:\n                self._file(host, None)',
+    '            else:\n                self._file(host, b"")',
+    'a file only looked at (stat) before it is read is captured as an empty file the read never fills: its content is missing from the capture')
+# 54: hosttune/autotune/candidates.py:156 (assign)
+_r6('r6b-autotune-pin-auto', 'hosttune/autotune/candidates.py',
+    '        pinned = dl.pin_memory == "auto" or bool(dl.pin_memory)',
+    '        pinned = dl.pin_memory is True',
+    'with pin_memory: auto (pinned on a GPU host) autotune tries pin-memory-on, a no-op, instead of pin-memory-off')
+# 55: hosttune/launch/launchers/mpirun.py:15 (assign)
+_r6('r6a-mpirun-N-valued', 'hosttune/launch/launchers/mpirun.py',
+    '"npernode": "npernode", "N": "npernode", ',
+    '"npernode": "npernode", ',
+    'mpirun -N 4 (processes per node) is no longer read: 4 is taken for the program and the ranks per node are unknown')
+# 56: hosttune/detect/gpu.py:84 (call)
+_r6('r6b-detect-gpu-pcie-gen-now', 'hosttune/detect/gpu.py',
+    '                pcie_gen=now.get("pcie_gen"), pcie_gen_max=st.get("pcie_gen_max"),',
+    '                pcie_gen=st.get("pcie_gen"), pcie_gen_max=st.get("pcie_gen_max"),',
+    "the GPU's current PCIe generation is read from its static identity (never there): facts show it unknown, a downtrained link is not seen")
