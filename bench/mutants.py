@@ -2649,7 +2649,7 @@ _r6('r6b-engine-set-list-text', 'hosttune/engine/config.py',
     '--set key=[a, b] gives the setting a YAML list instead of the text')
 # 35: hosttune/engine/data.py:92 (if)
 _r6('r6a-engine-chartext-short-split', 'hosttune/engine/data.py',
-    '        if len(self.data) <= block_size + 1:',
+    '        if len(self.data) <= block_size:',
     '        if len(self.data) < block_size:',
     'a text split of exactly block_size characters is accepted and gives an empty dataset (no window) instead of the block_size error')
 # 36: hosttune/monitor/logread.py:61 (return)

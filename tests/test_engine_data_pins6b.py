@@ -21,6 +21,9 @@ def test_a_split_of_exactly_block_size_chars_is_refused(tmp_path: Path, split: s
     path.write_text(TEXT, encoding="utf-8")
     with pytest.raises(ValueError, match=rf"^block_size {size} is too large for the {split} split \({size} chars\)$"):
         CharText(size, split, path)
+    # One character shorter: exactly one window, the whole split (it was refused too, one short of the rule).
+    one = CharText(size - 1, split, path)
+    assert len(one) == 1 and one[0][0].tolist() + one[0][1][-1:].tolist() == one.data.tolist()
     # The control: a block two characters shorter leaves whole windows of block_size inputs and targets.
     ok = CharText(size - 2, split, path)
     assert len(ok) >= 1

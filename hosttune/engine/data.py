@@ -89,7 +89,7 @@ class CharText(Dataset):
         # Train windows start at every character (overlapping windows act like random crops); val windows tile.
         self.stride = 1 if split == "train" else block_size
         self.train_text = text[:cut]
-        if len(self.data) <= block_size + 1:
+        if len(self.data) <= block_size:  # a window is block_size + 1 characters (inputs, next-character targets)
             raise ValueError(f"block_size {block_size} is too large for the {split} split ({len(self.data)} chars)")
 
     @property
