@@ -49,6 +49,14 @@ def root_dir(tmp_path: Path, name: str) -> Path:
 ELF_SO = b"\x7fELF\x02\x01\x01" + b"\0" * 57
 
 
+def elf_lib(d: Path, name: str) -> str:
+    """A shared library as a preload check sees one: ELF magic, mode 0644, in `d` (root_dir)."""
+    p = d / name
+    p.write_bytes(ELF_SO)
+    os.chmod(p, 0o644)
+    return str(p)
+
+
 def write_profile(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
-from _profilehelp import ELF_SO, needs_root, root_dir
+from _profilehelp import elf_lib, needs_root, root_dir
 
 from hosttune.facts import Allocators, Cpu, Facts, Gpu, Numa, NumaNode, TorchInstall
 from hosttune.plan import env as penv
@@ -19,17 +19,10 @@ from hosttune.profile.settings import DataLoader, Profile
 pytestmark = needs_root  # a preload library must be root's: as root, a tmp_path file is
 
 
-def lib(d: Path, name: str) -> str:
-    p = d / name
-    p.write_bytes(ELF_SO)
-    os.chmod(p, 0o644)
-    return str(p)
-
-
 @pytest.fixture()
 def libs(tmp_path: Path) -> Dict[str, str]:
     d = root_dir(tmp_path, "lib")
-    out = {n: lib(d, f"lib{n}.so.2") for n in ("jemalloc", "tcmalloc", "tcmalloc_minimal", "iomp5", "other")}
+    out = {n: elf_lib(d, f"lib{n}.so.2") for n in ("jemalloc", "tcmalloc", "tcmalloc_minimal", "iomp5", "other")}
     bad = d / "libbad.so"
     bad.write_text("not elf\n")
     os.chmod(bad, 0o644)
@@ -97,10 +90,10 @@ def test_a_link_is_preloaded_by_its_resolved_path_and_shown_both_ways(libs: Dict
 def test_preload_under_a_captured_root_is_named_by_its_path_on_that_host(tmp_path: Path) -> None:
     root = root_dir(tmp_path, "root")
     d = root_dir(root, "usr")
-    lib(root_dir(d, "lib"), "libjemalloc.so.2")
+    elf_lib(root_dir(d, "lib"), "libjemalloc.so.2")
     assert penv._preload_library("/usr/lib/libjemalloc.so.2", str(root)) == ("/usr/lib/libjemalloc.so.2", None)
     outside = root_dir(tmp_path, "outside")
-    real = lib(outside, "libx.so")
+    real = elf_lib(outside, "libx.so")
     (d / "lib" / "libout.so").symlink_to(real)
     got, why = penv._preload_library("/usr/lib/libout.so", str(root))
     assert got is None and why == f"/usr/lib/libout.so resolves outside the captured root {root}"
@@ -110,7 +103,7 @@ def test_preload_under_a_captured_root_is_named_by_its_path_on_that_host(tmp_pat
 
 def test_a_link_to_a_name_ld_preload_cannot_carry_is_refused(tmp_path: Path) -> None:
     d = root_dir(tmp_path, "l")
-    real = lib(d, "lib a.so")
+    real = elf_lib(d, "lib a.so")
     (d / "liba.so").symlink_to(real)
     got, why = penv._preload_library(str(d / "liba.so"), "/")
     assert got is None and why is not None and why.endswith("which LD_PRELOAD cannot carry") and "resolves to" in why

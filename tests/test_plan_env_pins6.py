@@ -2,12 +2,11 @@
 go before theirs (word for word, long lists shortened), the caller's entries kept once even when two spellings name
 one file, and the allocator-config warning for a torch that reads only the old name."""
 
-import os
 from pathlib import Path
 from typing import Dict
 
 import pytest
-from _profilehelp import ELF_SO, needs_root, root_dir
+from _profilehelp import elf_lib, needs_root, root_dir
 
 from hosttune.facts import Allocators, Cpu, Facts, Numa, NumaNode
 from hosttune.plan import env as penv
@@ -16,17 +15,10 @@ from hosttune.profile.settings import Profile
 pytestmark = needs_root  # a preload library must be root's: as root, a tmp_path file is
 
 
-def lib(d: Path, name: str) -> str:
-    p = d / name
-    p.write_bytes(ELF_SO)
-    os.chmod(p, 0o644)
-    return str(p)
-
-
 @pytest.fixture()
 def libs(tmp_path: Path) -> Dict[str, str]:
     d = root_dir(tmp_path, "lib")
-    return {n: lib(d, f"lib{n}.so.2") for n in ("jemalloc", "iomp5", "other", "more")}
+    return {n: elf_lib(d, f"lib{n}.so.2") for n in ("jemalloc", "iomp5", "other", "more")}
 
 
 def facts(**alloc: str) -> Facts:
