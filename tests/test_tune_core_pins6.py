@@ -15,18 +15,13 @@ from typing import Any, Dict, List, Tuple
 import pytest
 from conftest import build_tree
 from test_tune import host_tree, snapshot
+from test_tune_core_pins5 import CPUFREQ, DROPIN, LIMITS, STATE, SYSCTL, THP  # the host's paths tune writes
 
 from hosttune.errors import UserError
 from hosttune.tune import core, kinds, model, programs, state, tunedhook, txn
 from hosttune.tune.model import MARKER, Change
 from hosttune.tune.rootfs import Tree
 
-THP = "sys/kernel/mm/transparent_hugepage"
-CPUFREQ = "sys/devices/system/cpu/cpufreq"
-STATE = "var/lib/hosttune/tune-state.json"
-SYSCTL = "etc/sysctl.d/90-hosttune.conf"
-LIMITS = "etc/security/limits.d/90-hosttune.conf"
-DROPIN = "etc/systemd/system/dev-shm.mount.d/hosttune.conf"
 WHY = {
     "thp": "`always` makes khugepaged compact in the background and faults stall on direct compaction; madvise keeps "
            "huge pages for code that asks",
