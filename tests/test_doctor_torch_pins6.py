@@ -52,6 +52,11 @@ from hosttune.facts import Distro, TorchInstall
     ("roundup_power2_divisions:[256:1,>:4],max_split_size_mb:10,expandable_segments:True",
      ["max_split_size_mb:10 (int>20)"]),
     (" max_split_size_mb : 512 ", []),
+    # digits str.isdigit() takes and int() refuses: a wrong value, not a crashed check
+    ("max_split_size_mb:\u00b2", ["max_split_size_mb:\u00b2 (int>20)"]),
+    ("pinned_num_register_threads:\u00b2", ["pinned_num_register_threads:\u00b2 (pow2<=128)"]),
+    ("roundup_power2_divisions:\u0664", ["roundup_power2_divisions:\u0664 (divisions)"]),
+    ("max_split_size_mb:" + "9" * 5000, ["max_split_size_mb:" + "9" * 5000 + " (int>20)"]),
 ])
 def test_alloc_conf_errors(text: str, errors: List[str]) -> None:
     assert parse_alloc_conf(text) == (errors, [])

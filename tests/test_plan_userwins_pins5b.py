@@ -20,6 +20,14 @@ def test_unicode_digits_are_not_a_thread_count() -> None:
     assert p.env["OMP_NUM_THREADS"] == "\u00b2" and p.threads is None
 
 
+def test_five_thousand_digits_are_not_a_thread_count() -> None:
+    """int() refuses more than 4,300 digits on Python >= 3.11 (a traceback in env/exec before)."""
+    huge = "9" * 5000
+    assert _threads_of(huge) is None and _threads_of("+4") is None and _threads_of("0") is None
+    assert launcher_default({"OMP_NUM_THREADS": "1", "TORCHELASTIC_RUN_ID": "x", "LOCAL_WORLD_SIZE": huge}) is None
+    assert plan.resolve(FACTS, Profile("t", "", "<t>"), 0, 1, {"OMP_NUM_THREADS": huge}).threads is None
+
+
 def test_a_unicode_local_world_size_is_not_torchruns_default() -> None:
     env = {"OMP_NUM_THREADS": "1", "TORCHELASTIC_RUN_ID": "x", "LOCAL_WORLD_SIZE": "\u00b2"}
     assert launcher_default(env) is None

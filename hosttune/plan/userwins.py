@@ -3,6 +3,7 @@ only place this is decided); a launcher's own defaults are not the caller's (`la
 
 from typing import Dict, List, Mapping, Optional, Tuple
 
+from hosttune.detect.hostio import small_int
 from hosttune.plan.model import _show, kept_line
 
 # Variables the plan sets that stay hosttune's even when the caller set them: LD_PRELOAD is merged instead (the
@@ -57,7 +58,7 @@ def launcher_default(environ: Mapping[str, str]) -> Optional[str]:
     wants one thread per rank gets the profile's count, which is never more than the rank's cores."""
     if environ.get("OMP_NUM_THREADS") == "1" and environ.get("TORCHELASTIC_RUN_ID") is not None:
         size = environ.get("LOCAL_WORLD_SIZE", "")
-        if size.isascii() and size.isdigit() and int(size) > 1:
+        if size.isdigit() and (small_int(size) or 0) > 1:
             return "OMP_NUM_THREADS"
     return None
 
@@ -66,5 +67,6 @@ def launcher_default(environ: Mapping[str, str]) -> Optional[str]:
 def _threads_of(value: Optional[str]) -> Optional[int]:
     """The thread count an OMP_NUM_THREADS value gives the outer parallel region ("4", "4,2"); None if none."""
     head = (value or "").split(",")[0].strip()
-    return int(head) if head.isascii() and head.isdigit() and int(head) > 0 else None  # "²".isdigit(): int() fails
+    n = small_int(head) if head.isdigit() else None  # "²" passes isdigit() and fails int(); so do 5,000 digits
+    return n if n is not None and n > 0 else None
 

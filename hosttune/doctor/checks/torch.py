@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from hosttune.detect import torchenv
-from hosttune.detect.hostio import HostIO
+from hosttune.detect.hostio import HostIO, small_int
 from hosttune.doctor.context import Context, gpus, version_tuple
 from hosttune.doctor.fixes import install, shell_path
 from hosttune.doctor.model import Finding
@@ -123,12 +123,13 @@ def parse_alloc_conf(text: str) -> Tuple[List[str], List[str]]:
             unknown.append(key)
             continue
         ok = True
+        n = small_int(value) if value.isdigit() else None  # "²" passes isdigit() and fails int()
         if kind == "bool":
             ok = value in ("True", "False", "true", "false", "1", "0")
         elif kind.startswith("int"):
-            ok = value.isdigit() and (kind != "int>20" or int(value) > 20)
+            ok = n is not None and (kind != "int>20" or n > 20)
         elif kind == "pow2<=128":
-            ok = value.isdigit() and 0 < int(value) <= 128 and int(value) & (int(value) - 1) == 0
+            ok = n is not None and 0 < n <= 128 and n & (n - 1) == 0
         elif kind.startswith("fraction"):
             try:
                 f = float(value)
@@ -140,7 +141,7 @@ def parse_alloc_conf(text: str) -> Tuple[List[str], List[str]]:
                 ok = value.endswith("]") and all(
                     re.fullmatch(r"(\d+|>):\d+", p.strip()) for p in value[1:-1].split(",") if p.strip())
             else:
-                ok = value.isdigit() and int(value) & (int(value) - 1) == 0
+                ok = n is not None and n & (n - 1) == 0
         elif kind.startswith("choice:"):
             ok = value in kind[len("choice:"):].split(",")
         if not ok:
