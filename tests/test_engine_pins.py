@@ -278,3 +278,30 @@ def test_teardown_destroys_the_group_when_the_final_barrier_raises(monkeypatch: 
     assert not dist.is_initialized(), "the group outlived a teardown whose barrier raised"
     assert group() is None
     assert held == [1] and len(rt._recent) == 0 and not rt.owns_group
+
+
+@pytest.mark.skipif(not dist.is_available(), reason="torch without distributed")
+def test_each_engine_group_of_one_process_gets_fresh_store_keys_on_the_same_store(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A script that calls fit() twice under torchrun makes two engine groups in one elastic attempt: torch names
+    the second default group as it named the first, so without a prefix of its own the second reads the first one's
+    gloo addresses (a hang). And the store made for the first is kept: a new one would close the first on rank 0
+    while rank 1 may already be connected to it for the second ("Failed to recv, got 0 bytes" in CI)."""
+    assert not dist.is_initialized(), "an earlier test in this process left a process group"
+    monkeypatch.setattr(runtime, "_STORES", {})
+    monkeypatch.setattr(runtime, "_groups_made", [0])
+    for name, value in {"TORCHELASTIC_RESTART_COUNT": "3", "TORCHELASTIC_USE_AGENT_STORE": "False",
+                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "0"}.items():
+        monkeypatch.setenv(name, value)
+    made: List[Any] = []
+    prefixes: List[Any] = []
+    real_tcp, real_prefix = dist.TCPStore, dist.PrefixStore
+    monkeypatch.setattr(dist, "TCPStore", lambda *a, **k: made.append(real_tcp(*a, **k)) or made[-1])
+    monkeypatch.setattr(dist, "PrefixStore", lambda p, s: prefixes.append((p, s)) or real_prefix(p, s))
+    for _ in range(2):
+        runtime.init_process_group("gloo", 0, 1)
+        assert dist.get_world_size() == 1
+        dist.destroy_process_group()
+    assert len(made) == 1, "a second store was made for the second group"
+    assert [p for p, _ in prefixes] == ["hosttune/attempt_3/group_0", "hosttune/attempt_3/group_1"]
+    assert all(s is made[0] for _, s in prefixes)

@@ -24,12 +24,15 @@ pytestmark = pytest.mark.integration
 # A user's script on the engine's public API. Each rank dumps its own parameters after fit(): first with DDP
 # (synced/), then, the control, with DDP swapped for a wrapper that never all-reduces (unsynced/: the dumps must then
 # differ, or the pin could not see it). Both in one 2-rank job (issue 21: one launcher and two rank interpreters
-# fewer): the first fit() runs exactly as a job of its own; the engine creates and destroys its process group in
-# each fit(), and the second group gets a store namespace of its own, as an elastic restart's does
-# (runtime.init_process_group keys it by TORCHELASTIC_RESTART_COUNT).
+# fewer), which also pins a script that calls fit() twice: the engine creates and destroys its process group in
+# each fit(), and the second group must neither read the first one's store keys (a hang) nor lose its store.
+# Here rank 0 hosts the store, as TORCHELASTIC_USE_AGENT_STORE=False has it; the script holds rank 0's first
+# teardown until rank 1 is inside its second init_process_group, the order that made a store created anew fail on
+# a loaded machine (rank 1 connected to rank 0's first store, which then closed: "Failed to recv, got 0 bytes").
 DDP_SCRIPT = r"""
-import contextlib, os, sys
+import contextlib, os, sys, time
 import torch
+import torch.distributed as dist
 from torch import nn
 
 from hosttune.engine import build
@@ -62,11 +65,33 @@ def train(run_dir, steps):
     torch.save({k: v.detach().clone() for k, v in model.state_dict().items()}, f"{run_dir}/params-rank{rank}.pt")
 
 
-steps = int(sys.argv[2])
+def rank0_waits_for_rank1(destroy, mark):
+    def held(*args, **kwargs):
+        deadline = time.monotonic() + 120
+        while not args and not kwargs and not os.path.exists(mark) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return destroy(*args, **kwargs)
+    return held
+
+
+def rank1_marks(init, mark):
+    def marked(*args, **kwargs):
+        open(mark, "w").close()
+        return init(*args, **kwargs)
+    return marked
+
+
+steps, mark = int(sys.argv[2]), sys.argv[1] + "/rank1-in-second-init"
+os.makedirs(sys.argv[1], exist_ok=True)
+real_destroy = dist.destroy_process_group
+if os.environ["RANK"] == "0":
+    dist.destroy_process_group = rank0_waits_for_rank1(real_destroy, mark)
 train(sys.argv[1] + "/synced", steps)
+dist.destroy_process_group = real_destroy
 assert build.DDP is torch.nn.parallel.DistributedDataParallel  # the engine wraps in DDP itself
 build.DDP = NoSyncDDP
-os.environ["TORCHELASTIC_RESTART_COUNT"] = str(int(os.environ["TORCHELASTIC_RESTART_COUNT"]) + 1)
+if os.environ["RANK"] == "1":
+    dist.init_process_group = rank1_marks(dist.init_process_group, mark)
 train(sys.argv[1] + "/unsynced", steps)
 """
 

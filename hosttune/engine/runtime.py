@@ -7,6 +7,7 @@ The process group's teardown is the subtle part: the group must really be destro
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import os
 import random
@@ -18,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Deque, Optional
+from typing import Any, Deque, Dict, Optional, Tuple
 
 import numpy as np
 import torch
@@ -99,22 +100,40 @@ def unpin_group(group: object) -> int:
     return found
 
 
+# The rendezvous store of this process, kept from one engine-made process group to the next (see
+# init_process_group), and how many groups the engine has made in this process.
+_STORES: Dict[Tuple[str, int, int, bool], dist.Store] = {}
+_groups_made = [0]
+atexit.register(_STORES.clear)  # closed while the interpreter still runs, not in its shutdown
+
+
 def init_process_group(backend: str, rank: int, world: int) -> None:
-    """The process group from torchrun's env, isolated per elastic attempt.
+    """The process group from torchrun's env, isolated per elastic attempt and per fit() in one process.
 
     torchrun's agent keeps its store across restarts, so after a rank died the new attempt can read the dead
     attempt's keys - gloo then dials the old rank 0's listening port ("Connection refused", or a hang). A key
-    prefix per TORCHELASTIC_RESTART_COUNT gives every attempt a clean namespace.
+    prefix per TORCHELASTIC_RESTART_COUNT gives every attempt a clean namespace. A script that calls fit() twice
+    makes two groups in one attempt, and torch names each new default group as it named the first: the second
+    would read the first one's addresses (a hang), so the prefix also counts the groups this process has made
+    (every rank makes the same ones in the same order).
+
+    Where rank 0 hosts the store itself (TORCHELASTIC_USE_AGENT_STORE=False), the store is kept for the next
+    group: one made anew would close the first on rank 0 while a faster rank 1 may already have connected to it
+    for the second group ("Failed to recv, got 0 bytes"). Clients keep theirs too: one connection per process.
     """
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
     if attempt is None:
         dist.init_process_group(backend)  # plain env:// rendezvous (not under torchrun)
         return
     agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"  # the agent hosts the store
-    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world,
-                          is_master=not agent_store and rank == 0, timeout=timedelta(minutes=10))
-    dist.init_process_group(backend, store=dist.PrefixStore(f"hosttune/attempt_{attempt}", store), rank=rank,
-                            world_size=world)
+    key = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, not agent_store and rank == 0)
+    store = _STORES.get(key)
+    if store is None:
+        store = _STORES[key] = dist.TCPStore(key[0], key[1], world, is_master=key[3],
+                                             timeout=timedelta(minutes=10))
+    prefix = f"hosttune/attempt_{attempt}/group_{_groups_made[0]}"
+    _groups_made[0] += 1
+    dist.init_process_group(backend, store=dist.PrefixStore(prefix, store), rank=rank, world_size=world)
 
 
 @dataclass
