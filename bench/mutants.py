@@ -2786,3 +2786,290 @@ _R6_PINS = {
     'tests/test_engine_export_pins6b.py': ('r6b-engine-export-step',),
 }
 _pin(_R6_PINS)
+
+
+# ======== round 7 (issue 21, session 9): sites drawn at random, not chosen; ids r7a-/r7b-<area>-<what> ===============
+# Sites: `python3 bench/mutation_sample.py --seed 2026120407 --count 80` drew 80 of the 14312 candidate
+# statements of hosttune/ at HEAD 42a6739 (tree ace1717), uniformly without replacement (reproduce it in a clone of
+# 42a6739 with --repo if hosttune/ has changed since: the same seed draws other statements in other code).
+# The sites were taken in draw order until 44 were planted: sites 1-51, 7 skipped (no behaviour a user could
+# observe), 44 planted, none of them known to be equivalent (sites 52-80 not taken). At each site: the one change a
+# developer could plausibly make there, chosen from the product code alone, without looking at the tests.
+# Each comment gives the site: draw number, file:line, statement kind.
+# Tests, by rule (`tests_for` in bench/mutation_sample.py; `--tests PATH` prints them), stored in _R7_TESTS so later
+# test files do not change the round; never chosen per mutant. /work/notes/s9/r7tests.py prints the literal afresh
+# from the _r7 entries (written at 42a6739; regenerate it right before measuring). Whole files, pytest -x.
+# r7a/r7b alternate in draw order: two shards, one per core.
+# Skipped sites:
+#     8 hosttune/doctor/context.py:137: reads the facts' container section (no plausible change but a crash: no other field has detected/runtime/readonly)
+#    10 hosttune/tune/rules.py:77: looks up a tunable's expected-value rule (no plausible change but a crash: KeyError or a call on the wrong thing)
+#    21 hosttune/policy/onednn.py:152: no flags line in /proc/cpuinfo gives no flags (no plausible change but a crash on None)
+#    35 hosttune/doctor/deep/probe_torch.py:243: the all-reduce warm-up count (only the timing's noise changes; the measured rate has no exact value to see)
+#    37 hosttune/autotune/candidates.py:72: a dataclass field's empty-tuple default (no plausible change but a crash)
+#    41 hosttune/detect/netroute.py:72: initialises an empty dict (no plausible change but a crash)
+#    43 hosttune/engine/shard.py:238: returns the exception itself when DCP gives no per-rank failures (no plausible change but a crash on None)
+# Measure (before pinning), the two shards side by side:
+#     python3 bench/mutation.py --no-pins --only r7a- --timeout 420 --json OUT
+#     python3 bench/mutation.py --no-pins --only r7b- --timeout 420 --json OUT
+_R7_TESTS = {
+    'hosttune/autotune/runner.py': 'tests/test_autotune.py tests/test_autotune_budget.py tests/test_autotune_rundirs.py tests/test_profile_measured.py',
+    'hosttune/capture.py': 'tests/test_capture.py tests/test_capture_pins4.py tests/test_trust_private.py',
+    'hosttune/commands/env.py': 'tests/test_commands_env_pins4.py tests/test_env_cli.py',
+    'hosttune/commands/facts.py': 'tests/test_facts_cli.py tests/test_facts_render_pins6.py tests/test_onednn.py tests/test_readme.py',
+    'hosttune/detect/cgroup.py': 'tests/test_detect_cgroup.py tests/test_detect_cgroup_pins4.py tests/test_detect_cgroup_pins6.py tests/test_detect_collect_pins6.py tests/test_detect_parsers.py tests/test_detect_parsers_pins4.py',
+    'hosttune/detect/hostio.py': 'tests/test_detect_allocators_pins6.py tests/test_detect_cgroup.py tests/test_detect_cgroup_pins4.py tests/test_detect_cgroup_pins6.py tests/test_detect_collect_pins6.py tests/test_detect_container_pins6.py tests/test_detect_cpu_pins4.py tests/test_detect_gpu_pins4.py tests/test_detect_hostio.py tests/test_detect_hostio_pins4.py tests/test_detect_hostio_pins5b.py tests/test_detect_hostio_pins6.py tests/test_detect_live_answers_pins6.py tests/test_detect_numa_kernel_pins4.py tests/test_detect_numa_pins6b.py tests/test_detect_nvidia_pins4.py tests/test_detect_nvidia_pins6.py tests/test_detect_parsers.py tests/test_detect_pins4b.py tests/test_detect_storage.py tests/test_detect_storage_pins4c.py tests/test_detect_storage_pins6.py tests/test_detect_synthetic.py tests/test_detect_torchenv.py tests/test_detect_torchenv_pins6.py tests/test_detect_tuned_pins4.py tests/test_detect_tuned_pins6.py tests/test_doctor_deep.py tests/test_doctor_fleet.py tests/test_doctor_network.py tests/test_doctor_nvidia.py tests/test_nvml.py tests/test_programs.py tests/test_programs_pins6b.py tests/test_tune_tuned.py tests/test_tune_tuned_pins4b.py tests/test_tune_tuned_pins6.py',
+    'hosttune/doctor/deep/findings.py': 'tests/test_doctor_deep.py tests/test_doctor_deep_findings_pins4.py tests/test_doctor_deep_pins.py tests/test_doctor_deep_pins4c.py',
+    'hosttune/doctor/deep/runner.py': 'tests/test_deep_checks_pins5.py tests/test_deep_session_pins5.py tests/test_doctor_deep.py tests/test_doctor_deep_findings_pins4.py tests/test_doctor_deep_pins.py tests/test_doctor_deep_pins4c.py tests/test_doctor_network.py tests/test_doctor_network_pins4.py',
+    'hosttune/doctor/deep/session.py': 'tests/test_deep_session_pins5.py tests/test_deep_session_pins5b.py tests/test_doctor_network_pins4.py',
+    'hosttune/engine/config.py': 'tests/test_engine.py tests/test_engine_ac.py tests/test_engine_api_pins4.py tests/test_engine_checkpoint.py tests/test_engine_checkpoint_pins6.py tests/test_engine_compile.py tests/test_engine_config.py tests/test_engine_config_pins4.py tests/test_engine_ema.py tests/test_engine_evaluate.py tests/test_engine_exact.py tests/test_engine_export_pins6b.py tests/test_engine_float8.py tests/test_engine_fsdp_fp16.py tests/test_engine_hostcpu.py tests/test_engine_images.py tests/test_engine_integration.py tests/test_engine_loader_pins6.py tests/test_engine_metric_sinks.py tests/test_engine_mfu.py tests/test_engine_oom_pins3.py tests/test_engine_oom_pins4.py tests/test_engine_oom_snapshot.py tests/test_engine_pins.py tests/test_engine_pins4b.py tests/test_engine_precision.py tests/test_engine_runtime_pins4c.py tests/test_engine_schedule.py tests/test_engine_shard.py tests/test_engine_sinks_pins4.py tests/test_engine_task_pins4.py tests/test_engine_train_pins4c.py tests/test_engine_warnings.py tests/test_readme.py',
+    'hosttune/engine/export.py': 'tests/test_engine_export.py tests/test_engine_export_pins6b.py tests/test_engine_int8.py tests/test_engine_shard.py',
+    'hosttune/engine/images.py': 'tests/test_engine_images.py tests/test_engine_images_pins3.py',
+    'hosttune/engine/precision.py': 'tests/test_engine.py tests/test_engine_exact.py tests/test_engine_integration.py tests/test_engine_precision.py tests/test_engine_precision_pins4.py tests/test_engine_shapes.py',
+    'hosttune/engine/runtime.py': 'tests/test_engine_checkpoint_pins6.py tests/test_engine_evaluate.py tests/test_engine_exact.py tests/test_engine_export_pins6b.py tests/test_engine_fsdp_fp16.py tests/test_engine_loader_pins6.py tests/test_engine_oom_snapshot.py tests/test_engine_pins.py tests/test_engine_pins4b.py tests/test_engine_precision.py tests/test_engine_runtime_pins4c.py tests/test_engine_warnings.py',
+    'hosttune/engine/sinks.py': 'tests/test_engine_metric_sinks.py tests/test_engine_sinks_pins4.py',
+    'hosttune/execcache/store.py': 'tests/test_execcache_pins2.py tests/test_execcache_store_pins5.py',
+    'hosttune/launch/guardian.py': 'tests/test_guardian_pins5.py tests/test_launch_guardian.py',
+    'hosttune/launch/hook.py': 'tests/test_architecture.py tests/test_boundary.py tests/test_exec_rankhook.py tests/test_exec_rankhook_pins4b.py tests/test_hang_pins5.py tests/test_hook_pins5.py tests/test_launch_hang.py tests/test_launch_hang_pins4b.py tests/test_launch_job.py tests/test_launch_pins.py tests/test_launch_rank.py tests/test_rankhook_pins6b.py',
+    'hosttune/launch/launchers/accelerate.py': 'tests/test_launch_accelerate_pins4c.py tests/test_launch_accelerate_pins6.py',
+    'hosttune/launch/torchrun.py': 'tests/test_exec.py tests/test_exec_shim.py tests/test_launch_rank.py tests/test_launch_torchrun.py tests/test_launch_torchrun_pins6.py tests/test_launchers.py tests/test_shim.py tests/test_torchrun_pins5.py tests/test_torchrun_pins5b.py',
+    'hosttune/launch/verify.py': 'tests/test_exec.py tests/test_verify_hook.py tests/test_verify_pins5.py',
+    'hosttune/monitor/config.py': 'tests/test_monitor.py tests/test_monitor_config.py tests/test_monitor_config_pins4.py tests/test_monitor_daemon_pins5b.py tests/test_monitor_daemon_pins6.py tests/test_monitor_diskio.py tests/test_monitor_draw_pins4.py tests/test_monitor_events.py tests/test_monitor_fleet.py tests/test_monitor_jobrecords.py tests/test_monitor_jobs.py tests/test_monitor_podresources.py tests/test_monitor_report.py tests/test_monitor_report_pins4.py tests/test_monitor_summary_pins4.py tests/test_monitor_summary_pins5.py tests/test_monitor_textfile.py tests/test_monitor_tune.py tests/test_slurm_cgroup_jobs.py',
+    'hosttune/monitor/daemon.py': 'tests/test_monitor.py tests/test_monitor_daemon_pins5b.py tests/test_monitor_daemon_pins6.py tests/test_monitor_fleet.py tests/test_monitor_jobrecords.py tests/test_monitor_jobs.py tests/test_monitor_podresources.py tests/test_monitor_textfile.py tests/test_monitor_tune.py tests/test_slurm_cgroup_jobs.py',
+    'hosttune/monitor/diskio.py': 'tests/test_monitor_diskio.py tests/test_monitor_diskio_pins4.py',
+    'hosttune/monitor/draw.py': 'tests/test_monitor_draw_pins4.py tests/test_monitor_report.py',
+    'hosttune/monitor/events.py': 'tests/test_monitor.py tests/test_monitor_daemon_pins6.py tests/test_monitor_events.py',
+    'hosttune/monitor/jobs.py': 'tests/test_jobrecord_pins3.py tests/test_monitor_jobrecords.py tests/test_monitor_jobs.py tests/test_monitor_jobs_pins2.py tests/test_monitor_jobs_pins5.py tests/test_monitor_podresources.py tests/test_slurm_cgroup_jobs.py',
+    'hosttune/monitor/podresources.py': 'tests/test_monitor_podresources.py tests/test_monitor_podresources_pins4.py',
+    'hosttune/monitor/sample.py': 'tests/test_monitor.py tests/test_monitor_diskio.py tests/test_monitor_jobs.py tests/test_monitor_pins4b.py tests/test_monitor_sample_pins5.py tests/test_monitor_sample_pins6.py',
+    'hosttune/plan/env.py': 'tests/test_plan_env.py tests/test_plan_env_pins4.py tests/test_plan_env_pins5.py tests/test_plan_env_pins6.py',
+    'hosttune/plan/layout.py': 'tests/test_plan_layout.py tests/test_plan_layout_pins.py tests/test_plan_layout_pins4c.py tests/test_plan_layout_pins5.py tests/test_plan_layout_pins5b.py tests/test_plan_rank_pins6.py',
+    'hosttune/plan/network.py': 'tests/test_launch_mpirun.py tests/test_launch_mpirun_pins6.py tests/test_plan_network.py tests/test_plan_network_pins2.py tests/test_plan_network_pins6.py',
+    'hosttune/policy/onednn.py': 'tests/test_engine_precision_pins4.py tests/test_engine_shapes.py tests/test_onednn.py tests/test_onednn_pins3.py tests/test_policy_pins6.py',
+    'hosttune/profile/measured.py': 'tests/test_autotune.py tests/test_autotune_pins2.py tests/test_profile_measured.py tests/test_profile_measured_pins4.py',
+    'hosttune/tune/kinds.py': 'tests/test_tune_core_pins5.py tests/test_tune_core_pins6.py tests/test_tune_kinds.py',
+}
+
+
+_r7 = _by_rule(_R7_TESTS)
+
+
+# 1: hosttune/monitor/podresources.py:122 (assign)
+_r7('r7a-monitor-pods-asked-every-sample', 'hosttune/monitor/podresources.py',
+    '            self._asked = now\n            self._last = self._ask()',
+    '            self._last = self._ask()',
+    "the kubelet's PodResources API is asked at every sample instead of at most once per REFRESH_S")
+# 2: hosttune/plan/network.py:163 (if)
+_r7('r7b-network-rdzv-conf-replaced', 'hosttune/plan/network.py',
+    '    if endpoint.rdzv_conf:\n        return f"{WARNING}: {why}: add is_host=1 to your --rdzv-conf on this node, or no node hosts the store"\n',
+    '',
+    "a c10d job with its own --rdzv-conf (no is_host) is given PET_RDZV_CONF=is_host=1, which its --rdzv-conf overrides, and no warning to add is_host=1")
+# 3: hosttune/launch/launchers/accelerate.py:140 (assign)
+_r7('r7a-accelerate-config-use-cpu', 'hosttune/launch/launchers/accelerate.py',
+    '    cpu = "cpu" in flags\n',
+    '    cpu = "cpu" in flags or bool((cfg or {}).get("use_cpu"))\n',
+    "an accelerate config with use_cpu: true (multi-process mode) is planned as one rank per node, not its num_processes")
+# 4: hosttune/launch/torchrun.py:117 (if)
+_r7('r7b-torchrun-python-m-joined', 'hosttune/launch/torchrun.py',
+    '        if tok == "-m":\n            return (i + 2, argv[i + 1])',
+    '        if tok.startswith("-m"):\n            return (i + 2, argv[i + 1])',
+    "`python -mtorch.distributed.run ...` (module joined to -m) takes the next argument for the module: not seen as torchrun")
+# 5: hosttune/monitor/jobs.py:194 (assign)
+_r7('r7a-monitor-jobrecord-pid-start-swapped', 'hosttune/monitor/jobs.py',
+    'fmt.parse(fsio.read_fd_bounded(fd, fmt.LIMIT, path), pid, start)',
+    'fmt.parse(fsio.read_fd_bounded(fd, fmt.LIMIT, path), start, pid)',
+    "every job record is refused (its pid and start time compared crosswise): the monitor names no job from hosttune exec's records")
+# 6: hosttune/launch/verify.py:65 (if)
+_r7('r7b-verify-zombie-checked', 'hosttune/launch/verify.py',
+    '    if _exited(status):\n        return found\n    rc.checks += 1',
+    '    if not status:\n        return found\n    rc.checks += 1',
+    "--verify compares a rank that has exited but is not reaped yet (a zombie) with its plan: mismatches that are not there")
+# 7: hosttune/engine/precision.py:53 (if)
+_r7('r7a-engine-fp16-cpu-accepted', 'hosttune/engine/precision.py',
+    '    if amp == "fp16":\n        raise EngineError("amp=fp16 needs CUDA (GradScaler); on CPU use amp=bf16 or amp=off")\n',
+    '',
+    "amp=fp16 with device=auto on a host without CUDA trains in bf16 or fp32 without a word instead of being refused")
+# 9: hosttune/monitor/events.py:63 (if)
+_r7('r7b-monitor-alert-repeated', 'hosttune/monitor/events.py',
+    '        if new == old:\n            return\n        kind, subject = key',
+    '        if not new and not old:\n            return\n        kind, subject = key',
+    "an alert that stays at the same level (a GPU kept hot) is announced again as a new start event at every sample")
+# 11: hosttune/doctor/deep/runner.py:109 (assign)
+_r7('r7a-deep-progress-stdout', 'hosttune/doctor/deep/runner.py',
+    '        self.stream = stream or sys.stderr',
+    '        self.stream = stream or sys.stdout',
+    "doctor --deep's progress line goes to stdout (into the report) and is shown by stdout's terminal, not stderr's")
+# 12: hosttune/tune/kinds.py:169 (if)
+_r7('r7b-tune-shm-remount-always', 'hosttune/tune/kinds.py',
+    '            if old != expected:\n                txn.call(lambda: programs.remount_shm(expected),\n                         (lambda: programs.remount_shm(old)) if old else (lambda: None))',
+    '            txn.call(lambda: programs.remount_shm(expected),\n                     (lambda: programs.remount_shm(old)) if old else (lambda: None))',
+    "tune apply remounts /dev/shm even when it already has the profile's size")
+# 13: hosttune/engine/config.py:329 (raise)
+_r7('r7a-engine-json-too-deep-empty', 'hosttune/engine/config.py',
+    '        raise ConfigError(f"{p}: not valid JSON: {brief(str(exc) or type(exc).__name__, 120)[1:-1]}") from None',
+    '        return {}',
+    "a JSON config nested too deeply or with an over-long integer is read as empty (the defaults train) instead of refused")
+# 14: hosttune/engine/runtime.py:226 (call)
+_r7('r7b-engine-determinism-switches-dropped', 'hosttune/engine/runtime.py',
+    '        determinism_switches(cfg, deterministic, use_cuda)\n',
+    '',
+    "deterministic mode no longer turns on torch's deterministic algorithms (nor cudnn.benchmark off, nor TF32 on CUDA)")
+# 15: hosttune/engine/sinks.py:149 (if)
+_r7('r7a-engine-tensorboard-nan-val', 'hosttune/engine/sinks.py',
+    'if isinstance(value, (int, float)) and _scalar(value) and math.isfinite(value):',
+    'if isinstance(value, (int, float)) and _scalar(value):',
+    "a NaN or infinite val_loss is written to TensorBoard's val/loss instead of left out")
+# 16: hosttune/execcache/store.py:129 (call)
+_r7('r7b-execcache-root-runtime-dir', 'hosttune/execcache/store.py',
+    '            trust.private_dir(parent, create=True)\n',
+    '',
+    "as root, the exec cache records nothing until something else makes the runtime directory, and a runtime directory another user made is not refused")
+# 17: hosttune/policy/onednn.py:121 (assign)
+_r7('r7a-onednn-aten-cap-hidden', 'hosttune/policy/onednn.py',
+    '    hw = hardware_aten(flags)\n    wanted = env.get("ATEN_CPU_CAPABILITY", "")',
+    '    hw = aten_capability(flags, env)\n    wanted = env.get("ATEN_CPU_CAPABILITY", "")',
+    "an ATEN_CPU_CAPABILITY below (or above) the CPU's level is never reported as a cap (compared with itself)")
+# 18: hosttune/doctor/deep/session.py:148 (assign)
+_r7('r7b-deep-python-ignored', 'hosttune/doctor/deep/session.py',
+    '        python = self.python()\n        if not python:',
+    '        python = sys.executable\n        if not python:',
+    "doctor --deep runs the torch, GPU and all-reduce probes in hosttune's own interpreter, not the training one (--python, python3 on PATH)")
+# 19: hosttune/monitor/daemon.py:442 (call)
+_r7('r7a-monitor-textfile-tune-drift', 'hosttune/monitor/daemon.py',
+    'render_textfile(record, self.stats, self.gpus, self.tune_drift)',
+    'render_textfile(record, self.stats, self.gpus)',
+    "the textfile never carries the tune drift metrics, whatever the tune checks found")
+# 20: hosttune/autotune/runner.py:181 (assign)
+_r7('r7b-autotune-dry-plan-stderr', 'hosttune/autotune/runner.py',
+    '        data = json.loads(res.stdout.decode("utf-8", "replace"))',
+    '        data = json.loads(res.stderr.decode("utf-8", "replace"))',
+    "autotune's plan of the default profile reads exec --dry-run's stderr: 'printed no JSON' and autotune stops")
+# 22: hosttune/engine/config.py:147 (call)
+_r7('r7a-engine-val-samples-zero', 'hosttune/engine/config.py',
+    '        _check(self.train_samples >= self.num_classes and self.val_samples >= 1,',
+    '        _check(self.train_samples >= self.num_classes,',
+    "val_samples: 0 is accepted at config time (a validation set without a sample) instead of refused")
+# 23: hosttune/monitor/daemon.py:513 (assign)
+_r7('r7b-monitor-ready-counts-lost', 'hosttune/monitor/daemon.py',
+    '    n_gpu = len(mon.gpus) - len(mon.lost)',
+    '    n_gpu = len(mon.gpus)',
+    "the monitor's systemd status ('sampling N GPU(s)') counts GPUs lost at start")
+# 24: hosttune/monitor/config.py:156 (assign)
+_r7('r7a-monitor-config-reapply-ignored', 'hosttune/monitor/config.py',
+    '                raise ValueError(f"reapply: expected true or false, got {brief(value)}")\n            kw[key] = value\n',
+    '                raise ValueError(f"reapply: expected true or false, got {brief(value)}")\n',
+    "reapply: true in the monitor's config file is ignored (drift is never re-applied)")
+# 25: hosttune/detect/hostio.py:333 (assign)
+_r7('r7b-hostio-child-env-unfiltered', 'hosttune/detect/hostio.py',
+    '        clean, dropped = child_env(os.environ if env is None else env)',
+    '        clean, dropped = trust.interpreter_env(os.environ if env is None else env)',
+    "as root, the programs the detector runs get the caller's untrusted PATH entries and LD_LIBRARY_PATH/PYTHONPATH naming others' paths")
+# 26: hosttune/monitor/draw.py:198 (call)
+_r7('r7a-monitor-svg-time-labels-top', 'hosttune/monitor/draw.py',
+    'y="{y0 + self.panel_h + 16}" text-anchor="middle">{label}</text>',
+    'y="{y0 + 16}" text-anchor="middle">{label}</text>',
+    "monitor report --svg draws the time axis labels at the top of each panel, over the plot, instead of below it")
+# 27: hosttune/launch/torchrun.py:288 (if)
+_r7('r7b-torchrun-no-python-typo', 'hosttune/launch/torchrun.py',
+    '    if t.mode == "no_python":\n        return [t.script, *t.script_args]',
+    '    if t.mode == "no-python":\n        return [t.script, *t.script_args]',
+    "torchrun --no-python's rank command is planned as `python -u PROGRAM ...` instead of the program itself")
+# 28: hosttune/engine/images.py:118 (assign)
+_r7('r7a-engine-images-val-is-train', 'hosttune/engine/images.py',
+    '        listing = scan_folder(self.root, split)',
+    '        listing = scan_folder(self.root, "train")',
+    "an image folder's val split holds the training images: validation measures the training set")
+# 29: hosttune/doctor/deep/findings.py:447 (if)
+_r7('r7b-deep-toolkit-podman-skipped', 'hosttune/doctor/deep/findings.py',
+    '    if not engines:\n        return Finding(status="skip", actual="no docker or podman on this host"',
+    '    if not tk.docker:\n        return Finding(status="skip", actual="no docker or podman on this host"',
+    "on a podman-only GPU host the container toolkit check is skipped as 'no docker or podman'")
+# 30: hosttune/launch/guardian.py:246 (if)
+_r7('r7a-guardian-job-line-ignored', 'hosttune/launch/guardian.py',
+    '                elif word == "job" and arg.isdigit():',
+    '                elif word == "jobs" and arg.isdigit():',
+    "the guardian never takes the job's pid from the launcher: a job left behind by a killed launcher before the guardian's next look at the tree is not stopped")
+# 31: hosttune/monitor/daemon.py:215 (if)
+_r7('r7b-monitor-reapply-dir-flipped', 'hosttune/monitor/daemon.py',
+    '        if self.cfg.reapply:\n            where = os.path.dirname(self.reapply_path)',
+    '        if not self.cfg.reapply:\n            where = os.path.dirname(self.reapply_path)',
+    "with reapply: true an unwritable runtime dir is not refused at start; without it the monitor makes the runtime dir and refuses to start when it cannot")
+# 32: hosttune/plan/env.py:146 (return)
+_r7('r7a-plan-alloc-conf-yours-overridden', 'hosttune/plan/env.py',
+    '        return env, reasons\n    env = {n: value for n in [*names, *[n for n in yours if n not in names]]}',
+    '    env = {n: value for n in [*names, *[n for n in yours if n not in names]]}',
+    "a caller's own PYTORCH_CUDA_ALLOC_CONF (without --override) gets the profile's value set beside it under the name torch reads, which silently wins")
+# 33: hosttune/profile/measured.py:154 (assign)
+_r7('r7b-measured-provenance-from-top', 'hosttune/profile/measured.py',
+    '    prov, reasons = dict(base.provenance), dict(base.reasons)',
+    '    prov, reasons = dict(top.provenance), dict(base.reasons)',
+    "with a measured overlay applied, the settings it does not change lose where they came from (profile show/explain)")
+# 34: hosttune/tune/kinds.py:201 (assign)
+_r7('r7a-tune-persistenced-before', 'hosttune/tune/kinds.py',
+    '        before = st.actual or ""\n        state["before"].setdefault(t.id, {"nvidia-persistenced": before})',
+    '        before = st.expected or ""\n        state["before"].setdefault(t.id, {"nvidia-persistenced": before})',
+    "tune apply saves 'enabled, active' as nvidia-persistenced's state before: revert (and a failed apply's undo) leaves it enabled")
+# 36: hosttune/engine/export.py:50 (assign)
+_r7('r7b-engine-onnx-limit-kib', 'hosttune/engine/export.py',
+    'ONNX_SINGLE_FILE_LIMIT = 1536 << 20',
+    'ONNX_SINGLE_FILE_LIMIT = 1536 << 10',
+    "a model over 1.5 MiB of weights (not 1.5 GiB) gets no ONNX export, only the note that it is too large")
+# 38: hosttune/detect/hostio.py:349 (assign)
+_r7('r7a-hostio-run-error-raw', 'hosttune/detect/hostio.py',
+    '            self.last_error = f"cannot run {argv[0]}: {_why(exc)}"',
+    '            self.last_error = f"cannot run {argv[0]}: {exc}"',
+    "a program the detector cannot start is noted with Python's '[Errno 13] Permission denied: PATH' instead of 'permission denied'")
+# 39: hosttune/detect/cgroup.py:166 (assign)
+_r7('r7b-detect-cgroup-v1-memory-mount', 'hosttune/detect/cgroup.py',
+    '    mm = _v1_mount(mounts, "memory")',
+    '    mm = _v1_mount(mounts, "cpu")',
+    "on cgroup v1 the memory limit is looked for in the cpu hierarchy: a container's memory limit is unknown")
+# 40: hosttune/monitor/diskio.py:52 (if)
+_r7('r7a-monitor-diskstats-14-columns', 'hosttune/monitor/diskio.py',
+    '        if len(parts) < 14:\n            continue',
+    '        if len(parts) <= 14:\n            continue',
+    "on kernels before 4.18 (14 columns in /proc/diskstats) the monitor reads no disk")
+# 42: hosttune/plan/env.py:255 (assign)
+_r7('r7b-plan-preload-override-ignored', 'hosttune/plan/env.py',
+    '    env, reasons = _preload_env(facts, profile, environ, override)',
+    '    env, reasons = _preload_env(facts, profile, environ, False)',
+    "--override does not override the caller's allocator settings (their own malloc in LD_PRELOAD, their allocator conf)")
+# 44: hosttune/monitor/daemon.py:240 (call)
+_r7('r7a-monitor-publish-warnings-dropped', 'hosttune/monitor/daemon.py',
+    '        for warning in warnings:\n            self.say.problem("warning", warning)\n        return store',
+    '        return store',
+    "as root, what publishing the textfile had to set aside (a directory at the link's name) is never said")
+# 45: hosttune/launch/hook.py:488 (if)
+_r7('r7b-hook-spawn-child-arms', 'hosttune/launch/hook.py',
+    '    if not d or not os.path.isabs(d) or is_spawn_child(argv):\n        return None\n    import faulthandler',
+    '    if not d or not os.path.isabs(d):\n        return None\n    import faulthandler',
+    "a rank's multiprocessing (spawn) workers arm the hang watch too: each writes a stacks file under the rank's name")
+# 46: hosttune/monitor/sample.py:172 (assign)
+_r7('r7a-monitor-cpu-sensor-key', 'hosttune/monitor/sample.py',
+    '        n = seen.get(chip, 0)',
+    '        n = seen.get(chip, 1)',
+    "the first CPU temperature chip is named coretemp.1/... (k10temp.1/...) instead of coretemp/...: the readings' names change")
+# 47: hosttune/capture.py:167 (if)
+_r7('r7b-capture-dotdot-skipped', 'hosttune/capture.py',
+    '            if part in ("", "."):\n                continue',
+    '            if part in ("", ".", ".."):\n                continue',
+    "capture follows a relative link that climbs (../../devices/... in /sys) to the wrong place: its target is not captured")
+# 48: hosttune/commands/facts.py:18 (return)
+_r7('r7a-facts-empty-cpulist-blank', 'hosttune/commands/facts.py',
+    '    return format_cpulist(cpus) or "-"',
+    '    return format_cpulist(cpus)',
+    "hosttune facts shows an empty CPU list as a blank cell instead of '-'")
+# 49: hosttune/commands/env.py:124 (call)
+_r7('r7b-env-echo-strips', 'hosttune/commands/env.py',
+    '    _write("\\n".join(lines))',
+    '    click.echo("\\n".join(lines))',
+    "hosttune env's exports are printed through click.echo: piped, escape sequences in a value are stripped (other bytes than the plan's)")
+# 50: hosttune/plan/layout.py:171 (assign)
+_r7('r7a-plan-threads-shared-cores', 'hosttune/plan/layout.py',
+    '        want = [1 if s.shared else max(1, len(s.cores)) for s in slots]',
+    '        want = [max(1, len(s.cores)) for s in slots]',
+    "ranks that share their cores (more ranks than cores) each get as many threads as the shared cores: oversubscribed")
+# 51: hosttune/monitor/daemon.py:361 (call)
+_r7('r7b-monitor-xid-error-unthrottled', 'hosttune/monitor/daemon.py',
+    '                self.say.problem("error", f"XID events: {exc}", key="xid")',
+    '                self.say.problem("error", f"XID events: {exc}")',
+    "a broken XID event set prints its error at every sample instead of once per ERROR_PERIOD_S with a count")
