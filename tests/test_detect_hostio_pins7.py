@@ -1,0 +1,25 @@
+"""Pins for hosttune.detect.hostio (issue 21, practice round HDOC): each test fails with one planted change."""
+
+from pathlib import Path
+
+from hosttune.detect.hostio import HostIO
+
+MISSING = "hosttune-pins7-no-such-program"
+ENV = {"PATH": "/usr/bin:/bin"}  # nothing a root run would drop (and note)
+
+
+def test_run_of_a_missing_program_names_it(tmp_path: Path) -> None:
+    io = HostIO(Path("/"))
+    assert io.run([MISSING, "--version", "extra"], env=ENV) is None
+    assert io.last_error == f"cannot run {MISSING}: not found"
+    assert io.missing == [f"{MISSING}: cannot run {MISSING}: not found"]
+    # note=False: the reason is kept, nothing more is noted; a second failure with note adds no duplicate line
+    assert io.run([MISSING], env=ENV, note=False) is None and io.last_error == f"cannot run {MISSING}: not found"
+    assert io.run([MISSING, "x"], env=ENV) is None
+    assert io.missing == [f"{MISSING}: cannot run {MISSING}: not found"]
+
+
+def test_run_with_a_foreign_root_starts_nothing(tmp_path: Path) -> None:
+    io = HostIO(tmp_path)
+    assert io.run(["true"]) is None
+    assert io.last_error == "no subprocess with a foreign root" and io.missing == []
