@@ -31,3 +31,26 @@ def test_a_gpu_lost_at_start_stays_in_the_sample_as_lost(fake_nvml: Any, tmp_pat
     assert out.getvalue() == ("hosttune monitor: critical: GPU 1 is lost (NVML: GPU is lost); no longer sampled: "
                               "check dmesg for Xid 79\n")
     assert err.getvalue() == ""
+
+
+def test_a_new_monitor_reads_the_kernel_log_at_dev_kmsg_and_requests_reapply_in_its_runtime_dir(
+        tmp_path: Path) -> None:
+    cfg = MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir="")
+    mon = daemon.Monitor(cfg, io.StringIO(), io.StringIO(), environ={})
+    assert (mon.kmsg_path, mon.root, mon.reapply_path) == ("/dev/kmsg", Path("/"),
+                                                           "/run/hosttune-monitor/tune-reapply")
+    assert (mon.nvml_status, mon.gpus, mon.lost, mon.nv, mon.xid_nvml, mon.xid_kmsg, mon.xid_source, mon.driver) == (
+        "ok", [], set(), None, None, None, {}, {})
+    mon = daemon.Monitor(cfg, io.StringIO(), io.StringIO(), environ={"RUNTIME_DIRECTORY": "/run/x"})
+    assert mon.reapply_path == "/run/x/tune-reapply"
+
+
+def test_once_says_its_events_on_stderr_and_leaves_stdout_to_the_json(fake_nvml: Any, tmp_path: Path) -> None:
+    fake_nvml({"driver": "550.54.15", "cuda_driver": 12040, "devices": [a100(0, "1B", lost=True)]})
+    out, err = io.StringIO(), io.StringIO()
+    rec = daemon.once(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), out, err)
+    assert out.getvalue() == ""
+    assert err.getvalue() == ("hosttune monitor: critical: GPU 0 is lost (NVML: GPU is lost); no longer sampled: "
+                              "check dmesg for Xid 79\n")
+    assert rec["gpus"] == [{"index": 0, "uuid": None, "lost": True}]
+    assert [e["kind"] for e in rec["events"]] == ["gpu_lost"]
