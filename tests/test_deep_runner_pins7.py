@@ -170,3 +170,15 @@ def test_tick_runs_before_the_first_start_line(tmp_path: Path) -> None:
     assert stream.out[0].startswith("\r\033[Kdoctor --deep: quiet: starting (")
     assert stream.out[-2:] == ["\r\033[K", "<flush>"]
     assert res.returncode == 0 and not res.timed_out and res.events == ()
+
+
+def test_start_errors_name_the_program(tmp_path: Path) -> None:
+    gone = str(tmp_path / "no-such-dir" / "probe")
+    res = run_job("torch", [gone, "-I"], env=dict(os.environ), timeout=600.0)
+    assert res == runner.JobResult(name="torch", start_error=f"cannot run {gone}: not an executable file")
+    assert res.failure() == f"cannot run {gone}: not an executable file"
+    text = tmp_path / "text"
+    text.write_text("not a program\n")
+    text.chmod(0o755)
+    res = run_job("gpu", [str(text)], env=dict(os.environ), timeout=600.0)
+    assert res == runner.JobResult(name="gpu", start_error=f"cannot run {text}: Exec format error")
