@@ -1,0 +1,51 @@
+"""Pins for hosttune/nvml.py (issue 21, practice round HTOP), through the NVML fake (tests/fakes/pynvml.py)."""
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+
+from hosttune import nvml
+
+
+def _system(n: nvml.Nvml) -> Tuple[Optional[str], Optional[str], int, List[str]]:
+    return n.driver_version(), n.cuda_driver_version(), n.count(), n.unsupported(-1)
+
+
+@pytest.mark.parametrize("scenario,want", [
+    ({"driver": "550.54.15", "cuda_driver": 12040, "devices": []}, ("550.54.15", "12.4", 0, [])),
+    ({"driver": "470.256.02", "cuda_driver": 11040, "devices": []}, ("470.256.02", "11.4", 0, [])),
+    ({"driver": "575.51.03", "cuda_driver": 12090, "devices": []}, ("575.51.03", "12.9", 0, [])),
+    # a driver whose NVML does not answer the CUDA version (NOT_SUPPORTED): None, remembered, never asked again
+    ({"driver": "535.1", "devices": []}, ("535.1", None, 0, ["cuda"])),
+    ({"devices": []}, (None, None, 0, ["cuda", "driver"])),
+])
+def test_system_queries(fake_nvml: Any, scenario: Dict[str, Any], want: Tuple[Any, ...]) -> None:
+    import pynvml
+
+    fake_nvml(scenario)
+    with nvml.Nvml() as n:
+        assert _system(n) == want
+        assert _system(n) == want
+    calls = pynvml.fake_calls()
+    assert calls["nvmlSystemGetCudaDriverVersion"] == (1 if want[1] is None else 2)
+
+
+def test_a_library_that_fails_to_load_is_library_not_found(fake_nvml: Any) -> None:
+    """nvmlInit raising OSError (a broken libnvidia-ml.so: ctypes' own error, which the fake's scenarios cannot
+    express): a module that is the fake but for its nvmlInit."""
+    import types
+
+    import pynvml
+
+    fake_nvml({"driver": "550.54.15", "devices": []})
+    broken = types.ModuleType("pynvml")
+    broken.__dict__.update(vars(pynvml))
+
+    def nvmlInit() -> None:  # noqa: N802 - NVML's name
+        raise OSError("libnvidia-ml.so.1: invalid ELF header")
+
+    broken.nvmlInit = nvmlInit  # type: ignore[attr-defined]
+    with pytest.raises(nvml.NvmlUnavailable) as info:
+        nvml.Nvml(broken)
+    assert (info.value.status, str(info.value)) == (
+        "library_not_found", "nvmlInit: libnvidia-ml.so.1: invalid ELF header")
