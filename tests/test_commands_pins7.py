@@ -1,6 +1,7 @@
 """Pins for hosttune/commands/*.py (issue 21, practice round HTOP): whole outputs of command helpers."""
 
 import dataclasses
+import os
 import time
 from pathlib import Path
 from typing import Any, List
@@ -101,3 +102,30 @@ def test_npd_line_is_cut_to_node_problem_detectors_80_characters(tmp_path: Path)
     assert len(line) == 80
     ok = run_cli(["doctor", "--npd", "--root", root, "--only", "cpu"])
     assert (ok.returncode, ok.stdout) == (0, "hosttune: ok: 2 pass, 2 warn, 0 skip\n")
+
+
+def test_train_rank_loads_the_hosttune_package_it_belongs_to_in_an_interpreter_without_hosttune() -> None:
+    """The rank script runs in the user's training interpreter, which may not have hosttune: _load_hosttune()
+    registers the package beside the script, so the imports after it resolve there (here: `python -I -S`, where
+    no hosttune is on sys.path at all)."""
+    import subprocess
+    import sys
+
+    from hosttune.commands import train_rank
+
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(train_rank.__file__)))
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('rank_script', {train_rank.__file__!r})\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "assert 'hosttune' not in sys.modules\n"
+        "m._load_hosttune()\n"
+        "import hosttune.cpulist\n"
+        "print(sys.modules['hosttune'].__file__); print(hosttune.cpulist.__file__)\n"
+        "print(hosttune.cpulist.parse_cpulist('0-2,5'))\n"
+    )
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=600,
+                          cwd="/")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [os.path.join(pkg, "__init__.py"), os.path.join(pkg, "cpulist.py"),
+                                        "[0, 1, 2, 5]"]
