@@ -1,0 +1,61 @@
+"""Pins (issue 21, session 9 practice rounds) on hosttune/engine/train.py: a metrics line's loss and grad norm (each
+in its own field, averaged over the accumulated micro-batches), the progress line's step count, and the profiler's
+warm-up (WAIT,WARMUP,ACTIVE in that order: a warm-up of 0 makes torch warn). Small models on CPU, fit() in this
+process, no loader workers, amp off (the loss is exact whatever the CPU)."""
+
+import json
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Dict, List
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch import nn  # noqa: E402
+
+from hosttune.engine.api import fit  # noqa: E402
+from hosttune.engine.config import Config  # noqa: E402
+from hosttune.engine.train import profiler_step, start_profiler  # noqa: E402
+
+
+def _rows(run_dir: Path) -> List[Dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_loss_and_grad_norm_are_each_in_their_field_and_progress_counts_steps(tmp_path: Path, capsys) -> None:
+    # out = 1.25 * 1 + 0.5 for every sample: the loss (out.mean()) is 1.75 at every micro-batch; its gradient is 1
+    # for the weight and for the bias whatever the accumulation (each micro-batch adds 1/grad_accum): norm sqrt(2).
+    # lr 1e-9: the parameters move by less than the 5 decimals a metrics line keeps.
+    model = nn.Linear(1, 1)
+    with torch.no_grad():
+        model.weight.fill_(1.25)
+        model.bias.fill_(0.5)
+    data = torch.utils.data.TensorDataset(torch.ones(32, 1), torch.zeros(32))
+    summary = fit(model, data, lambda out, y: out.mean(), steps=4, grad_accum=2, micro_batch_size=4, lr=1e-9,
+                  min_lr=0.0, warmup_steps=0, weight_decay=0.0, amp="off", log_interval=2, device="cpu",
+                  num_workers=0, run_dir=str(tmp_path / "run"))
+    assert summary["final_train_loss"] == 1.75 and summary["step"] == 4
+    logs = [r for r in _rows(tmp_path / "run") if "loss" in r]
+    assert [(r["step"], r["epoch"], r["loss"], r["grad_norm"]) for r in logs] == [(2, 0, 1.75, 1.41421),
+                                                                                  (4, 0, 1.75, 1.41421)]
+    assert "checkpoint_s" not in logs[0] and "compile_s" not in logs[0]
+    err = capsys.readouterr().err.splitlines()
+    progress = [line for line in err if line.startswith("hosttune.engine: step ")]
+    assert progress == ["hosttune.engine: step 2/4 loss 1.7500", "hosttune.engine: step 4/4 loss 1.7500"]
+
+
+@pytest.mark.parametrize("schedule", ["0,2,1", "1,1,1", "2,3,2"])
+def test_a_schedule_with_a_warmup_starts_the_profiler_without_a_warning(tmp_path: Path, schedule: str) -> None:
+    cfg = Config(profile_steps=schedule, steps=sum(int(x) for x in schedule.split(",")))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        prof, end = start_profiler(cfg, SimpleNamespace(run_dir=tmp_path, rank=3, cuda=False), 0)
+        assert end == cfg.steps
+        step = 0
+        while prof is not None:
+            step += 1
+            prof = profiler_step(prof, end, step)
+    assert [str(w.message) for w in seen] == []
+    assert step == cfg.steps and (tmp_path / "trace-rank3.json").is_file()
