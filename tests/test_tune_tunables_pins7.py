@@ -57,7 +57,15 @@ def _bare(root: Path) -> None:
     pass
 
 
-TREES: Dict[str, Callable[[Path], None]] = {"rich": _rich, "old": _old, "bare": _bare}
+def _vga(root: Path) -> None:
+    """An NVIDIA GPU of PCI class VGA (0x0300: a workstation card driving a display), beside an NVIDIA non-GPU."""
+    _w(root, "sys/bus/pci/devices/0000:01:00.0/vendor", "0x10de\n")
+    _w(root, "sys/bus/pci/devices/0000:01:00.0/class", "0x030000\n")
+    _w(root, "sys/bus/pci/devices/0000:01:00.1/vendor", "0x10de\n")
+    _w(root, "sys/bus/pci/devices/0000:01:00.1/class", "0x068000\n")
+
+
+TREES: Dict[str, Callable[[Path], None]] = {"rich": _rich, "old": _old, "bare": _bare, "vga": _vga}
 TUNES: Dict[str, Tune] = {"default": Tune(),
                           "site": Tune(governor="powersave", epp="power", persistence=False, thp="never")}
 
@@ -172,6 +180,20 @@ EXPECTED: Dict[Any, str] = {
         'memlock: None (no RDMA devices: only RDMA pins memory) -> -\n'
         'shm: size=50% (DataLoader workers hand every batch over in /dev/shm) -> -\n'
         'persistence: None (tune.persistence is off in the profile) -> -\n'
+    ),
+    ('vga', 'default'): (
+        'thp: madvise (`always` makes khugepaged compact in the background and faults stall on direct '
+        'compaction; madvise keeps huge pages for code that asks) -> -\n'
+        'thp_defrag: madvise (direct compaction only for regions that ask for huge pages) -> -\n'
+        'numa_balancing: None (1 NUMA node: nothing to balance) -> -\n'
+        'swappiness: 10 (the default 60 swaps out page cache and pinned buffers; the next step stalls) -> '
+        '-\n'
+        'governor: None (no cpufreq driver (typical of VMs: the hypervisor controls CPU frequency)) -> -\n'
+        'epp: None (the cpufreq driver has no energy_performance_preference) -> -\n'
+        'nofile: 65536 (DataLoader workers and NCCL open many files and sockets; 1024 runs out) -> -\n'
+        'memlock: None (no RDMA devices: only RDMA pins memory) -> -\n'
+        'shm: size=50% (DataLoader workers hand every batch over in /dev/shm) -> -\n'
+        'persistence: None (--root: enabling a service needs systemctl on the host itself) -> -\n'
     ),
 }
 
