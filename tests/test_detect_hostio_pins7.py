@@ -23,3 +23,11 @@ def test_run_with_a_foreign_root_starts_nothing(tmp_path: Path) -> None:
     io = HostIO(tmp_path)
     assert io.run(["true"]) is None
     assert io.last_error == "no subprocess with a foreign root" and io.missing == []
+
+
+def test_a_missing_program_by_path_is_noted_under_its_base_name(tmp_path: Path) -> None:
+    io = HostIO(Path("/"))
+    gone = str(tmp_path / "bin" / "scontrol")
+    assert io.run([gone, "-o"], env=ENV) is None
+    assert io.last_error == f"cannot run {gone}: not found"
+    assert io.missing == [f"scontrol: cannot run {gone}: not found"]
