@@ -1,5 +1,6 @@
 """Pins (issue 21, session 9 practice rounds) on hosttune/engine/export.py: a preset that cannot be built is an
-ExportError (the CLI's one-line error, exit 2), not the engine's own error. In-process."""
+ExportError (the CLI's one-line error, exit 2), not the engine's own error; the ONNX check compares every batch.
+In-process."""
 
 from pathlib import Path
 
@@ -23,3 +24,26 @@ def test_the_cli_says_a_missing_run_directory_in_one_line(tmp_path: Path, capsys
     assert capsys.readouterr().err == f"hosttune.engine: error: {tmp_path / 'nope'}: no such run directory\n"
     assert not (tmp_path / "out").exists()
 
+
+def _linear(weight: float, bias: float) -> "torch.nn.Module":
+    m = torch.nn.Linear(2, 1)
+    with torch.no_grad():
+        m.weight.fill_(weight)
+        m.bias.fill_(bias)
+    return m.eval()
+
+
+def test_the_onnx_check_compares_every_batch() -> None:
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from hosttune.engine.export import Check, check_onnx, dynamic_shapes, onnx_bytes
+
+    exported = _linear(1.0, 0.5)
+    example = torch.zeros(3, 2)
+    data = onnx_bytes(exported, example, dynamic_shapes(exported, example))
+    assert data is not None
+    # the same bias, another weight: the first batch (zeros) agrees, the second (ones) is 2 x 0.25 off
+    batches = [(torch.zeros(3, 2), None), (torch.ones(4, 2), None)]
+    assert check_onnx(data, "out/model.onnx", _linear(1.25, 0.5), batches, 0.1) == Check(
+        "onnx", "out/model.onnx", 7, 0.5, 0.1)
+    assert check_onnx(data, "out/model.onnx", exported, batches, 0.1) == Check("onnx", "out/model.onnx", 7, 0.0, 0.1)
