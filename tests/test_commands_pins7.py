@@ -4,13 +4,15 @@ import dataclasses
 import os
 import time
 from pathlib import Path
-from typing import Any, List
+from typing import Any, Dict, List
 
+import pytest
 from _doctorhelp import synthetic_root
 from conftest import run_cli
 
 from hosttune import profile
 from hosttune.commands import profile as profile_cmd
+from hosttune.errors import UserError
 from hosttune.facts import Cpu, Facts
 from hosttune.profile import measured
 
@@ -129,3 +131,87 @@ def test_train_rank_loads_the_hosttune_package_it_belongs_to_in_an_interpreter_w
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines() == [os.path.join(pkg, "__init__.py"), os.path.join(pkg, "cpulist.py"),
                                         "[0, 1, 2, 5]"]
+
+
+@pytest.mark.parametrize("args,params", [
+    (["--profile=throughput", "--hang-timeout", "5m", "--dry-run", "python3", "-u", "x.py", "--profile=y"],
+     {"profile_name": "throughput", "hang_timeout": "5m", "dry_run": True,
+      "command": ("python3", "-u", "x.py", "--profile=y")}),
+    (["--root=/cap", "--hang-timeout=off", "--", "--weird-program", "-x"],
+     {"root": "/cap", "hang_timeout": "off", "command": ("--weird-program", "-x")}),
+    (["--profile", "--dry-run", "torchrun", "t.py"], {"profile_name": "--dry-run", "command": ("torchrun", "t.py")}),
+])
+def test_exec_options_in_both_forms_and_the_command_untouched(args: List[str], params: Dict[str, Any]) -> None:
+    from hosttune.commands.exec import cmd
+
+    defaults = {"profile_name": None, "dry_run": False, "as_json": False, "root": None, "no_bind": False,
+                "verify": False, "override": False, "no_measured": False, "hang_timeout": None}
+    ctx = cmd.make_context("exec", list(args))
+    assert ctx.params == {**defaults, **params}
+
+
+@pytest.mark.parametrize("args,name", [
+    (["--bogus", "python3"], "--bogus"),
+    (["-x=1", "python3"], "-x"),
+    (["--profile=x", "--nope=3", "python3"], "--nope"),
+])
+def test_exec_refuses_an_unknown_option_before_the_command(args: List[str], name: str) -> None:
+    from hosttune.commands.exec import cmd
+
+    with pytest.raises(UserError) as info:
+        cmd.make_context("exec", list(args))
+    assert str(info.value) == (f"exec: no such option: {name} (put COMMAND after --: hosttune exec [OPTIONS] -- "
+                               "COMMAND...)")
+
+
+@pytest.mark.integration
+def test_exec_says_every_kept_variable_once_before_the_job_runs(tmp_path: Path) -> None:
+    """`hosttune exec -- COMMAND`: each variable the caller set and the plan would set is kept and said, one line
+    each on stderr, before COMMAND (here: it writes a marker file) runs."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    marker = tmp_path / "ran"
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-m", "hosttune", "exec", "--", "/bin/sh", "-c", f"echo ok > {marker}"],
+                          env=env, cwd=repo, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert marker.read_text() == "ok\n"
+    lines = done.stderr.splitlines()
+    assert [line.split(" (profile: ")[0] for line in lines] == [
+        "hosttune: MKL_NUM_THREADS=1 kept: set by you", "hosttune: OMP_NUM_THREADS=1 kept: set by you"]
+    assert all(line.endswith("; --override to use the profile)") for line in lines)
+
+
+@pytest.mark.parametrize("args,error", [
+    (["--trial", "0", "--", "python3", "t.py"], "--trial: seconds must be more than 0"),
+    (["--trial", "-1", "--", "python3", "t.py"], "--trial: seconds must be more than 0"),
+    (["--trial", "nan", "--", "python3", "t.py"], "--trial: seconds must be more than 0"),
+    (["--min-gain", "10", "--", "python3", "t.py"], "--min-gain: a fraction from 0 to 10 (0.01 = 1%)"),
+    (["--min-gain", "-0.5", "--", "python3", "t.py"], "--min-gain: a fraction from 0 to 10 (0.01 = 1%)"),
+    (["--"], "autotune: no COMMAND given (hosttune autotune [OPTIONS] -- COMMAND [ARGS...])"),
+    (["--candidates", ",", "--", "python3", "t.py"], "--candidates: give at least one name"),
+])
+def test_autotune_refuses_bad_input_in_one_line_exit_2(args: List[str], error: str) -> None:
+    done = run_cli(["autotune", "--metric", "x ([0-9]+)", *args])
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"hosttune: error: {error}\n")
+
+
+def test_profile_show_lists_the_settings_in_the_tables_order_and_env_in_the_files(tmp_path: Path) -> None:
+    p = tmp_path / "mine.yaml"
+    p.write_text("summary: my test\nthreads: 3\nenv:\n  ZED: 'z'\n  ALPHA: a\n")
+    done = run_cli(["profile", "show", str(p)])
+    assert (done.returncode, done.stderr) == (0, "")
+    head, _, table = done.stdout.partition("\n\n")
+    assert head.splitlines() == ["profile  mine", "summary  my test", f"source   {p}"]
+    rows = [line.split() for line in table.splitlines()]
+    assert [r[0] for r in rows] == [
+        "allocator", "allocator_path", "malloc_conf", "threads", "binding", "memory_policy", "cuda_alloc_conf",
+        "deterministic", "debug", "hang_timeout", "device", "openmp", "dataloader.num_workers",
+        "dataloader.pin_memory", "dataloader.prefetch_factor", "dataloader.persistent_workers", "tune.thp",
+        "tune.thp_defrag", "tune.numa_balancing", "tune.swappiness", "tune.governor", "tune.epp", "tune.nofile",
+        "tune.memlock", "tune.shm_size", "tune.persistence", "env.ZED", "env.ALPHA"]
+    by = {r[0]: r[1:] for r in rows}
+    assert by["threads"] == ["3", f"{p}:2"] and by["env.ZED"] == ["'z'", f"{p}:4"]
+    assert by["allocator_path"] == ["-", "default"] and by["deterministic"] == ["false", "default"]

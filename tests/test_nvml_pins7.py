@@ -49,3 +49,23 @@ def test_a_library_that_fails_to_load_is_library_not_found(fake_nvml: Any) -> No
         nvml.Nvml(broken)
     assert (info.value.status, str(info.value)) == (
         "library_not_found", "nvmlInit: libnvidia-ml.so.1: invalid ELF header")
+
+
+def test_an_older_nvidia_ml_py_that_answers_bytes_gives_text(fake_nvml: Any) -> None:
+    """Older nvidia-ml-py releases returned C strings as bytes (no convertStrBytes): the fake's answers as bytes."""
+    import types
+
+    import pynvml
+
+    fake_nvml({"driver": "470.57.02", "cuda_driver": 11040, "devices": [
+        {"name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-8a3c0d4e-0000-0000-0000-000000000001",
+         "pci_bus_id": "00000000:3B:00.0", "memory_total_mb": 81920}]})
+    old = types.ModuleType("pynvml")
+    old.__dict__.update(vars(pynvml))
+    for fn in ("nvmlSystemGetDriverVersion", "nvmlDeviceGetName", "nvmlDeviceGetUUID"):
+        new = getattr(pynvml, fn)
+        setattr(old, fn, lambda *a, _f=new: _f(*a).encode())
+    with nvml.Nvml(old) as n:
+        assert n.driver_version() == "470.57.02"
+        s = n.static(0)
+        assert (s["name"], s["uuid"]) == ("NVIDIA A100-SXM4-80GB", "GPU-8a3c0d4e-0000-0000-0000-000000000001")

@@ -34,3 +34,16 @@ def test_a_file_that_appears_after_the_check_is_not_clobbered_and_the_refusal_na
     assert sorted(p.name for p in path.parent.iterdir()) == ["profile.yaml"]  # no temporary file left behind
     assert generate.write(prof, path, force=True) == path
     assert path.read_text() == generate.to_yaml(prof)
+
+
+def test_write_takes_a_path_as_text_and_returns_it_as_a_path(tmp_path: Path) -> None:
+    prof = generate.generate(Facts())
+    target = tmp_path / "new" / "p.yaml"
+    assert generate.write(prof, str(target), force=False) == target  # type: ignore[arg-type]
+    assert target.read_text() == generate.to_yaml(prof)
+    with pytest.raises(UserError) as info:
+        generate.write(prof, str(target), force=False)  # type: ignore[arg-type]
+    assert str(info.value) == f"{target} exists; use --force to replace it"
+    with pytest.raises(UserError) as info:
+        generate.write(prof, str(tmp_path), force=True)  # type: ignore[arg-type]
+    assert str(info.value) == f"{tmp_path} is a directory"

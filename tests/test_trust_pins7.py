@@ -43,3 +43,19 @@ def test_roots_link_in_a_safe_directory_passes_wherever_it_points(tmp_path: Path
     link = safe / "libx.so"
     link.symlink_to(real)
     assert trust.check_links(str(link), "preload library", frozenset({0})) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
+def test_the_owner_rule_is_the_owners_given_not_root_alone(tmp_path: Path) -> None:
+    safe, _ = _dirs(tmp_path)
+    mine = safe / "mine.yaml"
+    mine.write_text("x: 1\n")
+    theirs = safe / "theirs.yaml"
+    theirs.write_text("x: 1\n")
+    os.chown(theirs, 4242, 4242)
+    both = frozenset({0, 4242})
+    assert trust.problem(theirs, owners=both) == (str(theirs), None)
+    assert trust.problem(mine, owners=both) == (str(mine), None)
+    assert trust.problem(mine, owners=frozenset({4242})) == (str(mine), f"{mine} is owned by root")
+    assert trust.problem(theirs, owners=frozenset({0})) == (
+        str(theirs), f"{theirs} is owned by {trust._owner_name(4242)}")
