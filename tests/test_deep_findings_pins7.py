@@ -70,3 +70,26 @@ def test_allreduce_without_its_result_is_torchruns_failure() -> None:
     job = JobResult(name="allreduce_gloo", returncode=0)
     f = F.allreduce_finding(job, "gloo", None, "correct sums")
     assert (f.status, f.actual, f.expected) == ("fail", "torchrun: exit status 0", "correct sums")
+
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def compute_row(gpu: int, dtype: str, tflops: float) -> Dict[str, Any]:
+    return {"event": "result", "what": f"gpu_compute gpu{gpu} {dtype}", "gpu": gpu, "dtype": dtype,
+            "flops": tflops * 1e12, "seconds": 1.0, "name": H100}
+
+
+def test_compute_whole_finding_gpus_in_index_order_with_nvml_events() -> None:
+    """Rows arrive GPU1 first; the line lists GPU0 first. cuda:0 is NVML GPU1: its clock events are GPU0's."""
+    rows = (compute_row(1, "bf16", 700.0), compute_row(1, "fp16", 300.0), compute_row(0, "bf16", 800.0),
+            {"event": "result", "what": "gpu_compute gpu0 tf32", "gpu": 0, "dtype": "tf32", "unsupported": True})
+    job = JobResult(name="gpu", events=rows, returncode=0)
+    assert F.compute_finding(job, {1: 0x20, 0: 0}, {0: 1, 1: 0}) == Finding(
+        status="warn",
+        actual="TFLOP/s GPU0 bf16 800 (81%), tf32 n/a; GPU1 bf16 700 (71%), fp16 300 (30%); NVML clock events "
+               "during the run: GPU0: software thermal slowdown (sw_thermal_slowdown)",
+        expected="H100 SXM >= 70% of dense bf16 989.4 / fp16 989.4 / tf32 494.7 TFLOP/s (NVIDIA H100 Tensor Core "
+                 "GPU datasheet (SXM column; sparse/2))",
+        fix="look at what holds the clocks down: nvidia-smi -q -d PERFORMANCE,CLOCK,POWER,TEMPERATURE; other "
+            "processes on the GPU (nvidia-smi); cooling and power-supply state (see nvidia.clock_reasons)")
