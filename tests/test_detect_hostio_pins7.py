@@ -31,3 +31,22 @@ def test_a_missing_program_by_path_is_noted_under_its_base_name(tmp_path: Path) 
     assert io.run([gone, "-o"], env=ENV) is None
     assert io.last_error == f"cannot run {gone}: not found"
     assert io.missing == [f"scontrol: cannot run {gone}: not found"]
+
+
+def test_which_off_path_searches_only_trusted_folders_as_root(tmp_path: Path) -> None:
+    """A program off PATH, in an extra folder: found in a 0755 folder; in a world-writable one only when not root
+    (as root such a folder is skipped: anyone could have put the program there)."""
+    import os
+
+    name = "hosttune-pins7-tool"
+    ok, shared = tmp_path / "ok", tmp_path / "shared"
+    for d in (ok, shared):
+        d.mkdir()
+        (d / name).write_text("#!/bin/sh\n")
+        (d / name).chmod(0o755)
+    shared.chmod(0o777)
+    io = HostIO(Path("/"))
+    assert io.which(name, extra_dirs=[str(ok)]) == f"{ok}/{name}"
+    want = None if os.geteuid() == 0 else f"{shared}/{name}"
+    assert io.which(name, extra_dirs=[str(shared)]) == want
+    assert io.which(name) is None
