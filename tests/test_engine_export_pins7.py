@@ -1,6 +1,6 @@
 """Pins (issue 21, session 9 practice rounds) on hosttune/engine/export.py: a preset that cannot be built is an
-ExportError (the CLI's one-line error, exit 2), not the engine's own error; the ONNX check compares every batch.
-In-process."""
+ExportError (the CLI's one-line error, exit 2), not the engine's own error; the ONNX check compares every batch;
+the validation batches. In-process."""
 
 from pathlib import Path
 
@@ -47,3 +47,25 @@ def test_the_onnx_check_compares_every_batch() -> None:
     assert check_onnx(data, "out/model.onnx", _linear(1.25, 0.5), batches, 0.1) == Check(
         "onnx", "out/model.onnx", 7, 0.5, 0.1)
     assert check_onnx(data, "out/model.onnx", exported, batches, 0.1) == Check("onnx", "out/model.onnx", 7, 0.0, 0.1)
+
+
+@pytest.mark.parametrize("size,cuts", [(2, [1, 1]), (3, [2, 1]), (6, [4, 2]), (9, [6, 3])])
+def test_validation_batches_are_two_the_second_a_third(size: int, cuts: list) -> None:
+    from hosttune.engine.export import validation_batches
+
+    val = torch.utils.data.TensorDataset(torch.arange(size).float().view(-1, 1), torch.arange(size))
+    batches = validation_batches(val, 100)
+    assert [len(x) for x, _ in batches] == cuts
+    assert torch.cat([y for _, y in batches]).tolist() == list(range(size))
+
+
+@pytest.mark.parametrize("size", [0, 1])
+def test_fewer_than_two_validation_samples_is_an_export_error(size: int) -> None:
+    from hosttune.engine.export import validation_batches
+
+    val = torch.utils.data.TensorDataset(torch.zeros(size, 1), torch.zeros(size))
+    with pytest.raises(ExportError, match="^the validation set has fewer than 2 samples: nothing to compare the "
+                                          "export on$"):
+        validation_batches(val, 100)
+    with pytest.raises(ExportError, match="^the run has no validation set to compare the exported model on$"):
+        validation_batches(None, 100)
