@@ -95,3 +95,21 @@ def test_a_profile_path_that_does_not_exist_is_an_error_not_the_default(tmp_path
     with pytest.raises(UserError) as err:
         job.prepare(["true"], profile=str(tmp_path / "missing.yaml"), facts=FACTS, environ=ENV, measured=False)
     assert "missing.yaml" in str(err.value)
+
+
+NO_GPU = "; but this host has no GPU, and torchrun's NUMA binding places each rank by its GPU, so it will fail"
+
+
+def test_a_launcher_that_binds_is_named_with_the_no_gpu_warning_in_the_text_and_the_notices(one_thread: str) -> None:
+    launch = job.prepare(["torchrun", "--nproc-per-node=2", "--numa-binding=node", "train.py"], profile=one_thread,
+                         facts=FACTS, environ=ENV, measured=False)
+    assert job.render_text(launch).split("\n")[:3] == [
+        "# torchrun job",
+        "argv: torchrun --nproc-per-node=2 --numa-binding=node train.py",
+        "# torchrun --numa-binding=node binds each rank: hosttune binds nothing on top (no affinity, memory policy or "
+        "numactl); threads, allocator and env as below" + NO_GPU,
+    ]
+    assert job.notices(launch) == [
+        "torchrun --numa-binding=node binds the ranks; hosttune does not bind on top (it sets threads, allocator and "
+        "env)" + NO_GPU]
+    assert [(r.cpus, r.mem_policy) for r in launch.ranks] == [((), "none"), ((), "none")]
