@@ -42,3 +42,70 @@ def test_a_thread_count_of_seven_digits_is_no_count() -> None:
     mine = len(os.sched_getaffinity(0))
     assert spawn_share({"top_env": {"OMP_NUM_THREADS": "1" * 7}}, {names.SPAWN_PROCS: "1"}) == (mine, 1, mine)
     assert spawn_share({}, {names.SPAWN_PROCS: "9" * 7}) == (mine, 1, mine)  # nor is a hint of seven digits
+
+
+# ---- _TopWatch.audit: the top process that makes itself local rank 0 and starts its other ranks ----------------------
+# apply_rank (which binds this process) is the watch's own attribute: replaced here by one that records the call and
+# answers (or fails) as the real one would, so the pytest process is never bound.
+
+
+@pytest.fixture
+def rank0_of_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    monkeypatch.delenv(names.JOB_CPUS, raising=False)  # set by the watch: removed again after the test
+
+
+def _job_cpus() -> str:
+    from hosttune.cpulist import format_cpulist
+
+    return format_cpulist(sorted(os.sched_getaffinity(0)))
+
+
+def test_a_rank_started_by_rank_0_rebinds_it_and_tells_the_child_the_jobs_cpus(
+        rank0_of_two: None, capsys: pytest.CaptureFixture) -> None:
+    from hosttune.launch.hook import _TopWatch
+
+    calls = []
+    watch = _TopWatch({"plans": {}})
+    watch.apply_rank = lambda data, local, world, environ: calls.append((data, local, world)) or (None, ["a note"])
+    child_env = {"LOCAL_RANK": "1", "PATH": "/usr/bin"}
+    watch.audit("subprocess.Popen", ("python3", ["python3", "train.py"], None, child_env))
+    assert calls == [({"plans": {}}, 0, 2)]
+    assert child_env == {"LOCAL_RANK": "1", "PATH": "/usr/bin", names.JOB_CPUS: _job_cpus()}
+    assert os.environ[names.JOB_CPUS] == _job_cpus()
+    assert capsys.readouterr().err == "hosttune: rank 0/2 (rebound when it started its ranks): a note\n"
+    assert watch.done and not watch.busy
+    watch.audit("subprocess.Popen", ("python3", ["python3", "train.py"], None, dict(child_env)))
+    assert len(calls) == 1  # once per process
+
+
+def test_a_rank_0_that_cannot_be_rebound_says_why_and_keeps_going(
+        rank0_of_two: None, capsys: pytest.CaptureFixture) -> None:
+    from hosttune.launch.hook import _TopWatch
+
+    def fails(data: object, local: int, world: int, environ: object) -> None:
+        raise RuntimeError("no such CPU")
+
+    watch = _TopWatch({})
+    watch.apply_rank = fails
+    watch.audit("subprocess.Popen", ("python3", ["python3"], None, {"LOCAL_RANK": "1"}))
+    assert capsys.readouterr().err == (
+        "hosttune: this process became local rank 0 of its own ranks but was not rebound (no such CPU); it keeps the "
+        "whole job's CPUs\n")
+    assert watch.done and not watch.busy
+
+
+def test_other_starts_are_not_a_rank_0(rank0_of_two: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hosttune.launch.hook import _TopWatch
+
+    calls = []
+    watch = _TopWatch({})
+    watch.apply_rank = lambda *a: calls.append(a) or (None, [])
+    watch.audit("os.system", ("ls",))
+    watch.audit("subprocess.Popen", ("ls", ["ls"], None, {"PATH": "/usr/bin"}))  # the child has no LOCAL_RANK
+    watch.audit("subprocess.Popen", ("ls", ["ls"], None, None))  # the child inherits: no new rank
+    assert calls == [] and not watch.done
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "1")
+    watch.audit("subprocess.Popen", ("python3", ["python3"], None, {"LOCAL_RANK": "0"}))
+    assert calls == [] and watch.done  # a world of one: nothing to rebind
