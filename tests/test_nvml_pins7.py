@@ -69,3 +69,20 @@ def test_an_older_nvidia_ml_py_that_answers_bytes_gives_text(fake_nvml: Any) -> 
         assert n.driver_version() == "470.57.02"
         s = n.static(0)
         assert (s["name"], s["uuid"]) == ("NVIDIA A100-SXM4-80GB", "GPU-8a3c0d4e-0000-0000-0000-000000000001")
+
+
+def test_closing_the_xid_event_set_frees_it_once(fake_nvml: Any) -> None:
+    import pynvml
+    from conftest import a100
+
+    scenario = {"driver": "550.54.15", "cuda_driver": 12040, "devices": [a100(0, "3B"), a100(1, "5E")]}
+    fake_nvml(scenario)
+    with nvml.Nvml() as n:
+        ev = n.xid_events([0, 1])
+        assert (ev.gpus, ev.why) == ([0, 1], "")
+        held = ev.set
+        ev.close()
+        assert ev.set is None and held.freed
+        ev.close()
+        assert ev.poll() == []
+        assert pynvml.fake_calls()["nvmlEventSetFree"] == 1

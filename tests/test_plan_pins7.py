@@ -16,3 +16,16 @@ globals().update({name: fn for name, fn in vars(pins6).items() if name.startswit
 
 def test_the_plans_rank_steps_are_this_module() -> None:
     assert plan._rank is rank and pins6.rank is rank
+
+
+def test_kept_lines_are_one_per_kept_variable_by_name_with_values_made_printable() -> None:
+    from hosttune.rankplan import RankPlan
+
+    p = RankPlan(0, 1, (), (), "none", {"ZED": "1", "ALPHA": "a b", "MID": "\x1b[2J", "OTHER": "o"},
+                 kept={"ZED": "4", "ALPHA": "", "MID": "x"})
+    assert p.kept_lines() == [
+        "ALPHA=a b kept: set by you (profile: ''; --override to use the profile)",
+        "MID=\\x1b[2J kept: set by you (profile: x; --override to use the profile)",
+        "ZED=1 kept: set by you (profile: 4; --override to use the profile)",
+    ]
+    assert RankPlan(0, 1, (), (), "none", {}).kept_lines() == []
