@@ -3,9 +3,14 @@ when the monitor starts is still an entry of every sample (index, no uuid, lost)
 GPU that silently disappears from the record."""
 
 import io
+import os
+import signal
+import socket
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, List
 
+import pytest
 from conftest import a100
 
 from hosttune.monitor import daemon
@@ -54,3 +59,73 @@ def test_once_says_its_events_on_stderr_and_leaves_stdout_to_the_json(fake_nvml:
                               "check dmesg for Xid 79\n")
     assert rec["gpus"] == [{"index": 0, "uuid": None, "lost": True}]
     assert [e["kind"] for e in rec["events"]] == ["gpu_lost"]
+
+
+def test_run_pings_the_watchdog_between_samples_when_its_period_is_the_shorter(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run() in this process: samples every hour, the watchdog every 0.05 s (WATCHDOG_USEC=100000, halved): it wakes
+    for each ping rather than sleeping to the next sample. Three pings, then SIGTERM: STOPPING=1 and exit 0."""
+    name = f"@hosttune-pins7-{os.getpid()}-{os.urandom(4).hex()}"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind("\0" + name[1:])
+    sock.settimeout(600.0)  # a hang guard only: the pings come every 0.05 s
+    monkeypatch.setenv("NOTIFY_SOCKET", name)
+    monkeypatch.setenv("WATCHDOG_USEC", "100000")
+    monkeypatch.setenv("WATCHDOG_PID", str(os.getpid()))
+    got: List[str] = []
+
+    def listen() -> None:
+        try:
+            while got.count("WATCHDOG=1") < 3:
+                got.append(sock.recv(4096).decode())
+        except OSError as exc:
+            got.append(f"error: {exc}")
+        os.kill(os.getpid(), signal.SIGTERM)
+        try:
+            while not got[-1].startswith("STOPPING"):
+                got.append(sock.recv(4096).decode())
+        except OSError as exc:
+            got.append(f"error: {exc}")
+
+    old_fd = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(old_fd)
+    thread = threading.Thread(target=listen, daemon=True)
+    thread.start()
+    cfg = MonitorConfig(interval=3600.0, tune_check_interval=0, log_dir=str(tmp_path / "log"), textfile_dir="")
+    try:
+        rc = daemon.run(cfg, io.StringIO(), io.StringIO())
+    finally:
+        wfd = signal.set_wakeup_fd(old_fd)
+        if wfd not in (-1, old_fd):
+            os.close(wfd)
+    thread.join(600.0)
+    sock.close()
+    assert rc == 0
+    assert got[0].startswith("READY=1\nSTATUS=sampling ")
+    assert got[1:] == ["WATCHDOG=1"] * 3 + ["STOPPING=1"]
+    lines = (tmp_path / "log" / "monitor.jsonl").read_text().splitlines()
+    assert len(lines) == 1  # one sample: the next is an hour away
+
+
+def test_a_tune_check_that_cannot_run_is_one_notice_until_it_runs_again(tmp_path: Path) -> None:
+    """The tree's state file is not JSON: `tunables not checked` once (not every check), no drift; a good state file
+    later: `tunables checked again`, then the drift of that tree (no limits file: nofile not set)."""
+    root = tmp_path / "root"
+    state = root / "var/lib/hosttune/tune-state.json"
+    state.parent.mkdir(parents=True)
+    os.chmod(root, 0o755)
+    state.write_text("{bad")
+    out, err = io.StringIO(), io.StringIO()
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), out, err, environ={},
+                         root=root)
+    first: dict = {}
+    mon.check_tune(first)
+    mon.check_tune(first)
+    notice = f"hosttune monitor: notice: tunables not checked: {state}: not hosttune's tune state (bad JSON)\n"
+    assert (err.getvalue(), out.getvalue(), first, mon.tune_drift) == (notice, "", {}, {})
+    state.write_text('{"schema": "hosttune.tune-state/1", "before": {}, "applied": {}, "made_dirs": [], "tuned": null}')
+    record: dict = {}
+    mon.check_tune(record)
+    assert err.getvalue() == notice + "hosttune monitor: notice: tunables checked again\n"
+    assert mon.tune_drift == {"nofile": True}
+    assert [(e["kind"], e["subject"], e["state"]) for e in record["events"]] == [("tune_drift", "nofile", "start")]
