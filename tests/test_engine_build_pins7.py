@@ -1,0 +1,91 @@
+"""Pins (issue 21, session 9 practice rounds) on hosttune/engine/build.py, through fit() in this process (CPU, no
+loader workers): an image model trains in channels_last (its conv weights are NHWC after the run) unless the
+setting is off, and MFU is the step's FLOPs over the step time and the peak (not the other way round). The
+engine's clock (train.time) is frozen except while a micro-batch is fetched, which lasts FETCH seconds on it: the
+step time is exact."""
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch import nn  # noqa: E402
+
+from hosttune.engine import build, loader, train  # noqa: E402
+from hosttune.engine.api import fit  # noqa: E402
+
+FETCH = 0.5
+
+
+@pytest.fixture
+def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+
+    class EngineClock:
+        def __getattr__(self, name: str):
+            return getattr(time, name)
+
+        def perf_counter(self) -> float:
+            return now[0]
+
+    real_next = loader.TrainData.next
+
+    def slow_next(self, state):
+        now[0] += FETCH
+        return real_next(self, state)
+
+    monkeypatch.setattr(loader.TrainData, "next", slow_next)
+    monkeypatch.setattr(train, "time", EngineClock())
+
+
+def _rows(run_dir: Path) -> List[Dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def _images(n: int = 16):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(n, 3, 4, 4, generator=g)
+    return torch.utils.data.TensorDataset(x, (x[:, 0, 0, 0] > 0).long())
+
+
+def _conv_model() -> nn.Module:
+    return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.Flatten(), nn.Linear(4 * 4 * 4, 2))
+
+
+@pytest.mark.parametrize("channels_last", [True, False])
+def test_an_image_model_trains_channels_last_unless_turned_off(tmp_path: Path, channels_last: bool) -> None:
+    model = _conv_model()
+    fit(model, _images(), nn.functional.cross_entropy, steps=1, micro_batch_size=4, warmup_steps=0, amp="off",
+        device="cpu", num_workers=0, channels_last=channels_last, run_dir=str(tmp_path / "run"))
+    start = next(r for r in _rows(tmp_path / "run") if r.get("event") == "start")
+    assert start["channels_last"] is channels_last
+    assert model[0].weight.is_contiguous(memory_format=torch.channels_last) is channels_last
+    assert model[0].weight.is_contiguous() is not channels_last
+
+
+def test_mfu_is_the_step_flops_over_step_time_and_peak(tmp_path: Path, frozen_clock: None,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    counted: List[int] = []
+    real_count = build.count_step_flops
+
+    def count(*args, **kwargs):
+        counted.append(real_count(*args, **kwargs))
+        return counted[-1]
+
+    monkeypatch.setattr(build, "count_step_flops", count)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    x = torch.randn(32, 4, generator=torch.Generator().manual_seed(0))
+    data = torch.utils.data.TensorDataset(x, (x[:, 0] > 0).long())
+    peak = 1e-9  # TFLOP/s: 1000 FLOP/s
+    fit(model, data, nn.functional.cross_entropy, steps=2, micro_batch_size=8, grad_accum=2, warmup_steps=0,
+        amp="off", device="cpu", num_workers=0, peak_tflops=peak, log_interval=1, run_dir=str(tmp_path / "run"))
+    assert len(counted) == 1 and counted[0] > 0
+    flops = 2 * counted[0]  # the sample micro-batch's FLOPs, grad_accum of them a step
+    logs = [r for r in _rows(tmp_path / "run") if "loss" in r]
+    assert [r["step_time_s"] for r in logs] == [2 * FETCH, 2 * FETCH]
+    assert [r["mfu"] for r in logs] == [round(flops / (2 * FETCH) / (peak * 1e12), 5)] * 2
+    assert all("hfu" not in r for r in logs)
