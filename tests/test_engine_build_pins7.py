@@ -89,3 +89,26 @@ def test_mfu_is_the_step_flops_over_step_time_and_peak(tmp_path: Path, frozen_cl
     assert [r["step_time_s"] for r in logs] == [2 * FETCH, 2 * FETCH]
     assert [r["mfu"] for r in logs] == [round(flops / (2 * FETCH) / (peak * 1e12), 5)] * 2
     assert all("hfu" not in r for r in logs)
+
+
+class Switchable(nn.Module):
+    """A model with the bundled GPT's checkpointing switches (what build sets from the config)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 2)
+        self.activation_checkpointing, self.ac_mode, self.ac_every = False, "full", 1
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x)
+
+
+@pytest.mark.parametrize("on,mode,every", [(True, "selective_layer", 2), (True, "selective_layer", 1),
+                                           (True, "full", 1), (False, "full", 1)])
+def test_the_models_checkpointing_switches_are_the_configs(tmp_path: Path, on: bool, mode: str, every: int) -> None:
+    model = Switchable()
+    x = torch.randn(16, 4, generator=torch.Generator().manual_seed(0))
+    fit(model, torch.utils.data.TensorDataset(x, (x[:, 0] > 0).long()), nn.functional.cross_entropy, steps=1,
+        micro_batch_size=4, warmup_steps=0, amp="off", device="cpu", num_workers=0, activation_checkpointing=on,
+        ac_mode=mode, ac_every=every, run_dir=str(tmp_path / "run"))
+    assert (model.activation_checkpointing, model.ac_mode, model.ac_every) == (on, mode, every)
