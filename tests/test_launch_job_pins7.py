@@ -113,3 +113,13 @@ def test_a_launcher_that_binds_is_named_with_the_no_gpu_warning_in_the_text_and_
         "torchrun --numa-binding=node binds the ranks; hosttune does not bind on top (it sets threads, allocator and "
         "env)" + NO_GPU]
     assert [(r.cpus, r.mem_policy) for r in launch.ranks] == [((), "none"), ((), "none")]
+
+
+def test_a_cpu_hosts_deepspeed_ranks_are_its_numa_nodes_with_cores() -> None:
+    # deepspeed's CPU accelerator counts the NUMA nodes that have cores: a memory-only node (CXL, HBM) is no rank
+    memory_only = Facts(cpu=FACTS.cpu, numa=Numa(nodes=(NumaNode(0, CPUS, 1000), NumaNode(1, (), 1000)),
+                                                 allowed_mems=(0, 1)))
+    launch = job.prepare(["deepspeed", "train.py"], facts=memory_only, environ=ENV, measured=False)
+    assert (launch.kind, launch.launcher.local_ranks, [r.cpus for r in launch.ranks]) == ("launcher", 1, [CPUS])
+    launch = job.prepare(["deepspeed", "train.py"], facts=FACTS, environ=ENV, measured=False)
+    assert (launch.launcher.local_ranks, [r.cpus for r in launch.ranks]) == (2, [(0, 1), (2, 3)])
