@@ -1,6 +1,6 @@
 """Pins (issue 21, session 9 practice rounds) on hosttune/engine/state.py: what TrainState.shared_state writes and
-load_shared puts back, the weight EMA included (a resumed run continues the saved average, not one restarted from
-the resumed weights). In-process, small modules on CPU."""
+load_shared puts back (weights, LR schedule position, step, epoch), the weight EMA included (a resumed run
+continues the saved average, not one restarted from the resumed weights). In-process, small modules on CPU."""
 
 import pytest
 
@@ -19,7 +19,7 @@ def _state(weight: float, ema: bool = True) -> TrainState:
         model.weight.fill_(weight)
         model.bias.fill_(-weight)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    return TrainState(model, opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0),
+    return TrainState(model, opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 / (1 + s)),
                       torch.amp.GradScaler("cpu", enabled=False), torch.Generator(),
                       ema=WeightEMA(model, 0.5) if ema else None)
 
@@ -30,6 +30,9 @@ def test_shared_state_round_trips_model_ema_step_and_epoch() -> None:
         saved.model.weight.fill_(3.0)
     saved.ema.update(saved.model)  # 0.5 * 1 + 0.5 * 3 = 2 for the weight; the bias stays -1
     saved.step, saved.epoch, saved.samples = 7, 2, 12
+    for _ in range(3):
+        saved.optimizer.step()
+        saved.scheduler.step()
     cfg = Config(micro_batch_size=4)
     shared = saved.shared_state(cfg, 1)
     assert sorted(shared) == ["config", "ema", "epoch", "model", "optimizer", "pos", "samples", "scaler",
@@ -41,6 +44,8 @@ def test_shared_state_round_trips_model_ema_step_and_epoch() -> None:
     resumed = _state(5.0)
     resumed.load_shared(shared)
     assert (resumed.step, resumed.epoch) == (7, 2)
+    assert resumed.scheduler.last_epoch == 3 and resumed.scheduler.get_last_lr() == [0.1 / 4]
+    assert resumed.optimizer.param_groups[0]["lr"] == 0.1 / 4
     assert resumed.model.weight.tolist() == [[3.0, 3.0]] and resumed.model.bias.tolist() == [-1.0]
     assert {k: v.tolist() for k, v in resumed.ema.state_dict().items()} == {"weight": [[2.0, 2.0]],
                                                                            "bias": [-1.0]}
