@@ -29,3 +29,21 @@ def test_archive_destinations_refused_before_capturing(tmp_path: Path, force: bo
     assert sorted(p.name for p in tmp_path.iterdir()) == (["old.tar.gz"] if force else ["old.tar.gz", "sent.tgz"])
     if not force:
         assert (tmp_path / "sent.tgz").read_bytes() == b"an earlier bundle"
+
+
+def test_a_directory_capture_that_fails_to_write_is_one_line_with_the_systems_reason(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk part way through (ENOSPC from a write inside capture_tree, which cannot be made here for real)."""
+    import errno
+    import os
+
+    import hosttune.capture as capture_module
+
+    def full(dest: Path, python: object = None) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dest / "capture.json"))
+
+    monkeypatch.setattr(capture_module, "capture_tree", full)
+    dest = tmp_path / "cap"
+    with pytest.raises(UserError) as info:
+        capture(str(dest))
+    assert str(info.value) == f"--capture {dest}: cannot write: No space left on device"
