@@ -4,6 +4,8 @@ warm-up (WAIT,WARMUP,ACTIVE in that order: a warm-up of 0 makes torch warn). Sma
 process, no loader workers, amp off (the loss is exact whatever the CPU)."""
 
 import json
+import os
+import signal
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
@@ -59,3 +61,26 @@ def test_a_schedule_with_a_warmup_starts_the_profiler_without_a_warning(tmp_path
             prof = profiler_step(prof, end, step)
     assert [str(w.message) for w in seen] == []
     assert step == cfg.steps and (tmp_path / "trace-rank3.json").is_file()
+
+
+def test_a_run_stopped_while_profiling_writes_its_trace_and_stops_the_profiler(tmp_path: Path) -> None:
+    calls = [0]
+
+    def loss_fn(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        calls[0] += 1
+        if calls[0] == 3:  # in step 3's forward, inside the profiler's active steps (2 to 6): preemption
+            os.kill(os.getpid(), signal.SIGTERM)
+        return nn.functional.cross_entropy(out, y)
+
+    x = torch.randn(64, 4, generator=torch.Generator().manual_seed(0))
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        s = fit(nn.Linear(4, 2), torch.utils.data.TensorDataset(x, (x[:, 0] > 0).long()), loss_fn, steps=8,
+                micro_batch_size=8, warmup_steps=0, amp="off", log_interval=10, profile_steps="0,1,5",
+                device="cpu", num_workers=0, run_dir=str(tmp_path / "run"))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert s["step"] == 3 and s["stopped_early"] is True
+    assert not torch.autograd.profiler._is_profiler_enabled  # nothing left recording in this process
+    trace = json.loads((tmp_path / "run" / "trace-rank0.json").read_text())
+    assert any(e.get("name") == "ProfilerStep#2" for e in trace["traceEvents"])
