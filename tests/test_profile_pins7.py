@@ -47,3 +47,11 @@ def test_write_takes_a_path_as_text_and_returns_it_as_a_path(tmp_path: Path) -> 
     with pytest.raises(UserError) as info:
         generate.write(prof, str(tmp_path), force=True)  # type: ignore[arg-type]
     assert str(info.value) == f"{tmp_path} is a directory"
+
+
+def test_the_measured_key_keeps_single_dash_options_and_spells_double_dash_ones_one_way() -> None:
+    from hosttune.profile.measured import normalise
+
+    assert normalise(["/usr/bin/python3", "-Wignore", "-u", "train.py", "-lr=0.1", "--batch_size=64",
+                      "--master_port", "29500", "--rdzv-endpoint=h:1", "-", "--", "---x", "-vvv"]) == [
+        "python3", "-Wignore", "-u", "train.py", "-lr=0.1", "--batch-size", "64", "-", "--", "---x", "-vvv"]
