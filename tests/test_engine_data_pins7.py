@@ -1,14 +1,16 @@
 """Pins (issue 21, session 9 practice rounds) on hosttune/engine/data.py: write_text_shards' whole output (every
-shard file's text, cut at line ends and together the whole text, and the index). In-process, no torch needed for
-the files but the module imports it."""
+shard file's text, cut at line ends and together the whole text, and the index), and where each loader worker
+of a resumed stream starts. In-process."""
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 
+from hosttune.engine import data  # noqa: E402
 from hosttune.engine.data import write_text_shards  # noqa: E402
 
 
@@ -31,3 +33,23 @@ def test_the_last_shard_takes_the_rest_and_a_given_vocabulary_is_kept(tmp_path: 
     assert [(tmp_path / f"v.shard-{k:02d}.txt").read_text() for k in range(2)] == ["a\nb\n", "c\nd\n"]
     meta = json.loads(index.read_text())
     assert meta["vocab"] == "\nabcdz" and [s["chars"] for s in meta["shards"]] == [4, 4]
+
+
+class Numbers(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        return iter(range(120))
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_each_worker_resumes_at_its_first_batch_not_yet_trained(monkeypatch: pytest.MonkeyPatch,
+                                                                workers: int) -> None:
+    # The DataLoader hands out the workers' batches round-robin: the rank's batch k is worker k % workers' batch
+    # k // workers. Resumed at start_batches, worker w starts at its first batch k >= start. The worker's context
+    # is what torch's get_worker_info says inside a worker process.
+    for worker in range(workers):
+        monkeypatch.setattr(data, "get_worker_info", lambda w=worker: SimpleNamespace(num_workers=workers, id=w))
+        for start in range(7):
+            first = next(iter(data.StreamReader(Numbers(), 1, 0, 0, 2, start))).tolist()
+            own_before = len([k for k in range(start) if k % workers == worker])
+            assert first == [worker + workers * 2 * own_before, worker + workers * (2 * own_before + 1)], (worker,
+                                                                                                          start)
