@@ -1,5 +1,6 @@
 """Pins for hosttune.doctor.deep.probe_torch (issue 21, practice round HDOC): torch_info's whole device list, a GPU
-on PCI bus 0 included (a stand-in `torch` module: no torch import, no GPU here)."""
+on PCI bus 0 included, and p2p_copy's buffers and direction (a stand-in `torch` module: no torch import, no GPU
+here)."""
 
 import sys
 import types
@@ -52,3 +53,28 @@ def test_torch_info_devices_with_a_gpu_on_bus_zero(monkeypatch: pytest.MonkeyPat
     ]
     assert info["cuda_error"] is None and info["cuda_available"] is True and info["cuda"] == "12.6"
     assert (info["gloo"], info["nccl"], info["threads"], info["cpu_capability"]) == (True, True, 4, "AVX512")
+
+
+def test_p2p_copy_buffers_and_direction(monkeypatch: pytest.MonkeyPatch) -> None:
+    log: List[Any] = []
+
+    class Buf:
+        def __init__(self, device: Any) -> None:
+            self.device = device
+
+        def copy_(self, other: "Buf", non_blocking: bool = False) -> None:
+            log.append(("copy", other.device, self.device))
+
+    t = types.ModuleType("torch")
+    t.uint8 = "u8"  # type: ignore[attr-defined]
+    t.device = lambda kind, i: (kind, i)  # type: ignore[attr-defined]
+    t.empty = lambda n, dtype, device: log.append(("empty", n, dtype, device)) or Buf(device)  # type: ignore
+    t.cuda = types.SimpleNamespace(synchronize=lambda i: None,  # type: ignore[attr-defined]
+                                   can_device_access_peer=lambda i, j: (i, j) == (2, 5))
+    monkeypatch.setitem(sys.modules, "torch", t)
+    got = p.p2p_copy(2, 5, 4096, 0.0)
+    assert log[:3] == [("empty", 4096, "u8", ("cuda", 2)), ("empty", 4096, "u8", ("cuda", 5)),
+                       ("copy", ("cuda", 2), ("cuda", 5))]
+    assert set(log[3:]) == {("copy", ("cuda", 2), ("cuda", 5))} and len(log) - 3 >= 3
+    assert got["src"] == 2 and got["dst"] == 5 and got["peer"] is True
+    assert got["bytes"] == 4096.0 * (len(log) - 3)
