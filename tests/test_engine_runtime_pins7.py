@@ -43,3 +43,27 @@ def test_unpin_group_resets_defaults_in_functions_classes_and_abc_classes(monkey
     assert Plain.method.__defaults__ == (None,)
     assert Abstract.method.__defaults__ == (0,) and Abstract.method.__kwdefaults__ == {"group": None}
     assert unpin_group(group) == 0  # nothing left
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit's, from torch.distributed's imports
+@pytest.mark.parametrize("sharded,names", [
+    (False, ["torch.distributed.nn.functional"]),
+    (True, ["torch.distributed.nn.functional", "torch.distributed.optim.zero_redundancy_optimizer",
+            "torch.distributed.fsdp.sharded_grad_scaler"]),
+])
+def test_the_modules_imported_before_the_group(monkeypatch: pytest.MonkeyPatch, sharded: bool, names: list) -> None:
+    import importlib
+
+    from hosttune.engine import runtime
+
+    seen: list = []
+    real = importlib.import_module
+
+    def record(name: str, package=None):
+        seen.append(name)
+        return real(name, package)
+
+    monkeypatch.setattr(runtime.importlib, "import_module", record)
+    runtime.import_group_default_modules(sharded)
+    assert seen == names
+    assert all(name in sys.modules for name in names)
