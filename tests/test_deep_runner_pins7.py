@@ -182,3 +182,12 @@ def test_start_errors_name_the_program(tmp_path: Path) -> None:
     text.chmod(0o755)
     res = run_job("gpu", [str(text)], env=dict(os.environ), timeout=600.0)
     assert res == runner.JobResult(name="gpu", start_error=f"cannot run {text}: Exec format error")
+
+
+def test_the_stderr_tail_is_the_end_of_a_long_stderr() -> None:
+    child = ("import sys\nsys.stderr.write('w' * 5000 + '\\nTraceback ...\\nRuntimeError: the last words\\n')\n"
+             "sys.exit(3)\n")
+    res = run_job("torch", [sys.executable, "-c", child], env=dict(os.environ), timeout=600.0)
+    assert res.returncode == 3 and not res.timed_out and len(res.stderr_tail) == runner.STDERR_TAIL
+    assert res.stderr_tail.endswith("w\nTraceback ...\nRuntimeError: the last words\n")
+    assert res.failure() == "exit status 3: RuntimeError: the last words"
