@@ -215,3 +215,19 @@ def test_profile_show_lists_the_settings_in_the_tables_order_and_env_in_the_file
     by = {r[0]: r[1:] for r in rows}
     assert by["threads"] == ["3", f"{p}:2"] and by["env.ZED"] == ["'z'", f"{p}:4"]
     assert by["allocator_path"] == ["-", "default"] and by["deterministic"] == ["false", "default"]
+
+
+def test_train_without_an_interpreter_names_only_the_interpreters_it_tried(tmp_path: Path) -> None:
+    """The one line lists what was tried for the training interpreter; notes the same HostIO took about other
+    sources (here a CPU file) are not interpreters and stay out."""
+    from hosttune.commands.train import INSTALL_HINT, find_python
+    from hosttune.detect.hostio import HostIO
+
+    io = HostIO(tmp_path)  # a foreign root: nothing is probed, every candidate says so
+    io.note("cpu", "/proc/cpuinfo unreadable")
+    with pytest.raises(UserError) as info:
+        find_python(None, {"PATH": str(tmp_path / "nobin")}, io)
+    msg = str(info.value)
+    assert msg.startswith("no interpreter with torch to train with (") and msg.endswith(f"): {INSTALL_HINT}")
+    assert "(hosttune's interpreter): not probed with a foreign root" in msg
+    assert "cpuinfo" not in msg and "cpu:" not in msg
