@@ -25,3 +25,19 @@ from hosttune.cpulist import parse_cpulist, parse_cpulist_checked
 def test_parse_cpulist_checked(text: str, want: Tuple[List[int], int]) -> None:
     assert parse_cpulist_checked(text) == want
     assert parse_cpulist(text) == want[0]
+
+
+def test_facts_text_aligns_on_the_keys_as_shown_with_a_mount_path_escaped() -> None:
+    """`hosttune facts` text: a key from the host (a mount point holding ESC) is shown escaped, and the column is as
+    wide as the longest key as shown."""
+    from hosttune.commands.facts import render
+    from hosttune.facts import Facts, Mount
+
+    f = Facts(storage=(Mount(mount="/mnt/data\x1b[31m-long-name", fstype="ext4", kind="ssd", device="/dev/sda1",
+                             size_mb=100),))
+    lines = render(f).splitlines()
+    key = "storage /mnt/data\\x1b[31m-long-name"
+    assert lines[-1] == f"{key}  ssd (ext4, /dev/sda1)  100 MiB"
+    assert lines[0] == "host".ljust(len(key)) + "  ?"
+    assert all(line[len(key):len(key) + 2] == "  " and line[len(key) + 2] != " " for line in lines)
+    assert "\x1b" not in "".join(lines)
