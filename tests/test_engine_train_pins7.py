@@ -84,3 +84,39 @@ def test_a_run_stopped_while_profiling_writes_its_trace_and_stops_the_profiler(t
     assert not torch.autograd.profiler._is_profiler_enabled  # nothing left recording in this process
     trace = json.loads((tmp_path / "run" / "trace-rank0.json").read_text())
     assert any(e.get("name") == "ProfilerStep#2" for e in trace["traceEvents"])
+
+
+@pytest.mark.parametrize("accum", [1, 3])
+def test_gradients_are_all_reduced_on_the_last_micro_batch_only(tmp_path: Path, accum: int) -> None:
+    # A real DDP over a one-rank gloo group in this process; its communication hook counts the all-reduces (one
+    # bucket: one call per synchronised backward).
+    import contextlib
+
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from hosttune.engine import runtime, train
+
+    runtime.import_group_default_modules(False)  # before the group exists (see runtime.GROUP_DEFAULT_MODULES)
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
+    try:
+        model = DDP(nn.Linear(4, 2))
+        calls: List[int] = []
+
+        def hook(state, bucket):  # noqa: ANN001 - DDP refuses any annotation but dist.GradBucket
+            calls.append(1)
+            done: Any = torch.futures.Future()
+            done.set_result(bucket.buffer())
+            return done
+
+        model.register_comm_hook(None, hook)
+        x, y = torch.ones(2, 4), torch.zeros(2, dtype=torch.long)
+        tr = SimpleNamespace(model=model, sync_model=model, data=SimpleNamespace(next=lambda state: (x, y)),
+                             state=SimpleNamespace(scaler=torch.amp.GradScaler("cpu", enabled=False)))
+        iv = train.Interval(0.0, torch.zeros(()))
+        train.micro_steps(Config(grad_accum=accum), SimpleNamespace(loss_fn=nn.functional.cross_entropy),
+                          SimpleNamespace(autocast=contextlib.nullcontext), tr, iv)
+    finally:
+        dist.destroy_process_group()
+    assert len(calls) == 1
+    assert iv.loss_sum.item() == pytest.approx(nn.functional.cross_entropy(model.module(x), y).item())
