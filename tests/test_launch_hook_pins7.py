@@ -1,14 +1,21 @@
 """Pins for hosttune.launch.hook.spawn_share (issue 21, session 9 practice rounds): a multiprocessing child's share of
 the job's threads, as (threads, children counted, the job's threads). The job's threads are the top process's
 OMP_NUM_THREADS, else this process's own, else the CPUs this process may run on (its affinity, which a bound job
-narrows: not the machine's CPU count); the children are the launcher's hint or the siblings seen, whichever is more."""
+narrows: not the machine's CPU count); the children are the launcher's hint or the siblings seen, whichever is more.
+Then _TopWatch.audit (a top process that becomes rank 0) and arm_stacks (the hang watch's stacks file: only in the
+job's own private directory, never through a link)."""
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from hosttune.launch.hook import spawn_share
+import hosttune
+from hosttune.launch.hook import HANG_DIR, STACKS_PREFIX, spawn_share
 from hosttune.policy import names
 
 
@@ -109,3 +116,36 @@ def test_other_starts_are_not_a_rank_0(rank0_of_two: None, monkeypatch: pytest.M
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "1")
     watch.audit("subprocess.Popen", ("python3", ["python3"], None, {"LOCAL_RANK": "0"}))
     assert calls == [] and watch.done  # a world of one: nothing to rebind
+
+
+# ---- arm_stacks: in a child interpreter (it registers a faulthandler on the stacks signal) ---------------------------
+
+ARM = """\
+import json, os, sys
+from hosttune.launch.hook import arm_stacks
+print(json.dumps({"path": arm_stacks(dict(os.environ), ["train.py"]), "pid": os.getpid()}))
+"""
+
+
+def _arm(hang_dir: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(Path(hosttune.__file__).resolve().parent.parent), RANK="3")
+    env[HANG_DIR] = hang_dir
+    done = subprocess.run([sys.executable, "-c", ARM], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def test_arm_stacks_writes_only_into_the_jobs_own_private_directory(tmp_path: Path) -> None:
+    d = tmp_path / "hang"
+    d.mkdir(mode=0o700)
+    got = _arm(str(d))
+    name = f"{STACKS_PREFIX}rank3-pid{got['pid']}.txt"
+    assert got["path"] == str(d / name)
+    assert (d / name).read_text().startswith(f"# rank3 pid {got['pid']}: Python stacks, every thread, on signal ")
+    link = tmp_path / "link"
+    link.symlink_to(d, target_is_directory=True)
+    got = _arm(str(link))  # a variable that names a link arms nothing, even to the right directory
+    assert got["path"] is None
+    assert sorted(p.name for p in d.iterdir()) == [name]
+    os.chmod(d, 0o755)  # a directory others may read: no stacks written there
+    assert _arm(str(d))["path"] is None
