@@ -11,6 +11,8 @@ from _doctorhelp import synthetic_root
 from conftest import run_cli
 
 from hosttune import profile
+from hosttune.commands import autotune as autotune_cmd
+from hosttune.commands import doctor as doctor_cmd
 from hosttune.commands import profile as profile_cmd
 from hosttune.errors import UserError
 from hosttune.facts import Cpu, Facts
@@ -97,6 +99,8 @@ def _cgroup_root(tmp_path: Path) -> Path:
 
 
 def test_npd_line_is_cut_to_node_problem_detectors_80_characters(tmp_path: Path) -> None:
+    """doctor --npd (hosttune.commands.doctor.fleet_mode), in-process."""
+    assert doctor_cmd.fleet_mode.__name__ == "fleet_mode"
     root = str(_cgroup_root(tmp_path))
     warn = run_cli(["doctor", "--npd", "--root", root, "--only", "cpu", "--fail-on", "warn"])
     line = "hosttune: cpu.cgroup_limit: effective 1 of 4 CPUs (cpu.max quota 1 ... (+1 more)"
@@ -194,6 +198,8 @@ def test_exec_says_every_kept_variable_once_before_the_job_runs(tmp_path: Path) 
     (["--candidates", ",", "--", "python3", "t.py"], "--candidates: give at least one name"),
 ])
 def test_autotune_refuses_bad_input_in_one_line_exit_2(args: List[str], error: str) -> None:
+    """hosttune.commands.autotune checks its input before anything runs."""
+    assert autotune_cmd.cmd.name == "autotune"
     done = run_cli(["autotune", "--metric", "x ([0-9]+)", *args])
     assert (done.returncode, done.stdout, done.stderr) == (2, "", f"hosttune: error: {error}\n")
 
