@@ -21,6 +21,21 @@ DISTROS = SHARED / "fixtures" / "distros"
 FAKES = Path(__file__).resolve().parent / "fakes"
 PROBES = Path(__file__).resolve().parent / "probes"  # rank probe scripts for the exec tests
 
+# No test may exec in the pytest process itself: a hosttune change that lets an in-process CLI test (run_cli) reach a
+# plain job's exec would replace the test run with the job (`true` exits 0: pytest "passes" with most tests unrun, and
+# a mutation round counts the change as survived). A forked child (another pid) execs as usual.
+_PYTEST_PID = os.getpid()
+_REAL_EXECVE = os.execve
+
+
+def _execve_outside_pytest(path: Any, args: Any, env: Any) -> None:
+    if os.getpid() == _PYTEST_PID:
+        raise AssertionError(f"os.execve({path!r}, ...) in the pytest process itself: it would replace the test run")
+    _REAL_EXECVE(path, args, env)
+
+
+os.execve = _execve_outside_pytest  # type: ignore[assignment]
+
 # Per-CPU sysfs folders nothing in hosttune reads: skipping them halves the extraction (about 24,000 files).
 _UNREAD = re.compile(r"/sys/devices/system/cpu/cpu\d+/(cache|cpuidle|power|microcode|hotplug)/|/cpufreq/stats/")
 
