@@ -10,7 +10,8 @@ from torch import nn  # noqa: E402
 
 from hosttune.engine.config import Config  # noqa: E402
 from hosttune.engine.ema import WeightEMA  # noqa: E402
-from hosttune.engine.state import TrainState  # noqa: E402
+from hosttune.engine.runtime import Runtime  # noqa: E402
+from hosttune.engine.state import TrainState, resume_offset  # noqa: E402
 
 
 def _state(weight: float, ema: bool = True) -> TrainState:
@@ -60,3 +61,19 @@ def test_a_state_saved_without_ema_loads_the_weights_and_keeps_the_average_it_ha
     resumed.load_shared(shared)
     assert resumed.model.weight.tolist() == [[1.0, 1.0]]
     assert resumed.ema.state_dict()["weight"].tolist() == [[5.0, 5.0]]  # load_checkpoint re-bases it (and warns)
+
+
+@pytest.mark.parametrize("saved_world,world,offset", [(2, 4, 60), (4, 2, 240), (3, 1, 360)])
+def test_a_resume_on_another_world_size_says_so_and_rescales_the_position(tmp_path, saved_world: int, world: int,
+                                                                          offset: int) -> None:
+    # 120 samples consumed by each of saved_world ranks: the same samples in all, shared by `world` ranks now
+    said = []
+    rt = Runtime(world, 0, 0, torch.device("cpu"), None, False, tmp_path)
+    state = {"config": {"micro_batch_size": 4, "grad_accum": 1}, "world_size": saved_world, "samples": 120,
+             "pos": 30, "epoch": 1, "rng": None, "rng_problem": None}
+    assert resume_offset(state, tmp_path, Config(micro_batch_size=4), rt, _state(1.0), said.append) == offset
+    assert said == [f"hosttune.engine: warning: checkpoint was written by {saved_world} rank(s), this run has "
+                    f"{world}: data order and RNG streams restart; the effective batch changes from 4 x 1 x "
+                    f"{saved_world} = {4 * saved_world} to 4 x 1 x {world} = {4 * world} samples per step (the "
+                    f"learning rate and schedule stay as set)" + (f"; grad_accum={saved_world // world} keeps it"
+                                                                  if saved_world % world == 0 else "")]
