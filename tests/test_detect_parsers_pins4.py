@@ -164,6 +164,11 @@ def test_header_and_soname_versions() -> None:
     assert nvidia.soname_version(names, "libcudnn") == "9.1.0"
     assert nvidia.soname_version(["libnccl.so.2"], "libnccl") == "2"
     assert nvidia.soname_version(["libnccl.so"], "libnccl") is None
+    # cuDNN 8 and 9 side by side: the higher by number, in either listing order (a string sort puts 10 before 9).
+    for pair in (["libcudnn.so.8.9.7", "libcudnn.so.9.1.0"], ["libcudnn.so.9.1.0", "libcudnn.so.8.9.7"]):
+        assert nvidia.soname_version(pair, "libcudnn") == "9.1.0"
+    assert nvidia.soname_version(["libcudnn.so.10.0.0", "libcudnn.so.9.1.0"], "libcudnn") == "10.0.0"
+    assert nvidia.soname_version(["libcudnn.so.9.1.0", "libcudnn.so.10.0.0"], "libcudnn") == "10.0.0"
 
 
 @pytest.mark.parametrize("vendor,cls,is_gpu,is_switch", [

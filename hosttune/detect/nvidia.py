@@ -56,16 +56,11 @@ def parse_header_version(text: Optional[str], prefix: str) -> Optional[str]:
 
 
 def soname_version(names: List[str], stem: str) -> Optional[str]:
-    """["libcudnn.so.9.1.0", "libcudnn.so.9"] -> "9.1.0": the most specific version among matching names."""
-    best: Optional[str] = None
-    pattern = re.compile(rf"{re.escape(stem)}\.so\.(\d+(?:\.\d+)*)")
-    for name in names:
-        if not name.startswith(stem):
-            continue
-        m = pattern.fullmatch(name)
-        if m and (best is None or m.group(1).count(".") > best.count(".")):
-            best = m.group(1)
-    return best
+    """["libcudnn.so.9.1.0", "libcudnn.so.9"] -> "9.1.0": the most specific version among matching names; of two
+    as specific (cuDNN 8 and 9 side by side), the higher by number, whatever order the names are listed in."""
+    pattern = re.compile(rf"{re.escape(stem)}\.so\.(\d{{1,9}}(?:\.\d{{1,9}})*)")
+    found = [m.group(1) for m in (pattern.fullmatch(n) for n in names if n.startswith(stem)) if m]
+    return max(found, key=lambda v: (v.count("."), tuple(int(p) for p in v.split("."))), default=None)
 
 
 def _version_key(path: str) -> Tuple[Tuple[int, ...], str]:
