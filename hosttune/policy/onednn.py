@@ -37,8 +37,8 @@ ONEDNN_ISAS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
 ALIASES = {"AVX512_CORE_FP16": "AVX10_1_512", "AVX512_CORE_AMX": "AVX10_1_512_AMX",
            "AVX512_CORE_AMX_FP16": "AVX10_1_512_AMX_FP16", "AVX2_VNNI_2": "AVX2_VNNI"}
 NO_CAP = ("", "DEFAULT", "ALL")
-BF16_ISAS = ("AVX512_CORE_BF16", "AVX10_1_512_AMX")  # the two native bf16 paths: AVX-512 BF16, AMX tiles
 ATEN_LEVELS = ("DEFAULT", "AVX2", "AVX512")
+_GETENV_BUFFER = 32  # oneDNN getenv_string_user: `const int len = 32; char value_str[len];`
 
 
 @dataclass(frozen=True)
@@ -78,10 +78,13 @@ def cpu_isa(flags: Sequence[str]) -> str:
 
 def onednn_cap(env: Mapping[str, str]) -> Tuple[str, str]:
     """(variable, upper-cased value) of the cap oneDNN reads, ONEDNN_MAX_CPU_ISA before DNNL_MAX_CPU_ISA;
-    ("", "") when neither is set."""
+    ("", "") when neither is set. oneDNN's getenv_string_user takes a name only when its value is 1 to 31
+    characters long (src/common/utils.cpp: getenv() into a 32-byte buffer must return > 0): an empty or longer
+    ONEDNN_MAX_CPU_ISA is passed over for DNNL_MAX_CPU_ISA."""
     for var in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
-        if var in env:
-            return var, env[var].strip().upper()
+        value = env.get(var, "")
+        if 0 < len(value) < _GETENV_BUFFER:
+            return var, value.strip().upper()
     return "", ""
 
 
