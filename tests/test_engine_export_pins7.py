@@ -1,12 +1,14 @@
 """Pins (issue 21, session 9 practice rounds) on hosttune/engine/export.py: a preset that cannot be built is an
-ExportError (the CLI's one-line error, exit 2), not the engine's own error; the ONNX check compares every batch;
-the validation batches. In-process."""
+ExportError (the CLI's one-line error, exit 2), not the engine's own error; and the model and validation set of a
+resnet-tiny run trained on an image folder come from that folder, not from the current directory. In-process."""
 
+import os
 from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
+np = pytest.importorskip("numpy")
 
 from hosttune.engine.config import Config  # noqa: E402
 from hosttune.engine.export import ExportError, build_model, main  # noqa: E402
@@ -23,6 +25,24 @@ def test_the_cli_says_a_missing_run_directory_in_one_line(tmp_path: Path, capsys
     assert main(str(tmp_path / "nope"), str(tmp_path / "out")) == 2
     assert capsys.readouterr().err == f"hosttune.engine: error: {tmp_path / 'nope'}: no such run directory\n"
     assert not (tmp_path / "out").exists()
+
+
+def test_an_image_folder_run_exports_with_its_own_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    Image = pytest.importorskip("PIL.Image", reason="Pillow is not installed (the images extra)")
+    root = tmp_path / "imgs"
+    for name, colour in (("cat", (200, 0, 0)), ("dog", (0, 0, 200)), ("owl", (0, 200, 0))):
+        (root / name).mkdir(parents=True)
+        for k in range(5):
+            Image.fromarray(np.full((8, 8, 3), colour, np.uint8), "RGB").save(root / name / f"{k}.png")
+    elsewhere = tmp_path / "cwd"
+    (elsewhere / "not-a-class").mkdir(parents=True)
+    (elsewhere / "notes.txt").write_text("x")
+    monkeypatch.chdir(elsewhere)
+    cfg = Config(model="resnet-tiny", image_source="folder", data_path=str(root), image_size=8, width=8)
+    model, val = build_model(cfg)
+    assert os.getcwd() == str(elsewhere)
+    assert model.head.out_features == 3  # the folder's three classes
+    assert val.classes == ["cat", "dog", "owl"] and len(val) == 3  # one in five of each class is validation
 
 
 def _linear(weight: float, bias: float) -> "torch.nn.Module":

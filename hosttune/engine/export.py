@@ -184,8 +184,9 @@ def build_model(cfg: Config) -> Tuple[nn.Module, Any]:
     from .errors import EngineError
     from .task import build_preset_task
 
-    cfg.data_path = ""  # the validation split is the bundled text's; the training shards are not needed
-    cfg.data = "windows" if cfg.data == "shards" else cfg.data
+    if cfg.model == "gpt-tiny":  # an image folder (resnet-tiny) is where its validation split is: it stays
+        cfg.data_path = ""  # the validation split is the bundled text's; the training shards are not needed
+        cfg.data = "windows" if cfg.data == "shards" else cfg.data
     try:
         task = build_preset_task(cfg)
     except EngineError as exc:
