@@ -15,6 +15,7 @@ import sys
 import time
 import types
 import weakref
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, List
 
@@ -281,27 +282,54 @@ def test_teardown_destroys_the_group_when_the_final_barrier_raises(monkeypatch: 
 
 
 @pytest.mark.skipif(not dist.is_available(), reason="torch without distributed")
-def test_each_engine_group_of_one_process_gets_fresh_store_keys_on_the_same_store(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_engine_group_of_one_process_gets_fresh_store_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     """A script that calls fit() twice under torchrun makes two engine groups in one elastic attempt: torch names
     the second default group as it named the first, so without a prefix of its own the second reads the first one's
-    gloo addresses (a hang). And the store made for the first is kept: a new one would close the first on rank 0
-    while rank 1 may already be connected to it for the second ("Failed to recv, got 0 bytes" in CI)."""
+    gloo addresses in the agent's store (a hang). Rank 0 (here) hosts no store to wait for."""
     assert not dist.is_initialized(), "an earlier test in this process left a process group"
-    monkeypatch.setattr(runtime, "_STORES", {})
     monkeypatch.setattr(runtime, "_groups_made", [0])
     for name, value in {"TORCHELASTIC_RESTART_COUNT": "3", "TORCHELASTIC_USE_AGENT_STORE": "False",
                         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "0"}.items():
         monkeypatch.setenv(name, value)
-    made: List[Any] = []
     prefixes: List[Any] = []
-    real_tcp, real_prefix = dist.TCPStore, dist.PrefixStore
-    monkeypatch.setattr(dist, "TCPStore", lambda *a, **k: made.append(real_tcp(*a, **k)) or made[-1])
-    monkeypatch.setattr(dist, "PrefixStore", lambda p, s: prefixes.append((p, s)) or real_prefix(p, s))
+    real_prefix = dist.PrefixStore
+    monkeypatch.setattr(dist, "PrefixStore", lambda p, s: prefixes.append(p) or real_prefix(p, s))
     for _ in range(2):
-        runtime.init_process_group("gloo", 0, 1)
+        assert runtime.init_process_group("gloo", 0, 1) is None
         assert dist.get_world_size() == 1
         dist.destroy_process_group()
-    assert len(made) == 1, "a second store was made for the second group"
-    assert [p for p, _ in prefixes] == ["hosttune/attempt_3/group_0", "hosttune/attempt_3/group_1"]
-    assert all(s is made[0] for _, s in prefixes)
+    assert prefixes == ["hosttune/attempt_3/group_0", "hosttune/attempt_3/group_1"]
+
+
+class _RecordingStore:
+    """Rank 0's store as another rank holds it: records each wait; raises what a closing server raises."""
+
+    def __init__(self) -> None:
+        self.waits: List[Any] = []
+
+    def wait(self, keys: List[str], timeout: timedelta) -> None:
+        self.waits.append((keys, timeout))
+        raise dist.DistNetworkError("Failed to recv, got 0 bytes. Connection was likely closed.")
+
+
+def test_only_a_finished_ranks_teardown_waits_for_rank_0s_store() -> None:
+    """Where rank 0 hosts the store, another rank's teardown after a finished run waits (on a key nobody sets, so
+    only the server's closing ends it, or the bound) before fit() returns; a failed run's rank just leaves. The
+    ordering itself, on real ranks: tests/test_engine_train.py's DDP job."""
+    for finished, waits in ((False, []), (True, [(["hosttune/never-set"], runtime.STORE_CLOSE_WAIT)])):
+        store = _RecordingStore()
+        rt = runtime.Runtime(2, 1, 1, CPU, None, False, master_store=store)
+        runtime.teardown(rt, finished=finished)
+        assert store.waits == waits and rt.master_store is None
+
+
+@pytest.mark.skipif(not dist.is_available(), reason="torch without distributed")
+def test_the_wait_for_rank_0s_store_ends_when_it_closes_or_at_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real TCPStores: a client whose server is gone returns from await_store_close (torch's DistNetworkError,
+    swallowed); one whose server stays returns at STORE_CLOSE_WAIT (DistStoreError, swallowed)."""
+    monkeypatch.setattr(runtime, "STORE_CLOSE_WAIT", timedelta(milliseconds=200))
+    server = dist.TCPStore("127.0.0.1", 0, 2, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=60))
+    client = dist.TCPStore("127.0.0.1", server.port, 2, is_master=False, timeout=timedelta(seconds=60))
+    runtime.await_store_close(client)  # the server is still there: the bound ends it
+    del server
+    runtime.await_store_close(client)  # closed: the connection drops

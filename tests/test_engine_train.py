@@ -26,16 +26,18 @@ pytestmark = pytest.mark.integration
 # differ, or the pin could not see it). Both in one 2-rank job (issue 21: one launcher and two rank interpreters
 # fewer), which also pins a script that calls fit() twice: the engine creates and destroys its process group in
 # each fit(), and the second group must neither read the first one's store keys (a hang) nor lose its store.
-# Here rank 0 hosts the store, as TORCHELASTIC_USE_AGENT_STORE=False has it; the script holds rank 0's first
-# teardown until rank 1 is inside its second init_process_group, the order that made a store created anew fail on
-# a loaded machine (rank 1 connected to rank 0's first store, which then closed: "Failed to recv, got 0 bytes").
+# Here rank 0 hosts the store, as TORCHELASTIC_USE_AGENT_STORE=False has it (torch 2.1-2.3's torchrun): its store
+# closes with its first group, and a rank that went on before that could connect to it for the second group and
+# lose the connection ("Failed to recv, got 0 bytes", seen in CI). The script holds rank 0's first teardown until
+# rank 1 has either entered its second init_process_group (where, without the engine's wait, it connected to the
+# closing store: the failure every time) or is waiting in the engine's teardown for rank 0's store to close.
 DDP_SCRIPT = r"""
 import contextlib, os, sys, time
 import torch
 import torch.distributed as dist
 from torch import nn
 
-from hosttune.engine import build
+from hosttune.engine import build, runtime
 from hosttune.engine.api import fit
 
 
@@ -65,33 +67,36 @@ def train(run_dir, steps):
     torch.save({k: v.detach().clone() for k, v in model.state_dict().items()}, f"{run_dir}/params-rank{rank}.pt")
 
 
-def rank0_waits_for_rank1(destroy, mark):
+def rank0_waits_for_rank1(destroy, marks):
     def held(*args, **kwargs):
-        deadline = time.monotonic() + 120
-        while not args and not kwargs and not os.path.exists(mark) and time.monotonic() < deadline:
+        deadline = time.monotonic() + 600  # a hang guard only
+        while not args and not kwargs and not any(map(os.path.exists, marks)) and time.monotonic() < deadline:
             time.sleep(0.05)
         return destroy(*args, **kwargs)
     return held
 
 
-def rank1_marks(init, mark):
+def marks_then_calls(func, mark):
     def marked(*args, **kwargs):
         open(mark, "w").close()
-        return init(*args, **kwargs)
+        return func(*args, **kwargs)
     return marked
 
 
-steps, mark = int(sys.argv[2]), sys.argv[1] + "/rank1-in-second-init"
+steps = int(sys.argv[2])
+in_init, in_wait = sys.argv[1] + "/rank1-in-second-init", sys.argv[1] + "/rank1-awaits-store-close"
 os.makedirs(sys.argv[1], exist_ok=True)
 real_destroy = dist.destroy_process_group
 if os.environ["RANK"] == "0":
-    dist.destroy_process_group = rank0_waits_for_rank1(real_destroy, mark)
+    dist.destroy_process_group = rank0_waits_for_rank1(real_destroy, (in_init, in_wait))
+elif hasattr(runtime, "await_store_close"):
+    runtime.await_store_close = marks_then_calls(runtime.await_store_close, in_wait)
 train(sys.argv[1] + "/synced", steps)
 dist.destroy_process_group = real_destroy
 assert build.DDP is torch.nn.parallel.DistributedDataParallel  # the engine wraps in DDP itself
 build.DDP = NoSyncDDP
 if os.environ["RANK"] == "1":
-    dist.init_process_group = rank1_marks(dist.init_process_group, mark)
+    dist.init_process_group = marks_then_calls(dist.init_process_group, in_init)
 train(sys.argv[1] + "/unsynced", steps)
 """
 

@@ -7,7 +7,6 @@ The process group's teardown is the subtle part: the group must really be destro
 
 from __future__ import annotations
 
-import atexit
 import importlib
 import os
 import random
@@ -19,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Deque, Dict, Optional, Tuple
+from typing import Any, Deque, Optional
 
 import numpy as np
 import torch
@@ -100,15 +99,15 @@ def unpin_group(group: object) -> int:
     return found
 
 
-# The rendezvous store of this process, kept from one engine-made process group to the next (see
-# init_process_group), and how many groups the engine has made in this process.
-_STORES: Dict[Tuple[str, int, int, bool], dist.Store] = {}
+# How many process groups the engine has made in this process (see init_process_group).
 _groups_made = [0]
-atexit.register(_STORES.clear)  # closed while the interpreter still runs, not in its shutdown
+# How long a rank waits at teardown for rank 0's store to close (see await_store_close): a bound, never a delay.
+STORE_CLOSE_WAIT = timedelta(minutes=2)
 
 
-def init_process_group(backend: str, rank: int, world: int) -> None:
-    """The process group from torchrun's env, isolated per elastic attempt and per fit() in one process.
+def init_process_group(backend: str, rank: int, world: int) -> Optional[dist.Store]:
+    """The process group from torchrun's env, isolated per elastic attempt and per fit() in one process. Returns the
+    store when rank 0 hosts it and this is another rank (teardown waits for it to close: await_store_close).
 
     torchrun's agent keeps its store across restarts, so after a rank died the new attempt can read the dead
     attempt's keys - gloo then dials the old rank 0's listening port ("Connection refused", or a hang). A key
@@ -116,24 +115,33 @@ def init_process_group(backend: str, rank: int, world: int) -> None:
     makes two groups in one attempt, and torch names each new default group as it named the first: the second
     would read the first one's addresses (a hang), so the prefix also counts the groups this process has made
     (every rank makes the same ones in the same order).
-
-    Where rank 0 hosts the store itself (TORCHELASTIC_USE_AGENT_STORE=False), the store is kept for the next
-    group: one made anew would close the first on rank 0 while a faster rank 1 may already have connected to it
-    for the second group ("Failed to recv, got 0 bytes"). Clients keep theirs too: one connection per process.
     """
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
     if attempt is None:
         dist.init_process_group(backend)  # plain env:// rendezvous (not under torchrun)
-        return
-    agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"  # the agent hosts the store
-    key = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, not agent_store and rank == 0)
-    store = _STORES.get(key)
-    if store is None:
-        store = _STORES[key] = dist.TCPStore(key[0], key[1], world, is_master=key[3],
-                                             timeout=timedelta(minutes=10))
+        return None
+    # torchrun's agent hosts the store (torch >= 2.4's default); else rank 0 does (torch 2.1-2.3's c10d
+    # rendezvous, TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1).
+    agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world,
+                          is_master=not agent_store and rank == 0, timeout=timedelta(minutes=10))
     prefix = f"hosttune/attempt_{attempt}/group_{_groups_made[0]}"
     _groups_made[0] += 1
     dist.init_process_group(backend, store=dist.PrefixStore(prefix, store), rank=rank, world_size=world)
+    return store if not agent_store and rank != 0 else None
+
+
+def await_store_close(store: dist.Store) -> None:
+    """Return once rank 0's store server has closed (the connection to it drops), at most STORE_CLOSE_WAIT later.
+
+    Rank 0's store goes with the group it serves. A rank that went on before it closed could connect to it for
+    whatever comes next on MASTER_PORT (a second fit(), the script's own init_process_group) and lose that
+    connection a moment later: "Failed to recv, got 0 bytes", on a loaded machine. The wait is for a key nobody
+    sets; it ends when the server goes away (or, bounded, at STORE_CLOSE_WAIT)."""
+    try:
+        store.wait(["hosttune/never-set"], STORE_CLOSE_WAIT)
+    except RuntimeError:  # torch's DistNetworkError (closed: the expected end) or DistStoreError (the bound)
+        pass
 
 
 @dataclass
@@ -148,6 +156,7 @@ class Runtime:
     deterministic: bool
     run_dir: Path = Path(".")
     owns_group: bool = False  # the engine created the process group, so it (and only it) destroys it
+    master_store: Optional[Any] = None  # rank 0's store, on the other ranks where rank 0 hosts it (teardown)
     flag_group: Optional[dist.ProcessGroup] = None  # the CPU group the per-step stop flag is all-reduced in (world > 1)
     cuda_memory: Optional[Any] = None  # torch.cuda.memory while it records the allocator's history (oom.py)
     _flag: torch.Tensor = field(default_factory=lambda: torch.zeros(1, dtype=torch.int32))
@@ -220,7 +229,7 @@ def setup(cfg: Config) -> Runtime:
         rt.cuda_memory = oom.start_memory_history(torch.cuda.memory, cfg.memory_history)
     if world > 1 and not dist.is_initialized():
         import_group_default_modules(cfg.shard in shard.SHARDED)
-        init_process_group("nccl" if use_cuda else "gloo", rank, world)
+        rt.master_store = init_process_group("nccl" if use_cuda else "gloo", rank, world)
         rt.owns_group = True
     try:
         determinism_switches(cfg, deterministic, use_cuda)
@@ -294,4 +303,8 @@ def teardown(rt: Runtime, finished: bool = False) -> None:
             rt.owns_group = False
             if group() is not None:
                 unpin_group(group())  # the last reference goes with it: destroyed now
+        if rt.master_store is not None:
+            store, rt.master_store = rt.master_store, None
+            if finished:  # rank 0 passed the barrier too: its store closes now (a failed run's rank just leaves)
+                await_store_close(store)
         rt._recent.clear()
