@@ -27,6 +27,7 @@ from hosttune.profile import Active
     ("/p", "a" * 65 + "@h", "hosttune profile generate --force -o /p"),
     ("/p", "-x@h", "hosttune profile generate --force -o /p"),
     ("/p\nq", "b@h", "hosttune profile generate --force --base b"),
+    ("/p", "b\n@h", "hosttune profile generate --force -o /p"),  # `$` matches before a final newline: fullmatch
 ])
 def test_regenerate(path: Optional[str], name: Optional[str], command: str) -> None:
     assert hosttune_checks.regenerate(path, name) == command

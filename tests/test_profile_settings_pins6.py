@@ -25,6 +25,8 @@ MANAGED = "is managed by hosttune (it checks every library it preloads); set all
      '/p.yaml:2: env.A: value must be a string or number (quote it), not True'),
     ('env:\n  1A: x\n',
      '/p.yaml:2: env.1A: not a valid environment variable name'),
+    ('env:\n  "A\\n": x\n',  # `$` matches before a final newline: `export A` then a command `=x`
+     "/p.yaml:2: env.'A\\n': not a valid environment variable name"),
     ('env: [1]\n',
      '/p.yaml:1: env: must be a mapping of NAME: value, not list'),
     ('dataloader: 5\n',

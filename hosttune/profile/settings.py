@@ -25,7 +25,7 @@ THROUGHPUT_MALLOC_CONF = (
 )
 THP_MODES = ("madvise", "never", "always")
 THP_DEFRAG_MODES = ("madvise", "defer+madvise", "defer", "never", "always")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # `tune:` text values end up in kernel attributes, limits.d, a systemd mount drop-in and tuned.conf (as root): each
 # has a strict pattern (matched whole; no newline, comma, space or shell/INI syntax can pass). What the pattern allows
 # is what the file or attribute accepts, not more.
@@ -309,7 +309,7 @@ def _check_envmap(sect: str, d: Any, bad: Bad) -> None:
     if not isinstance(d, dict):
         raise bad(sect, f"must be a mapping of NAME: value, not {type(d).__name__}", None)
     for name, value in d.items():
-        if not isinstance(name, str) or not _ENV_NAME.match(name):
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
             raise bad(str(name), "not a valid environment variable name", sect)
         if sect == "env" and name in _MANAGED_ENV:
             raise bad(name, f"{name} is managed by hosttune (it checks every library it preloads); "

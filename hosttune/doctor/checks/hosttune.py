@@ -12,7 +12,7 @@ from hosttune.doctor.fixes import shell_path
 from hosttune.doctor.model import Finding
 from hosttune.policy import names
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a profile name, safe in a shell command as it is
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a profile name, safe in a shell command as it is
 
 
 def regenerate(path: Optional[str], name: Optional[str] = None) -> str:
@@ -21,7 +21,7 @@ def regenerate(path: Optional[str], name: Optional[str] = None) -> str:
     made from ("throughput@host" -> throughput) kept."""
     base = (name or "").split("@")[0] if name and "@" in name else ""
     quoted = shell_path(path)
-    keep_base = f" --base {base}" if _NAME.match(base) and base != "throughput" else ""
+    keep_base = f" --base {base}" if _NAME.fullmatch(base) and base != "throughput" else ""
     return f"hosttune profile generate --force{keep_base}" + (f" -o {quoted}" if quoted else "")
 
 
