@@ -523,7 +523,7 @@ M("settings-tristate", "hosttune/profile/settings.py",
   _ST, "a string accepted for an auto/true/false key",
   pins="tests/test_profile_settings_pins.py")
 M("settings-env-name", "hosttune/profile/settings.py",
-  "        if not isinstance(name, str) or not _ENV_NAME.match(name):", "        if not isinstance(name, str):",
+  "        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):", "        if not isinstance(name, str):",
   _ST, "an env name like 'A B' or 'X=1' accepted",
   pins="tests/test_profile_settings_pins.py")
 M("settings-env-managed", "hosttune/profile/settings.py",

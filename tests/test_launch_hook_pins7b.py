@@ -83,7 +83,6 @@ def test_a_ranks_real_multiprocessing_workers_write_no_stacks_file(hang_dir: Pat
     for p in hang_dir.iterdir():
         label, _, pid = p.name[len(STACKS_PREFIX):-len(".txt")].rpartition("-pid")
         armed[int(pid)] = label
-    assert armed.get(rank) == "rank2"  # the rank itself is watched
-    # its workers (and the forkserver that forks them) are not; multiprocessing's resource tracker, started with its
-    # own `-c` line, still arms today (not a worker: left out here)
-    assert {spawned, forked, forkserver} & set(armed) == set(), armed
+    # the rank itself is watched; its workers, the forkserver that forks them and multiprocessing's resource
+    # tracker (started with its own `-c` line) are not: a hang report names the rank once
+    assert armed == {rank: "rank2"}, (out, armed)

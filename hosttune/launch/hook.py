@@ -71,6 +71,9 @@ from hosttune.policy import names
 HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rankhook")
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _SPAWN_CODE = ("from multiprocessing.spawn import spawn_main", "from multiprocessing.forkserver import main")
+# multiprocessing's resource tracker (`python -c "from multiprocessing.resource_tracker import main;main(FD)"`), which
+# a rank's first spawn or forkserver child starts: it inherits the rank's variables but is none of the rank's work.
+_TRACKER_CODE = "from multiprocessing.resource_tracker import main"
 _REBIND_LOOKS = 8  # _bind: looks at the thread list, each after rebinding what the one before found
 _KINDS_WITH_TOP = ("plain", "srun", "rank")  # the launcher exec's into the user's program (not torchrun/launcher)
 
@@ -477,15 +480,20 @@ def stacks_signal() -> int:
     return int(signal.SIGRTMIN) + 6
 
 
+def _is_resource_tracker(argv: List[str]) -> bool:
+    return bool(argv) and argv[0] == "-c" and any(_TRACKER_CODE in arg for arg in _cmdline())
+
+
 def arm_stacks(environ: Mapping[str, str], argv: List[str]) -> Optional[str]:
     """With $HOSTTUNE_HANG_DIR set, register faulthandler on `stacks_signal()` writing every thread's Python stack
     to this process's own file there (created here, O_EXCL and no-follow, in the directory hosttune made for the
     job, which must be this user's private directory and not a link: a variable pointing elsewhere arms nothing).
     A disposition that is already there (a C library's handler) is chained; a handler the program sets later
     for the same signal replaces ours, and hang.py then says that process gave no stacks. The file's path, or None
-    (no hang watch, a multiprocessing worker of a rank, or the file could not be made: the job runs unwatched)."""
+    (no hang watch, a multiprocessing worker of a rank or its resource tracker, or the file could not be made: the
+    job runs unwatched)."""
     d = environ.get(HANG_DIR)
-    if not d or not os.path.isabs(d) or is_spawn_child(argv):
+    if not d or not os.path.isabs(d) or is_spawn_child(argv) or _is_resource_tracker(argv):
         return None
     import faulthandler
     import signal
