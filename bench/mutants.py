@@ -3051,8 +3051,8 @@ _r7('r7a-monitor-publish-warnings-dropped', 'hosttune/monitor/daemon.py',
     "as root, what publishing the textfile had to set aside (a directory at the link's name) is never said")
 # 45: hosttune/launch/hook.py:488 (if)
 _r7('r7b-hook-spawn-child-arms', 'hosttune/launch/hook.py',
-    '    if not d or not os.path.isabs(d) or is_spawn_child(argv):\n        return None\n    import faulthandler',
-    '    if not d or not os.path.isabs(d):\n        return None\n    import faulthandler',
+    '    if not d or not os.path.isabs(d) or is_spawn_child(argv) or _is_resource_tracker(argv):\n        return None\n    import faulthandler',
+    '    if not d or not os.path.isabs(d) or _is_resource_tracker(argv):\n        return None\n    import faulthandler',
     "a rank's multiprocessing (spawn) workers arm the hang watch too: each writes a stacks file under the rank's name")
 # 46: hosttune/monitor/sample.py:172 (assign)
 _r7('r7a-monitor-cpu-sensor-key', 'hosttune/monitor/sample.py',
