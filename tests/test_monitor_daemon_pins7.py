@@ -8,7 +8,7 @@ import signal
 import socket
 import threading
 from pathlib import Path
-from typing import Any, List
+from typing import Any, Callable, List, Optional, Tuple
 
 import pytest
 from conftest import a100
@@ -61,22 +61,26 @@ def test_once_says_its_events_on_stderr_and_leaves_stdout_to_the_json(fake_nvml:
     assert [e["kind"] for e in rec["events"]] == ["gpu_lost"]
 
 
-def test_run_pings_the_watchdog_between_samples_when_its_period_is_the_shorter(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """run() in this process: samples every hour, the watchdog every 0.05 s (WATCHDOG_USEC=100000, halved): it wakes
-    for each ping rather than sleeping to the next sample. Three pings, then SIGTERM: STOPPING=1 and exit 0."""
+def run_under_systemd(monkeypatch: pytest.MonkeyPatch, cfg: MonitorConfig, term_after: Callable[[List[str]], bool],
+                      watchdog_usec: Optional[str] = None) -> Tuple[int, List[str]]:
+    """daemon.run(cfg) in this process under a fake systemd ($NOTIFY_SOCKET, a datagram socket read by a thread):
+    SIGTERM once term_after(the messages so far) holds, then read up to STOPPING. Returns run()'s exit status and
+    every message. The signal handlers and wakeup fd run() set are put back."""
     name = f"@hosttune-pins7-{os.getpid()}-{os.urandom(4).hex()}"
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind("\0" + name[1:])
-    sock.settimeout(600.0)  # a hang guard only: the pings come every 0.05 s
+    sock.settimeout(600.0)  # a hang guard only
     monkeypatch.setenv("NOTIFY_SOCKET", name)
-    monkeypatch.setenv("WATCHDOG_USEC", "100000")
-    monkeypatch.setenv("WATCHDOG_PID", str(os.getpid()))
+    if watchdog_usec is None:
+        monkeypatch.delenv("WATCHDOG_USEC", raising=False)
+    else:
+        monkeypatch.setenv("WATCHDOG_USEC", watchdog_usec)
+        monkeypatch.setenv("WATCHDOG_PID", str(os.getpid()))
     got: List[str] = []
 
     def listen() -> None:
         try:
-            while got.count("WATCHDOG=1") < 3:
+            while not got or not term_after(got):
                 got.append(sock.recv(4096).decode())
         except OSError as exc:
             got.append(f"error: {exc}")
@@ -89,17 +93,28 @@ def test_run_pings_the_watchdog_between_samples_when_its_period_is_the_shorter(
 
     old_fd = signal.set_wakeup_fd(-1)
     signal.set_wakeup_fd(old_fd)
+    old_handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGXFSZ)}
     thread = threading.Thread(target=listen, daemon=True)
     thread.start()
-    cfg = MonitorConfig(interval=3600.0, tune_check_interval=0, log_dir=str(tmp_path / "log"), textfile_dir="")
     try:
         rc = daemon.run(cfg, io.StringIO(), io.StringIO())
     finally:
         wfd = signal.set_wakeup_fd(old_fd)
         if wfd not in (-1, old_fd):
             os.close(wfd)
+        for s, h in old_handlers.items():
+            signal.signal(s, h)
     thread.join(600.0)
     sock.close()
+    return rc, got
+
+
+def test_run_pings_the_watchdog_between_samples_when_its_period_is_the_shorter(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run() in this process: samples every hour, the watchdog every 0.05 s (WATCHDOG_USEC=100000, halved): it wakes
+    for each ping rather than sleeping to the next sample. Three pings, then SIGTERM: STOPPING=1 and exit 0."""
+    cfg = MonitorConfig(interval=3600.0, tune_check_interval=0, log_dir=str(tmp_path / "log"), textfile_dir="")
+    rc, got = run_under_systemd(monkeypatch, cfg, lambda got: got.count("WATCHDOG=1") >= 3, watchdog_usec="100000")
     assert rc == 0
     assert got[0].startswith("READY=1\nSTATUS=sampling ")
     assert got[1:] == ["WATCHDOG=1"] * 3 + ["STOPPING=1"]

@@ -4,15 +4,13 @@ printed), and what publishing the textfile as root set aside is said."""
 
 import io
 import os
-import signal
-import socket
 import sys
-import threading
 from pathlib import Path
-from typing import Any, List
+from typing import Any
 
 import pytest
 from conftest import a100
+from test_monitor_daemon_pins7 import run_under_systemd
 
 from hosttune.monitor import daemon
 from hosttune.monitor.config import MonitorConfig
@@ -26,42 +24,8 @@ def test_ready_status_counts_the_gpus_sampled_not_those_lost_at_start(
     """run() in this process under a fake systemd ($NOTIFY_SOCKET): 3 GPUs, one lost before the start: READY=1 says
     `sampling 2 GPU(s)`; SIGTERM after it: STOPPING=1 and exit 0."""
     fake_nvml(SCENARIO)
-    name = f"@hosttune-pins7b-{os.getpid()}-{os.urandom(4).hex()}"
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind("\0" + name[1:])
-    sock.settimeout(600.0)  # a hang guard only
-    monkeypatch.setenv("NOTIFY_SOCKET", name)
-    monkeypatch.delenv("WATCHDOG_USEC", raising=False)
-    got: List[str] = []
-
-    def listen() -> None:
-        try:
-            got.append(sock.recv(4096).decode())
-        except OSError as exc:
-            got.append(f"error: {exc}")
-        os.kill(os.getpid(), signal.SIGTERM)
-        try:
-            while not got[-1].startswith("STOPPING"):
-                got.append(sock.recv(4096).decode())
-        except OSError as exc:
-            got.append(f"error: {exc}")
-
-    old_fd = signal.set_wakeup_fd(-1)
-    signal.set_wakeup_fd(old_fd)
-    old_handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGXFSZ)}
-    thread = threading.Thread(target=listen, daemon=True)
-    thread.start()
     cfg = MonitorConfig(interval=3600.0, tune_check_interval=0, log_dir=str(tmp_path / "log"), textfile_dir="")
-    try:
-        rc = daemon.run(cfg, io.StringIO(), io.StringIO())
-    finally:
-        wfd = signal.set_wakeup_fd(old_fd)
-        if wfd not in (-1, old_fd):
-            os.close(wfd)
-        for s, h in old_handlers.items():
-            signal.signal(s, h)
-    thread.join(600.0)
-    sock.close()
+    rc, got = run_under_systemd(monkeypatch, cfg, lambda got: True)  # SIGTERM after the first message
     assert rc == 0
     assert got == ["READY=1\nSTATUS=sampling 2 GPU(s) and the host every 3600 s", "STOPPING=1"]
 
