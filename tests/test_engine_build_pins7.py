@@ -5,7 +5,6 @@ engine's clock (train.time) is frozen except while a micro-batch is fetched, whi
 step time is exact."""
 
 import json
-import time
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -13,33 +12,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from test_engine_train_pins6 import FETCH, fetches  # noqa: E402,F401
 from torch import nn  # noqa: E402
 
-from hosttune.engine import build, loader, train  # noqa: E402
+from hosttune.engine import build  # noqa: E402
 from hosttune.engine.api import fit  # noqa: E402
-
-FETCH = 0.5
-
-
-@pytest.fixture
-def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    now = [1000.0]
-
-    class EngineClock:
-        def __getattr__(self, name: str):
-            return getattr(time, name)
-
-        def perf_counter(self) -> float:
-            return now[0]
-
-    real_next = loader.TrainData.next
-
-    def slow_next(self, state):
-        now[0] += FETCH
-        return real_next(self, state)
-
-    monkeypatch.setattr(loader.TrainData, "next", slow_next)
-    monkeypatch.setattr(train, "time", EngineClock())
 
 
 def _rows(run_dir: Path) -> List[Dict[str, Any]]:
@@ -67,7 +44,8 @@ def test_an_image_model_trains_channels_last_unless_turned_off(tmp_path: Path, c
     assert model[0].weight.is_contiguous() is not channels_last
 
 
-def test_mfu_is_the_step_flops_over_step_time_and_peak(tmp_path: Path, frozen_clock: None,
+@pytest.mark.usefixtures("fetches")  # the frozen engine clock (tests/test_engine_train_pins6.py)
+def test_mfu_is_the_step_flops_over_step_time_and_peak(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     counted: List[int] = []
     real_count = build.count_step_flops
