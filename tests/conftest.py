@@ -442,6 +442,21 @@ class OtherUser:
 
 
 @pytest.fixture
+def handed() -> Iterator[str]:
+    """A handoff file (hosttune/launch/handoff.py) of a 1-rank torchrun job, as `hosttune exec` writes it for the
+    shim; removed afterwards."""
+    from hosttune.launch import handoff
+    from hosttune.launch.job import prepare
+
+    job = prepare(["torchrun", "--nproc_per_node=1", "t.py"])
+    path = handoff.write(handoff.payload(job, "m"))
+    try:
+        yield path
+    finally:
+        handoff.remove(path)
+
+
+@pytest.fixture
 def marker(tmp_path: Path) -> Path:
     """Where a planted program would leave its mark if it ran (a private directory: only the test writes there)."""
     d = tmp_path / "markers"

@@ -1,24 +1,10 @@
 """Pins for the per-rank entry point hosttune/shim.py (`python -m hosttune.shim COMMAND...`, issue 21, practice
 round HTOP): what the rank's environment, its numactl prefix and its stderr are after the binding."""
 
-from typing import Any, Iterator
-
-import pytest
+from typing import Any
 
 from hosttune import shim
-from hosttune.launch import handoff
 from hosttune.launch.binding import Binding
-from hosttune.launch.job import prepare
-
-
-@pytest.fixture
-def handed() -> Iterator[str]:
-    job = prepare(["torchrun", "--nproc_per_node=1", "t.py"])
-    path = handoff.write(handoff.payload(job, "m"))
-    try:
-        yield path
-    finally:
-        handoff.remove(path)
 
 
 def test_every_binding_note_is_said_and_the_numactl_prefix_returned(handed: str, monkeypatch: Any,

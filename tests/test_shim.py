@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterator
+from typing import Any, Dict
 
 import _exechelp
 import pytest
@@ -25,16 +25,6 @@ fake_torchrun = _exechelp.fake_torchrun  # the fixture, used here by its name
 PY = sys.executable
 SYSTEM_PY = "/usr/bin/python3"  # what the other user can run (Makefile TEST_APT: python3-click/yaml/psutil/distro)
 IS_ROOT = os.geteuid() == 0
-
-
-@pytest.fixture
-def handed() -> Iterator[str]:
-    job = prepare(["torchrun", "--nproc_per_node=1", "t.py"])
-    path = handoff.write(handoff.payload(job, "m"))
-    try:
-        yield path
-    finally:
-        handoff.remove(path)
 
 
 def _shim(env: Dict[str, str], *cmd: str, cwd: Any = None) -> "subprocess.CompletedProcess[str]":
