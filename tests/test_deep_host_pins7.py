@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
+from test_doctor_deep import tree
 
 from hosttune.detect.hostio import HostIO
 from hosttune.doctor.deep import host
@@ -13,17 +14,6 @@ from hosttune.doctor.deep.host import Toolkit
 XEON = "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz"
 CPUINFO = "processor\t: 0\ncpu MHz\t\t: 2445.426\nprocessor\t: 1\ncpu MHz\t\t: 3100.000\nbogomips : 5000\n"
 MAXFREQ = "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"
-
-
-def tree(root: Path, files: Dict[str, str]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    for rel, text in files.items():
-        path = root / rel.lstrip("/")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        if "/bin/" in rel:
-            path.chmod(0o755)
-    return root
 
 
 @pytest.mark.parametrize("files,model,want", [

@@ -414,6 +414,8 @@ def test_container_detection_matches_the_markers(cpu_run: Dict[str, Any]) -> Non
 
 
 def tree(root: Path, files: Dict[str, str]) -> Path:
+    """A host tree under `root` (made, even with no files): each path's text; files under a bin/ executable."""
+    root.mkdir(parents=True, exist_ok=True)
     for rel, text in files.items():
         path = root / rel.lstrip("/")
         path.parent.mkdir(parents=True, exist_ok=True)
