@@ -67,6 +67,6 @@ def launcher_default(environ: Mapping[str, str]) -> Optional[str]:
 def _threads_of(value: Optional[str]) -> Optional[int]:
     """The thread count an OMP_NUM_THREADS value gives the outer parallel region ("4", "4,2"); None if none."""
     head = (value or "").split(",")[0].strip()
-    n = small_int(head) if head.isdigit() else None  # "²" passes isdigit() and fails int(); so do 5,000 digits
+    n = small_int(head) if head.isdigit() else None  # unsigned: small_int takes a sign (and refuses "²")
     return n if n is not None and n > 0 else None
 

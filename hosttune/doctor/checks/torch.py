@@ -123,7 +123,7 @@ def parse_alloc_conf(text: str) -> Tuple[List[str], List[str]]:
             unknown.append(key)
             continue
         ok = True
-        n = small_int(value) if value.isdigit() else None  # "²" passes isdigit() and fails int()
+        n = small_int(value) if value.isdigit() else None  # unsigned: small_int takes a sign
         if kind == "bool":
             ok = value in ("True", "False", "true", "false", "1", "0")
         elif kind.startswith("int"):
