@@ -285,8 +285,31 @@ def tmp_path(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=tmp_path_factory.getbasetemp()))
 
 
+_PYTEST_OWN = "PYTEST_CURRENT_TEST"  # pytest's own, set for each phase of each test
+
+
 @pytest.fixture(autouse=True)
-def _scrub_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _environ_unchanged() -> Iterator[None]:
+    """A test leaves os.environ as it found it: what it sets by hand (not through monkeypatch) is put back and the
+    test fails, naming the variables, in every order the tests run (a product call that sets a variable in-process,
+    hook.py's HOSTTUNE_JOB_CPUS, leaked into a module fixture of a later test on the same worker only in some
+    orders: CI failed at a0f1d7c with SEED=54665510). Set up before the monkeypatch of _scrub_env (its first
+    argument), so it compares after every monkeypatch undo."""
+    before = dict(os.environ)
+    yield
+    after = dict(os.environ)
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k) and k != _PYTEST_OWN)
+    if changed:
+        os.environ.clear()
+        os.environ.update(before)
+        os.environ.pop(_PYTEST_OWN, None)
+        if _PYTEST_OWN in after:
+            os.environ[_PYTEST_OWN] = after[_PYTEST_OWN]
+        pytest.fail(f"the test left os.environ changed (use monkeypatch): {' '.join(changed)}", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _scrub_env(_environ_unchanged: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Each test gets its own HOME and hosttune directories (under its tmp_path) and no inherited settings."""
     scrub_env(monkeypatch, tmp_path)
 

@@ -60,7 +60,9 @@ def test_a_thread_count_of_seven_digits_is_no_count() -> None:
 def rank0_of_two(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOCAL_RANK", "0")
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
-    monkeypatch.delenv(names.JOB_CPUS, raising=False)  # set by the watch: removed again after the test
+    # set by the watch: removed again after the test (a delenv of an unset name alone records nothing to undo)
+    monkeypatch.setenv(names.JOB_CPUS, "")
+    monkeypatch.delenv(names.JOB_CPUS)
 
 
 def _job_cpus() -> str:
