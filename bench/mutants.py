@@ -3101,3 +3101,296 @@ _R7_PINS = {
     'tests/test_launch_hook_pins7b.py': ('r7b-hook-spawn-child-arms',),
 }
 _pin(_R7_PINS)
+
+
+# ======== round 8 (issue 21, session 10): sites drawn at random, not chosen; ids r8a-/r8b-<area>-<what> ==============
+# Sites: `python3 bench/mutation_sample.py --seed 2026120408 --count 80` drew 80 of the 14315 candidate
+# statements of hosttune/ at HEAD ff83b53 (tree 1d242b4), uniformly without replacement (reproduce it in a clone of
+# ff83b53 with --repo if hosttune/ has changed since: the same seed draws other statements in other code).
+# The sites were taken in draw order until 44 were planted: sites 1-52, 8 skipped (no behaviour a user could
+# observe), 44 planted, none of them known to be equivalent (sites 53-80 not taken). At each site: the one change a
+# developer could plausibly make there, chosen from the product code alone, without looking at the tests (PLANT8).
+# Each comment gives the site: draw number, file:line, statement kind.
+# Tests, by rule (`tests_for` in bench/mutation_sample.py; `--tests PATH` prints them), stored in _R8_TESTS so later
+# test files do not change the round; never chosen per mutant. /work/notes/s10/r8tests.py prints the literal afresh
+# from the _r8 entries (written at ff83b53; regenerate it right before measuring, after the session's hardening
+# helpers - blind to these sites - have landed their test files). Whole files, pytest -x.
+# r8a/r8b alternate in draw order: two shards, one per core.
+# Skipped sites:
+#     6 hosttune/detect/nvidia.py:103: the fall-through 'no version found' (no plausible change but a wrong type: None is the only not-found answer, and the loop's last value is None too)
+#    13 hosttune/launch/handoff.py:94: the trust rule passes: no objection (no plausible change but a crash: below it `why` is read as a string)
+#    14 hosttune/engine/models.py:21: initialises a block's shortcut to none (no plausible change but a crash, or nn.Identity: the same block)
+#    28 hosttune/tune/kinds.py:95: the fall-through 'nothing keeps another value' (no plausible change but a crash, or a message on every tunable)
+#    32 hosttune/doctor/deep/network.py:69: reads a device's numa_node (no plausible change but a crash: no other reader gives an int)
+#    40 hosttune/launch/launchers/mpirun.py:115: initialises an empty notes list (no plausible change but a crash)
+#    49 hosttune/monitor/podresources.py:114: the initial `problem` (replaced by the first ask, which the first assignments() call makes: nothing a user could see)
+#    51 hosttune/launch/rank.py:89: returns the checked plan (no plausible change but None: the rank plans the same plan again itself)
+# Measure (before pinning), the two shards side by side:
+#     python3 bench/mutation.py --no-pins --only r8a- --timeout 420 --json OUT
+#     python3 bench/mutation.py --no-pins --only r8b- --timeout 420 --json OUT
+# Measured: (not yet).
+_R8_TESTS = {
+    'hosttune/autotune/candidates.py': 'tests/test_autotune.py tests/test_autotune_budget.py tests/test_autotune_pins4.py tests/test_autotune_report_pins5b.py tests/test_autotune_report_pins6.py tests/test_autotune_rundirs.py tests/test_autotune_search_pins5.py tests/test_autotune_session_pins5.py tests/test_profile_measured.py',
+    'hosttune/capture.py': 'tests/test_capture.py tests/test_capture_pins4.py tests/test_capture_pins7.py tests/test_trust_private.py',
+    'hosttune/commands/autotune.py': 'tests/test_autotune.py tests/test_cli_pins4.py tests/test_commands_pins7.py',
+    'hosttune/commands/exec.py': 'tests/test_commands_pins7.py tests/test_launch_hang.py',
+    'hosttune/commands/profile.py': 'tests/test_commands_pins7.py tests/test_profile_cmd_pins5b.py tests/test_profile_command_pins6.py',
+    'hosttune/detect/cpu.py': 'tests/test_architecture.py tests/test_detect_collect_pins6.py tests/test_detect_cpu_pins4.py tests/test_detect_cpu_pins6.py tests/test_detect_live.py tests/test_detect_parsers.py tests/test_detect_synthetic.py',
+    'hosttune/detect/gpu.py': 'tests/test_detect_collect_pins6.py tests/test_detect_gpu_pins4.py tests/test_detect_hwloc.py tests/test_detect_parsers_pins4.py tests/test_detect_synthetic.py tests/test_nvml.py',
+    'hosttune/detect/hostio.py': 'tests/test_commands_pins7.py tests/test_deep_host_pins7.py tests/test_detect_allocators_pins6.py tests/test_detect_cgroup.py tests/test_detect_cgroup_pins4.py tests/test_detect_cgroup_pins6.py tests/test_detect_collect_pins6.py tests/test_detect_container_pins6.py tests/test_detect_cpu_pins4.py tests/test_detect_gpu_pins4.py tests/test_detect_hostio.py tests/test_detect_hostio_pins4.py tests/test_detect_hostio_pins5b.py tests/test_detect_hostio_pins6.py tests/test_detect_hostio_pins7.py tests/test_detect_hostio_pins7b.py tests/test_detect_live_answers_pins6.py tests/test_detect_numa_kernel_pins4.py tests/test_detect_numa_pins6b.py tests/test_detect_nvidia_pins4.py tests/test_detect_nvidia_pins6.py tests/test_detect_parsers.py tests/test_detect_pins4b.py tests/test_detect_storage.py tests/test_detect_storage_pins4c.py tests/test_detect_storage_pins6.py tests/test_detect_storage_pins7.py tests/test_detect_synthetic.py tests/test_detect_torchenv.py tests/test_detect_torchenv_pins6.py tests/test_detect_tuned_pins4.py tests/test_detect_tuned_pins6.py tests/test_doctor_deep.py tests/test_doctor_fleet.py tests/test_doctor_fleet_pins7.py tests/test_doctor_network.py tests/test_doctor_nvidia.py tests/test_nvml.py tests/test_programs.py tests/test_programs_pins6b.py tests/test_tune_tuned.py tests/test_tune_tuned_pins4b.py tests/test_tune_tuned_pins6.py',
+    'hosttune/doctor/checks/topology.py': 'tests/test_doctor_checks_pins6.py tests/test_doctor_storage_topology_pins6.py',
+    'hosttune/doctor/checks/torch.py': 'tests/test_cuda_visible.py tests/test_doctor_checks_pins6.py tests/test_doctor_image_decoder.py tests/test_doctor_torch.py tests/test_doctor_torch_pins6.py',
+    'hosttune/doctor/checks/tunables.py': 'tests/test_doctor_checks_pins6.py tests/test_doctor_tunables_pins6.py tests/test_doctor_tunables_pins7.py',
+    'hosttune/doctor/deep/checks.py': 'tests/test_deep_checks_pins5.py tests/test_deep_checks_pins7.py tests/test_policy_cpu.py tests/test_readme.py',
+    'hosttune/doctor/deep/findings.py': 'tests/test_deep_findings_pins7.py tests/test_doctor_deep.py tests/test_doctor_deep_findings_pins4.py tests/test_doctor_deep_pins.py tests/test_doctor_deep_pins4c.py',
+    'hosttune/doctor/deep/network.py': 'tests/test_deep_network_pins7.py tests/test_doctor_deep_pins4c.py tests/test_doctor_network.py tests/test_doctor_network_pins2.py tests/test_doctor_network_pins4.py',
+    'hosttune/engine/__main__.py': 'tests/test_engine_export.py tests/test_engine_export_pins6b.py tests/test_engine_int8.py tests/test_engine_main_pins7.py tests/test_engine_shard.py tests/test_readme.py',
+    'hosttune/engine/config.py': 'tests/test_engine.py tests/test_engine_ac.py tests/test_engine_api_pins4.py tests/test_engine_checkpoint.py tests/test_engine_checkpoint_pins6.py tests/test_engine_compile.py tests/test_engine_config.py tests/test_engine_config_pins4.py tests/test_engine_config_pins7.py tests/test_engine_ema.py tests/test_engine_evaluate.py tests/test_engine_exact.py tests/test_engine_export_pins6b.py tests/test_engine_export_pins7.py tests/test_engine_float8.py tests/test_engine_fsdp_fp16.py tests/test_engine_hostcpu.py tests/test_engine_images.py tests/test_engine_integration.py tests/test_engine_loader_pins6.py tests/test_engine_metric_sinks.py tests/test_engine_mfu.py tests/test_engine_oom_pins3.py tests/test_engine_oom_pins4.py tests/test_engine_oom_snapshot.py tests/test_engine_optim_pins7.py tests/test_engine_pins.py tests/test_engine_pins4b.py tests/test_engine_precision.py tests/test_engine_runtime_pins4c.py tests/test_engine_schedule.py tests/test_engine_shard.py tests/test_engine_sinks_pins4.py tests/test_engine_state_pins7.py tests/test_engine_task_pins4.py tests/test_engine_train_pins4c.py tests/test_engine_train_pins7.py tests/test_engine_warnings.py tests/test_readme.py',
+    'hosttune/engine/oom.py': 'tests/test_engine.py tests/test_engine_exact.py tests/test_engine_oom_pins3.py tests/test_engine_oom_pins4.py tests/test_engine_oom_snapshot.py tests/test_engine_shard.py',
+    'hosttune/engine/precision.py': 'tests/test_engine.py tests/test_engine_exact.py tests/test_engine_integration.py tests/test_engine_optim_pins7.py tests/test_engine_precision.py tests/test_engine_precision_pins4.py tests/test_engine_shapes.py',
+    'hosttune/engine/shard.py': 'tests/test_engine_shard.py',
+    'hosttune/facts.py': 'tests/test_commands_pins7.py tests/test_cuda_visible.py tests/test_cuda_visible_pins.py tests/test_detect_allocators_pins6.py tests/test_detect_cgroup.py tests/test_detect_cgroup_pins4.py tests/test_detect_cgroup_pins6.py tests/test_detect_collect_pins6.py tests/test_detect_container.py tests/test_detect_container_pins2.py tests/test_detect_container_pins6.py tests/test_detect_cpu_pins4.py tests/test_detect_gpu_pins4.py tests/test_detect_hwloc.py tests/test_detect_numa_kernel_pins4.py tests/test_detect_nvidia_pins4.py tests/test_detect_parsers.py tests/test_detect_storage_pins6.py tests/test_detect_storage_pins7.py tests/test_detect_torchenv_pins6.py tests/test_detect_tuned_pins4.py tests/test_detect_tuned_pins6.py tests/test_doctor_catalogue.py tests/test_doctor_checks_pins4.py tests/test_doctor_checks_pins5b.py tests/test_doctor_checks_pins6.py tests/test_doctor_container.py tests/test_doctor_cpu.py tests/test_doctor_cpu_pins6.py tests/test_doctor_cpu_pins7.py tests/test_doctor_deep.py tests/test_doctor_deep_pins4c.py tests/test_doctor_fixes.py tests/test_doctor_fixes_pins3.py tests/test_doctor_fixes_pins4.py tests/test_doctor_gpu_pins4c.py tests/test_doctor_live_pins4.py tests/test_doctor_network.py tests/test_doctor_nvidia.py tests/test_doctor_nvidia_pins6.py tests/test_doctor_os.py tests/test_doctor_os_pins6.py tests/test_doctor_storage_topology_pins6.py tests/test_doctor_tools.py tests/test_doctor_torch.py tests/test_doctor_torch_pins6.py tests/test_doctor_tree_pins4.py tests/test_doctor_tunables_pins6.py tests/test_engine_hostcpu.py tests/test_engine_hostcpu_pins4.py tests/test_exec_shim.py tests/test_exec_userwins.py tests/test_facts_cli.py tests/test_facts_json_pins6.py tests/test_facts_pins4.py tests/test_facts_pins5b.py tests/test_facts_pins7.py tests/test_facts_render_pins6.py tests/test_foundation.py tests/test_launch_job.py tests/test_launch_job_pins7.py tests/test_launch_rank.py tests/test_launch_replan_pins7.py tests/test_launch_supervise_pins7.py tests/test_onednn.py tests/test_plan.py tests/test_plan_env_pins5.py tests/test_plan_env_pins6.py tests/test_plan_env_pins7b.py tests/test_plan_launcher_default.py tests/test_plan_layout_pins.py tests/test_plan_layout_pins4c.py tests/test_plan_layout_pins5.py tests/test_plan_layout_pins5b.py tests/test_plan_rank_pins5b.py tests/test_plan_rank_pins6.py tests/test_plan_resolve_pins6.py tests/test_plan_userwins_pins5b.py tests/test_policy_cpu.py tests/test_policy_cpu_pins.py tests/test_policy_pins6.py tests/test_profile.py tests/test_profile_generate.py tests/test_profile_generate_pins5.py tests/test_profile_load_active.py tests/test_profile_load_pins5.py tests/test_profile_pins7.py tests/test_profile_policy.py tests/test_readme.py tests/test_supervise_pins5b.py',
+    'hosttune/jobrecord.py': 'tests/test_exec_jobrecord.py tests/test_execcache_recorder_pins5.py tests/test_execcache_replay_pins7.py tests/test_jobrecord.py tests/test_jobrecord_pins3.py tests/test_jobrecord_pins4c.py tests/test_jobrecord_pins7.py tests/test_monitor_jobrecords.py tests/test_procfs_pins4.py',
+    'hosttune/launch/hang.py': 'tests/test_hang_pins5.py tests/test_launch_hang.py tests/test_launch_hang_pins2.py tests/test_launch_hang_pins4b.py tests/test_launch_hang_pins7.py',
+    'hosttune/launch/launchers/torch_launch.py': 'tests/test_launch_accelerate_pins4c.py tests/test_launch_accelerate_pins6.py tests/test_launch_base_pins6.py tests/test_launch_launchers.py tests/test_launch_launchers_pins6.py tests/test_launch_mpirun.py tests/test_launch_mpirun_pins4c.py tests/test_launch_mpirun_pins6.py tests/test_launch_pins.py tests/test_launchers.py tests/test_plan_package.py',
+    'hosttune/launch/pythons.py': 'tests/test_launch_pythons_pins7.py tests/test_userwins_pins4.py',
+    'hosttune/launch/rank.py': 'tests/test_architecture.py tests/test_exec_rankhook.py tests/test_exec_shim.py tests/test_launch_pins4b.py tests/test_launch_rank.py tests/test_launch_rank_pins6.py tests/test_launch_rank_pins7.py tests/test_plan.py tests/test_profile_load.py',
+    'hosttune/launch/supervise.py': 'tests/test_boundary.py tests/test_exec_shim.py tests/test_launch_supervise.py tests/test_launch_supervise_pins7.py tests/test_supervise_pins5.py tests/test_supervise_pins5b.py',
+    'hosttune/launch/verify.py': 'tests/test_exec.py tests/test_launch_verify_pins7.py tests/test_verify_hook.py tests/test_verify_pins5.py',
+    'hosttune/monitor/config.py': 'tests/test_monitor.py tests/test_monitor_config.py tests/test_monitor_config_pins4.py tests/test_monitor_daemon_pins5b.py tests/test_monitor_daemon_pins6.py tests/test_monitor_daemon_pins7.py tests/test_monitor_daemon_pins7b.py tests/test_monitor_diskio.py tests/test_monitor_draw_pins4.py tests/test_monitor_events.py tests/test_monitor_fleet.py tests/test_monitor_jobrecords.py tests/test_monitor_jobs.py tests/test_monitor_podresources.py tests/test_monitor_report.py tests/test_monitor_report_pins4.py tests/test_monitor_summary_pins4.py tests/test_monitor_summary_pins5.py tests/test_monitor_textfile.py tests/test_monitor_tune.py tests/test_slurm_cgroup_jobs.py',
+    'hosttune/monitor/jobs.py': 'tests/test_jobrecord_pins3.py tests/test_monitor_jobrecords.py tests/test_monitor_jobs.py tests/test_monitor_jobs_pins2.py tests/test_monitor_jobs_pins5.py tests/test_monitor_jobs_pins7.py tests/test_monitor_podresources.py tests/test_slurm_cgroup_jobs.py',
+    'hosttune/monitor/podresources.py': 'tests/test_monitor_podresources.py tests/test_monitor_podresources_pins4.py',
+    'hosttune/monitor/summary.py': 'tests/test_monitor_diskio.py tests/test_monitor_jobs.py tests/test_monitor_report.py tests/test_monitor_summary_pins4.py tests/test_monitor_summary_pins5.py',
+    'hosttune/monitor/textfile.py': 'tests/test_monitor_fleet.py tests/test_monitor_textfile.py tests/test_monitor_textfile_pins.py tests/test_monitor_textfile_pins4.py tests/test_monitor_textfile_pins4c.py tests/test_monitor_textfile_pins7.py',
+    'hosttune/monitor/xid.py': 'tests/test_monitor_fleet.py tests/test_monitor_xid_pins4.py',
+    'hosttune/nvml.py': 'tests/test_deep_session_pins5b.py tests/test_doctor_live_pins4.py tests/test_monitor_fleet.py tests/test_nvml.py tests/test_nvml_pins4.py tests/test_nvml_pins6b.py tests/test_nvml_pins7.py',
+    'hosttune/plan/__init__.py': 'tests/test_architecture.py tests/test_cuda_visible.py tests/test_doctor_cpu.py tests/test_engine_precision.py tests/test_env_cli.py tests/test_exec_shim.py tests/test_exec_speed.py tests/test_exec_userwins.py tests/test_execcache.py tests/test_launch_rank.py tests/test_plan.py tests/test_plan_env.py tests/test_plan_env_pins4.py tests/test_plan_env_pins5.py tests/test_plan_env_pins6.py tests/test_plan_env_pins7b.py tests/test_plan_launcher_default.py tests/test_plan_layout.py tests/test_plan_layout_pins.py tests/test_plan_layout_pins4c.py tests/test_plan_layout_pins5.py tests/test_plan_layout_pins5b.py tests/test_plan_network.py tests/test_plan_network_pins2.py tests/test_plan_network_pins6.py tests/test_plan_package.py tests/test_plan_pins7.py tests/test_plan_rank_pins5b.py tests/test_plan_rank_pins6.py tests/test_plan_resolve_pins6.py tests/test_plan_userwins_pins5b.py tests/test_policy_cpu.py tests/test_profile.py tests/test_profile_policy.py',
+    'hosttune/profile/locate.py': 'tests/test_profile_load_active.py tests/test_profile_locate_pins4.py',
+    'hosttune/programs.py': 'tests/test_doctor_nvidia.py tests/test_engine.py tests/test_execcache.py tests/test_launch_rank_pins7.py tests/test_programs.py tests/test_programs_pins4b.py tests/test_programs_pins6b.py tests/test_programs_pins7.py tests/test_shim.py',
+    'hosttune/tune/state.py': 'tests/test_tune_core_pins6.py tests/test_tune_pins.py tests/test_tune_rootfs.py tests/test_tune_state.py tests/test_tune_state_pins4.py tests/test_tune_state_pins7.py',
+}
+
+
+_r8 = _by_rule(_R8_TESTS)
+
+
+# 1: hosttune/launch/hang.py:232 (for)
+_r8('r8a-hang-stacks-first-rank-only', 'hosttune/launch/hang.py',
+    '        for pid in armed:\n            try:\n                os.kill(pid, hook.stacks_signal())',
+    '        for pid in list(armed)[:1]:\n            try:\n                os.kill(pid, hook.stacks_signal())',
+    "on a hang only one armed rank is asked for its stacks: the others' stacks are never written into the hang report")
+# 2: hosttune/doctor/checks/topology.py:41 (return)
+_r8('r8b-doctor-iommu-one-gpu-skip', 'hosttune/doctor/checks/topology.py',
+    '        return Finding(status="pass", actual=f"{len(gpus(ctx))} GPU: no peer-to-peer",\n                       expected="iommu=pt when the IOMMU is on")\n    if is_vm(ctx):',
+    '        return Finding(status="skip", actual=f"{len(gpus(ctx))} GPU: no peer-to-peer",\n                       expected="iommu=pt when the IOMMU is on")\n    if is_vm(ctx):',
+    "doctor's IOMMU check on a host with fewer than two GPUs is reported as skipped instead of passed")
+# 3: hosttune/doctor/deep/findings.py:227 (assign)
+_r8('r8a-deep-copies-slow-fails', 'hosttune/doctor/deep/findings.py',
+    '    if slow:\n        status = "warn"\n    expected = ("pinned H2D/D2H >= 75% of "',
+    '    if slow:\n        status = "fail"\n    expected = ("pinned H2D/D2H >= 75% of "',
+    "doctor --deep fails (instead of warning) when pinned host<->device copies are below 75% of the PCIe link's rate")
+# 4: hosttune/monitor/config.py:124 (if)
+_r8('r8b-monitor-config-bool-number', 'hosttune/monitor/config.py',
+    '    if isinstance(value, bool) or not isinstance(value, (int, float)):\n        raise ValueError(f"{key}: expected a number, got {brief(value)}")',
+    '    if not isinstance(value, (int, float)):\n        raise ValueError(f"{key}: expected a number, got {brief(value)}")',
+    "a threshold given as true/false in monitor.yaml is taken as the number 1.0/0.0 instead of refused")
+# 5: hosttune/plan/__init__.py:82 (assign)
+_r8('r8a-plan-node-cache-environ', 'hosttune/plan/__init__.py',
+    '    key = (n, override, bound_by, endpoint, tuple(sorted(environ.items())))',
+    '    key = (n, override, bound_by, endpoint)',
+    "the cached node layout ignores the environment: planning again in the same process with other variables (the caller's OMP_NUM_THREADS, CUDA_VISIBLE_DEVICES) returns the first plan")
+# 7: hosttune/launch/supervise.py:79 (if)
+_r8('r8b-supervise-run-path-missing', 'hosttune/launch/supervise.py',
+    '        if t is not None and t.mode in ("python", "run_path") and not os.path.exists(t.script):',
+    '        if t is not None and t.mode == "python" and not os.path.exists(t.script):',
+    "torchrun --run-path with a script that does not exist is not refused by exec: the job starts and every rank fails")
+# 8: hosttune/launch/pythons.py:40 (if)
+_r8('r8a-pythons-parent-any-program', 'hosttune/launch/pythons.py',
+    '    if argv0 and is_python(argv0):\n        if os.path.isabs(argv0) and os.access(argv0, os.X_OK):',
+    '    if argv0:\n        if os.path.isabs(argv0) and os.access(argv0, os.X_OK):',
+    "the launcher's parent process is taken for its interpreter whatever it is: from a shell, bash is named as the python")
+# 9: hosttune/detect/gpu.py:44 (if)
+_r8('r8b-detect-nvswitch-args-swapped', 'hosttune/detect/gpu.py',
+    '        if is_nvswitch(vendor, pci_class):',
+    '        if is_nvswitch(pci_class, vendor):',
+    "NVSwitches on the PCI bus are never counted: facts shows 0 NVSwitches on an HGX board")
+# 10: hosttune/launch/rank.py:86 (if)
+_r8('r8a-rank-handoff-world-unchecked', 'hosttune/launch/rank.py',
+    '    if (plan.local_rank, plan.local_world_size) != (local_rank, world):',
+    '    if plan.local_rank != local_rank:',
+    "a handoff whose plan for a rank names another local world size (tampered) is applied instead of refused")
+# 11: hosttune/detect/cpu.py:23 (assign)
+_r8('r8b-detect-arm-nvidia-key-case', 'hosttune/detect/cpu.py',
+    '"0x48": "HiSilicon", "0x4e": "NVIDIA",',
+    '"0x48": "HiSilicon", "0x4E": "NVIDIA",',
+    "an NVIDIA Grace CPU's vendor shows as the raw implementer code 0x4e instead of NVIDIA")
+# 12: hosttune/engine/config.py:340 (if)
+_r8('r8a-engine-set-no-equals', 'hosttune/engine/config.py',
+    '    if not sep or not key.strip():\n        raise ConfigError(f"--set expects key=value, got {brief(item)}")',
+    '    if not sep and not key.strip():\n        raise ConfigError(f"--set expects key=value, got {brief(item)}")',
+    "--set epochs (no =value) is taken as epochs set to the empty string instead of refused as not key=value")
+# 15: hosttune/doctor/deep/checks.py:133 (assign)
+_r8('r8b-deep-allreduce-basis-threshold', 'hosttune/doctor/deep/checks.py',
+    '        basis = f"60% of NVLink {nvlink:.0f} GB/s per GPU ({name})"',
+    '        basis = f"60% of NVLink {want:.0f} GB/s per GPU ({name})"',
+    "doctor --deep's all-reduce expectation names 60% of the threshold (not of the NVLink rate): '60% of NVLink 180 GB/s' for a 300 GB/s link")
+# 16: hosttune/commands/autotune.py:69 (assign)
+_r8('r8a-autotune-warmup-args-swapped', 'hosttune/commands/autotune.py',
+    '    spec = _spec(metric_re, engine, lower_is_better, warmup, warmup_seconds)',
+    '    spec = _spec(metric_re, engine, lower_is_better, warmup_seconds, warmup)',
+    "autotune's --warmup (matches discarded) and --warmup-seconds are swapped: a trial discards the wrong amount of its output")
+# 17: hosttune/launch/launchers/torch_launch.py:29 (if)
+_r8('r8b-torchrun-nproc-gpu-none', 'hosttune/launch/launchers/torch_launch.py',
+    '        if not gpus:\n            raise UserError(f"{tool}: --nproc-per-node=gpu but this host has no GPU")',
+    '        if gpus is None:\n            raise UserError(f"{tool}: --nproc-per-node=gpu but this host has no GPU")',
+    "torchrun --nproc-per-node=gpu on a host with no GPU is planned as 0 ranks instead of refused with 'this host has no GPU'")
+# 18: hosttune/profile/locate.py:30 (assign)
+_r8('r8a-profile-locate-yaml-only', 'hosttune/profile/locate.py',
+    '                p = d / f"{name}{ext}"',
+    '                p = d / f"{name}.yaml"',
+    "a profile saved as NAME.yml is never found by its name")
+# 19: hosttune/commands/profile.py:54 (assign)
+_r8('r8b-profile-list-json-describe', 'hosttune/commands/profile.py',
+    '    in_use = {"ref": active.ref, "source": active.source, "describe": active.describe()}',
+    '    in_use = {"ref": active.ref, "source": active.source}',
+    "profile list --json's in_use lacks its describe text")
+# 20: hosttune/detect/hostio.py:319 (return)
+_r8('r8a-hostio-is-elf-not-regular', 'hosttune/detect/hostio.py',
+    '            return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 4) == trust.ELF_MAGIC',
+    '            return os.read(fd, 4) == trust.ELF_MAGIC',
+    "in a captured root, a directory (or other non-regular file) at a program's path makes the ELF check raise instead of answering no")
+# 21: hosttune/engine/shard.py:258 (assign)
+_r8('r8b-engine-dcp-metadata-limit-kib', 'hosttune/engine/shard.py',
+    'METADATA_LIMIT = 256 << 20',
+    'METADATA_LIMIT = 256 << 10',
+    "a sharded checkpoint whose .metadata is over 256 KiB (not 256 MiB) is refused as too large: a bigger model cannot resume")
+# 22: hosttune/launch/hang.py:275 (call)
+_r8('r8a-hang-labels-same-rank-overwritten', 'hosttune/launch/hang.py',
+    '            by.setdefault(label, []).append((pid, path))',
+    '            by[label] = [(pid, path)]',
+    "two live processes that say the same rank: only the last one's stacks are reported (as rank0, not rank0/pidN)")
+# 23: hosttune/capture.py:80 (return)
+_r8('r8b-capture-refused-outside-text', 'hosttune/capture.py',
+    '        return f"outside {\', \'.join(\'/\' + t for t in ALLOWED_TOP)}"',
+    '        return f"outside {\', \'.join(ALLOWED_TOP)}"',
+    "capture's refusal reason names the allowed tops without their slash: 'outside proc, sys, etc' instead of '/proc, /sys, /etc'")
+# 24: hosttune/monitor/summary.py:160 (call)
+_r8('r8a-monitor-swap-series-label', 'hosttune/monitor/summary.py',
+    '            mems.setdefault("swap used", []).append((ts, swap_pct))',
+    '            mems.setdefault("swap", []).append((ts, swap_pct))',
+    "monitor report's memory panel names the swap series 'swap' instead of 'swap used'")
+# 25: hosttune/autotune/candidates.py:117 (assign)
+_r8('r8b-autotune-threads-logical', 'hosttune/autotune/candidates.py',
+    '    t = host.threads\n    if t and t >= 2:',
+    '    t = host.logical_per_rank\n    if t and t >= 2:',
+    "autotune's halved-threads candidate halves the rank's logical CPUs, not the default plan's threads (and the every-logical-CPU candidate is never tried)")
+# 26: hosttune/tune/state.py:110 (assign)
+_r8('r8a-tune-state-unknown-key-accepted', 'hosttune/tune/state.py',
+    '    extra = [k for k in data if k not in _STATE_KEYS]',
+    '    extra = []',
+    "a tune state file with a key hosttune never writes is accepted by revert instead of refused as not hosttune's")
+# 27: hosttune/monitor/xid.py:136 (for)
+_r8('r8b-monitor-xid-last-record-dropped', 'hosttune/monitor/xid.py',
+    '            for raw in lines:\n                if raw.startswith(b" "):',
+    '            for raw in lines[:-1]:\n                if raw.startswith(b" "):',
+    "the last complete kmsg record of each read is skipped: an XID alone in a read (the usual case) is never reported")
+# 29: hosttune/launch/verify.py:127 (assign)
+_r8('r8a-verify-cpus-affinity-ignored', 'hosttune/launch/verify.py',
+    '        cpus = effective_cpus(plan.cpus, os.sched_getaffinity(0)) if plan.cpus else ()',
+    '        cpus = tuple(plan.cpus)',
+    "--verify expects a rank on every CPU of its plan, even those outside the launcher's allowed CPUs: a mismatch that is not one")
+# 30: hosttune/monitor/jobs.py:97 (if)
+_r8('r8b-monitor-job-user-cache-flipped', 'hosttune/monitor/jobs.py',
+    '        name = self._users.get(uid)\n        if name is None:',
+    '        name = self._users.get(uid)\n        if name is not None:',
+    "a GPU process's user is never looked up: the monitor shows no user name (None) for every job")
+# 31: hosttune/jobrecord.py:259 (assign)
+_r8('r8a-jobrecord-watch-not-busy', 'hosttune/jobrecord.py',
+    '    global _busy\n    _busy = True\n    try:\n        child = _fork_watcher(path)',
+    '    global _busy\n    try:\n        child = _fork_watcher(path)',
+    "exec's start-up cache recorder takes the record watcher's fork for part of the job's start (and a replay repeats it)")
+# 33: hosttune/nvml.py:346 (assign)
+_r8('r8b-nvml-nvlink-errors-unfiltered', 'hosttune/nvml.py',
+    '                out["nvlink_errors"] = kept',
+    '                out["nvlink_errors"] = errors',
+    "NVLink error counters NVML does not report are listed as all-null series beside the ones it does")
+# 34: hosttune/commands/profile.py:180 (assign)
+_r8('r8a-profile-generate-root-ignored', 'hosttune/commands/profile.py',
+    '    facts = _facts(root)\n    prof = profile.generate(facts, base)',
+    '    facts = _facts(None)\n    prof = profile.generate(facts, base)',
+    "profile generate --root ROOT makes the profile from this host's facts, not the captured host's")
+# 35: hosttune/engine/__main__.py:77 (assign)
+_r8('r8b-engine-profile-steps-key', 'hosttune/engine/__main__.py',
+    '        overrides["profile_steps"] = args.profile_steps',
+    '        overrides["profile"] = args.profile_steps',
+    "hosttune train --profile-steps is passed to the config under the wrong name: refused as an unknown setting, or profiling stays off")
+# 36: hosttune/doctor/checks/tunables.py:83 (assign)
+_r8('r8a-doctor-nofile-container-hard', 'hosttune/doctor/checks/tunables.py',
+    "_runtime_limit(ctx, 'nofile', f'{need}:1048576')",
+    "_runtime_limit(ctx, 'nofile', f'{need}:{need}')",
+    "in a container, doctor's nofile fix tells the runtime a hard limit equal to the soft one (65536:65536), not 1048576")
+# 37: hosttune/doctor/checks/torch.py:32 (assign)
+_r8('r8b-doctor-torch-note-flipped', 'hosttune/doctor/checks/torch.py',
+    '    note = "" if py else "   # with your training interpreter"',
+    '    note = "   # with your training interpreter" if py else ""',
+    "doctor's torch upgrade fix says '# with your training interpreter' when it names the interpreter, and not when it only says python3")
+# 38: hosttune/engine/oom.py:58 (if)
+_r8('r8a-engine-oom-snapshot-flipped', 'hosttune/engine/oom.py',
+    '    if memory is None:\n        return None\n    path = dump_memory_snapshot(',
+    '    if memory is not None:\n        return None\n    path = dump_memory_snapshot(',
+    "on a CUDA OOM with memory history recorded no snapshot is written (and without it, the report crashes on None)")
+# 39: hosttune/jobrecord.py:106 (assign)
+_r8('r8b-jobrecord-visible-key', 'hosttune/jobrecord.py',
+    'data.get("slurm_job"), data.get("cuda_visible_devices"), data.get("device_order")',
+    'data.get("slurm_job"), data.get("visible_devices"), data.get("device_order")',
+    "a job record's CUDA_VISIBLE_DEVICES is never read back: the monitor cannot tell which GPUs a hosttune exec job was given")
+# 41: hosttune/commands/exec.py:95 (if)
+_r8('r8a-exec-dry-run-needs-json', 'hosttune/commands/exec.py',
+    '        click.echo(f"hosttune: {printable(job.measured_note)}", err=True)\n    if dry_run:',
+    '        click.echo(f"hosttune: {printable(job.measured_note)}", err=True)\n    if as_json:',
+    "hosttune exec --dry-run without --json runs the job instead of printing its plan")
+# 42: hosttune/launch/hang.py:153 (if)
+_r8('r8b-hang-one-silent-rank-unsaid', 'hosttune/launch/hang.py',
+    '    if silent:\n        parts.append(f"{_ranks_text(silent)} gave no stacks',
+    '    if len(silent) > 1:\n        parts.append(f"{_ranks_text(silent)} gave no stacks',
+    "a hang report with a single rank that gave no stacks does not say so")
+# 43: hosttune/monitor/textfile.py:49 (return)
+_r8('r8a-monitor-textfile-off-is-store', 'hosttune/monitor/textfile.py',
+    '    if value != AUTO:\n        return value\n',
+    '    if value != AUTO:\n        return value or store_dir()\n',
+    "textfile_dir: \"\" (off) in monitor.yaml publishes to the monitor's own textfile directory instead of turning the textfile off")
+# 44: hosttune/programs.py:68 (assign)
+_r8('r8b-programs-which-path-ignored', 'hosttune/programs.py',
+    '    dirs, skipped = trusted_path_dirs(path)\n    return shutil.which(',
+    '    dirs, skipped = trusted_path_dirs(None)\n    return shutil.which(',
+    "trusted_which ignores the PATH it is given (the job's environment) and searches hosttune's own PATH")
+# 45: hosttune/monitor/podresources.py:121 (if)
+_r8('r8a-monitor-pods-never-asked', 'hosttune/monitor/podresources.py',
+    '        if now - self._asked >= REFRESH_S:',
+    '        if self._asked - now >= REFRESH_S:',
+    "the kubelet's PodResources API is never asked: the monitor names no pod for any GPU")
+# 46: hosttune/facts.py:26 (annassign)
+_r8('r8b-facts-distro-name-unknown', 'hosttune/facts.py',
+    '    like: str = ""  # ID_LIKE, space separated\n    name: str = ""\n',
+    '    like: str = ""  # ID_LIKE, space separated\n    name: str = "unknown"\n',
+    "a host without an os-release file has the distro name 'unknown' instead of empty in facts")
+# 47: hosttune/doctor/deep/network.py:181 (return)
+_r8('r8a-deep-network-fails-warns-swapped', 'hosttune/doctor/deep/network.py',
+    '        warns.append(f"link {_speed(path.speed_mbps)}, below {SLOW_MBPS // 1000} Gb/s")\n    return fails, warns',
+    '        warns.append(f"link {_speed(path.speed_mbps)}, below {SLOW_MBPS // 1000} Gb/s")\n    return warns, fails',
+    "doctor --deep's network check fails on a low MTU or a slow link, and only warns on a down link or an IB port not ACTIVE")
+# 48: hosttune/engine/precision.py:50 (return)
+_r8('r8b-engine-auto-ampere-fp16', 'hosttune/engine/precision.py',
+    '            if (major, minor) >= (8, 0):\n                return torch.bfloat16',
+    '            if (major, minor) >= (8, 0):\n                return torch.float16',
+    "amp=auto on Ampere and newer GPUs trains in fp16 (with a GradScaler) instead of bf16")
+# 50: hosttune/doctor/deep/checks.py:221 (return)
+_r8('r8a-deep-network-gpu-node0-dropped', 'hosttune/doctor/deep/checks.py',
+    '[g.numa_node for g in gpus(ctx) if g.numa_node >= 0]',
+    '[g.numa_node for g in gpus(ctx) if g.numa_node > 0]',
+    "GPUs on NUMA node 0 are left out of the network check's node comparison: a NIC on node 1 is not flagged as far from GPUs on node 0")
+# 52: hosttune/doctor/deep/findings.py:386 (assign)
+_r8('r8b-deep-disk-method-text', 'hosttune/doctor/deep/findings.py',
+    '        how = "O_DIRECT" if r.get("method") == "O_DIRECT" else',
+    '        how = "O_DIRECT" if r.get("method") == "direct" else',
+    "doctor --deep's disk read rate always says 'page cache dropped with posix_fadvise', even for an O_DIRECT read (and notes the fadvise caveat)")
