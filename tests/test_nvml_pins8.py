@@ -1,0 +1,69 @@
+"""hosttune.nvml pins (issue 21, practice round HDET8), through the NVML fake (tests/fakes/pynvml.py): the name each
+query is remembered under when the GPU cannot answer it (the whole `unsupported()` list), and the event mask an XID
+event set registers."""
+
+from typing import Any
+
+from conftest import a100
+
+from hosttune import nvml
+
+# every per-device query sample(health=True) makes, by the fake's function name
+_SAMPLE_FNS = (
+    "nvmlDeviceGetTemperature", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetPowerUsage",
+    "nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetClockInfo", "nvmlDeviceGetCurrentClocksEventReasons",
+    "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetRetiredPagesPendingStatus", "nvmlDeviceGetRemappedRows",
+    "nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetComputeRunningProcesses",
+    "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetPcieReplayCounter", "nvmlDeviceGetFieldValues",
+    "nvmlDeviceGetViolationStatus", "nvmlDeviceGetNvLinkState",
+)
+
+
+def _host(fake_nvml: Any, *devices: Any) -> None:
+    fake_nvml({"driver": "550.54.15", "cuda_driver": 12040, "devices": list(devices)})
+
+
+def test_a_gpu_that_answers_nothing_gives_an_empty_sample_and_names_every_query_once(fake_nvml: Any) -> None:
+    import pynvml
+
+    _host(fake_nvml, a100(0, "3B", errors={fn: "NOT_SUPPORTED" for fn in _SAMPLE_FNS}), a100(1, "5E"))
+    with nvml.Nvml() as n:
+        assert n.sample(0, health=True, nvlinks=2) == {}
+        assert n.unsupported(0) == [
+            "clock_event_reasons", "ecc_uncorrected_volatile", "energy", "field_values", "mem_clock_mhz", "memory",
+            "nvlink0", "nvlink1", "pcie_gen", "pcie_replay", "pcie_width", "power_limit_w", "power_w", "processes",
+            "remapped_rows", "retired_pages_pending", "sm_clock_mhz", "temperature_c", "utilization",
+            "violation_board_limit", "violation_low_utilization", "violation_power", "violation_reliability",
+            "violation_sync_boost", "violation_thermal", "violation_total_app_clocks", "violation_total_base_clocks",
+        ]
+        assert n.unsupported(1) == [] and n.unsupported(-1) == []
+        before = pynvml.fake_calls()
+        assert n.sample(0, health=True, nvlinks=2) == {}
+        after = pynvml.fake_calls()
+    assert {fn: after.get(fn, 0) - before.get(fn, 0) for fn in _SAMPLE_FNS} == dict.fromkeys(_SAMPLE_FNS, 0)
+
+
+def test_utilization_is_its_own_query_not_tied_to_memory(fake_nvml: Any) -> None:
+    """Memory info not answered, utilisation answered (and the other way round): each field stands alone."""
+    _host(fake_nvml, a100(0, "3B", utilization=[61, 22], errors={"nvmlDeviceGetMemoryInfo": "NOT_SUPPORTED"}),
+          a100(1, "5E", utilization=None))
+    with nvml.Nvml() as n:
+        s0, s1 = n.sample(0), n.sample(1)
+        assert (s0.get("utilization_gpu_pct"), s0.get("utilization_memory_pct"), "memory_used_mb" in s0) == (
+            61, 22, False)
+        assert ("utilization_gpu_pct" in s1, s1["memory_used_mb"], s1["memory_total_mb"]) == (False, 512, 81920)
+        assert (n.unsupported(0), n.unsupported(1)) == (["memory"], ["utilization"])
+
+
+def test_xid_event_set_registers_for_critical_xids_only(fake_nvml: Any) -> None:
+    """nvmlDeviceRegisterEvents is asked for nvmlEventTypeXidCriticalError alone: registering every type the GPU
+    supports would fill the set with clock and P-state events that each use up one of poll()'s `limit`."""
+    _host(fake_nvml, a100(0, "3B", xids=[13]), a100(1, "5E", event_types=0x1 | 0x2 | 0x4 | 0x10))
+    with nvml.Nvml() as n:
+        xe = n.xid_events([0, 1])
+        try:
+            assert (xe.gpus, xe.why, xe.by_uuid) == ([0], "GPU 1 does not report XID events",
+                                                      {"GPU-00000000-1111-2222-3333-444444444444": 0})
+            assert xe.set.registered == {0: [nvml.EVENT_TYPE_XID_CRITICAL, 1]}
+        finally:
+            xe.close()
