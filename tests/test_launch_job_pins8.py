@@ -145,3 +145,21 @@ def test_no_command_is_one_exact_line() -> None:
     with pytest.raises(UserError) as err:
         job.prepare([], facts=FACTS, environ=ENV, measured=False)
     assert str(err.value) == "exec: no COMMAND given (hosttune exec [OPTIONS] -- COMMAND [ARGS...])"
+
+
+def test_the_measured_overlays_line_reaches_the_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the overlay lookup itself is profile.measured's (its own tests); here: prepare hands its line on, for every shape
+    from hosttune.profile import measured
+
+    seen: List[List[str]] = []
+
+    def overlay(prof, command, fingerprint, environ=None):  # type: ignore[no-untyped-def]
+        seen.append(list(command))
+        return prof, f"measured overlay applied to {command[0]}"
+
+    monkeypatch.setattr(measured, "apply", overlay)
+    for argv in (["python3", "t.py"], ["mpirun", "-np", "2", "python3", "t.py"], ["torchrun", "t.py"]):
+        launch = job.prepare(argv, facts=FACTS, environ=ENV)
+        assert launch.measured_note == f"measured overlay applied to {argv[0]}"
+    assert [a[0] for a in seen] == ["python3", "mpirun", "torchrun"]
+    assert job.prepare(["python3", "t.py"], facts=FACTS, environ=ENV, measured=False).measured_note is None
