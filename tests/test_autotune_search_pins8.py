@@ -5,6 +5,8 @@ average, on the monotonic clock, over the CPUs this process may use."""
 import os
 import time
 
+import pytest
+
 from hosttune.autotune import contention, search
 from hosttune.autotune.candidates import DEFAULT as D
 from hosttune.autotune.search import Trial
@@ -40,3 +42,29 @@ def test_a_default_meter_reads_this_host() -> None:
     assert (m.psi, m.load, m.clock, m.job_threads) == (contention.read_psi, contention.read_load, time.monotonic, 0)
     assert m.cpus == len(os.sched_getaffinity(0))
     assert (contention.PSI_CPU, contention.BUSY) == ("/proc/pressure/cpu", 0.10)
+
+
+class _Flaky:
+    """A runner: each candidate scores its own value; `e` scores best once, then crashes on every later trial."""
+
+    SCORES = {D: 100.0, "a": 101.0, "b": 104.0, "c": 99.0, "d": 102.0, "e": 150.0}
+
+    def __init__(self) -> None:
+        self.ran: list = []
+
+    def run(self, name: str) -> Trial:
+        self.ran.append(name)
+        if name == "e" and self.ran.count("e") > 1:
+            return Trial(name, None, 1.0, "e crashed")
+        return Trial(name, self.SCORES[name], 1.0)
+
+
+def test_a_candidate_out_is_never_tried_again_even_after_a_good_round() -> None:
+    r = _Flaky()
+    res = search.search(list("abcde"), r, budget_s=10_000.0, trial_s=1.0, confirm=2, seed=3)
+    assert r.ran.count("e") == 2  # its good first round, then the one that put it out
+    assert res.dropped == {"e": "e crashed"}
+    assert res.finalists == ["b", "d"]
+    assert res.ratios["e"] == [pytest.approx(1.5)] and sorted(res.confirm) == ["b", "d"]
+    # rung 0: all five; rung 1 (e, b, d): its first round puts e out, leaving two; then two confirmation rounds
+    assert [n for n in r.ran if n != D] == ["a", "c", "d", "e", "b", "b", "e", "d", "d", "b", "b", "d"]
