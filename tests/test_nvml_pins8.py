@@ -67,3 +67,11 @@ def test_xid_event_set_registers_for_critical_xids_only(fake_nvml: Any) -> None:
             assert xe.set.registered == {0: [nvml.EVENT_TYPE_XID_CRITICAL, 1]}
         finally:
             xe.close()
+
+
+def test_power_in_watts_keeps_the_milliwatts(fake_nvml: Any) -> None:
+    _host(fake_nvml, a100(0, "3B", power_mw=123457, power_limit_mw=299999), a100(1, "5E", power_mw=1,
+                                                                                 power_limit_mw=700500))
+    with nvml.Nvml() as n:
+        got = [(s["power_w"], s["power_limit_w"]) for s in (n.sample(0), n.sample(1))]
+    assert got == [(123.457, 299.999), (0.001, 700.5)]
