@@ -7,13 +7,14 @@ confirm count given, the job's threads, the profile files in a private scratch d
 
 import stat
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Dict, List, Mapping
 
 import pytest
 
 import hosttune.detect
-from hosttune.autotune import metric, report
+from hosttune.autotune import metric, report, stats
 from hosttune.autotune import session as S
 from hosttune.facts import Allocators, Facts
 
@@ -105,3 +106,31 @@ PLAN_TEXT = [
     "after the default's first two trials the plan is made again at the second's length: a job that ends before "
     "its window fits more candidates, one that runs past it fewer",
 ]
+
+
+def test_a_winner_saved_again_replaces_the_jobs_overlay_and_output_names_the_file(session: Any, tmp_path: Path) -> None:
+    from hosttune import profile as profmod
+    from hosttune.profile import measured
+
+    s = session
+    day0 = time.strftime("%Y-%m-%d", time.gmtime())
+    first = report.save(s, None, stats.Summary("glibc", 8, 1.123, 1.05, 1.2), None)  # type: ignore[arg-type]
+    again = report.save(s, None, stats.Summary("unbound", 6, 1.2, 1.1, 1.3), None)  # type: ignore[arg-type]
+    assert first == again == measured.save_path(["python3", "train.py"])
+    prof = profmod.load(str(again))
+    when = prof.reasons["measured.date"]
+    assert when in (day0, time.strftime("%Y-%m-%d", time.gmtime()))  # today (a run across midnight: either day)
+    assert (prof.name, prof.binding, prof.memory_policy, prof.allocator) == (
+        f"measured-{again.stem}", "none", "none", "jemalloc")
+    assert prof.summary == (f"measured by hosttune autotune on {when}: unbound x1.200 the default (95% CI "
+                            "1.100-1.300, 6 rounds)")
+    assert {k: v for k, v in prof.reasons.items() if k.startswith("measured.")} == {
+        "measured.candidate": "unbound", "measured.changes": "binding,memory_policy", "measured.date": when,
+        "measured.interval": "1.100-1.300", "measured.job": "python3 train.py", "measured.ratio": "1.200",
+        "measured.rounds": "6"}
+    out = tmp_path / "out" / "mine.yaml"
+    out.parent.mkdir()
+    out.write_text("old\n")
+    assert report.save(s, None, stats.Summary("glibc", 8, 1.1, 1.0, 1.2), str(out)) == out  # type: ignore[arg-type]
+    mine = profmod.load(str(out))
+    assert (mine.name, mine.allocator) == ("mine", "system")
