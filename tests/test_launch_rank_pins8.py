@@ -48,3 +48,26 @@ def test_handed_table(name: str) -> None:
         assert str(exc.value) == want
     else:
         assert handed(data, 1, 2) == want
+
+
+# ---- setup: the failure rule's whole answer --------------------------------------------------------------------
+def test_setup_takes_the_handed_plan_with_its_tools_and_no_bind() -> None:
+    from hosttune.launch.rank import Setup, setup
+
+    data = {"plans": {"2": ROW}, "tools": {"libnuma": "/lib/libnuma.so.1", "numactl": "/usr/bin/numactl"},
+            "no_bind": True}
+    assert setup(data, 1, 2, {}) == Setup(PLAN, "/lib/libnuma.so.1", "/usr/bin/numactl", True, None)
+    assert setup({"plans": {"2": ROW}, "tools": "x"}, 1, 2, {}) == Setup(PLAN, None, None, False, None)
+
+
+def test_setup_without_a_plan_is_one_warning_and_binds_nothing(tmp_path: Any) -> None:
+    import os
+
+    import hosttune
+    from hosttune.launch.rank import Setup, setup
+
+    root = os.path.dirname(os.path.dirname(os.path.realpath(hosttune.__file__)))
+    missing = str(tmp_path / "python3")
+    got = setup({"planner": {"python": missing, "root": root}}, 1, 2, {"PATH": "/usr/bin:/bin"})
+    assert got == Setup(None, None, None, True,
+                        f"plan not applied (the launcher's planner (its Python) {missing}: not an executable file)")
