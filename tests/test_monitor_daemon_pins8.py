@@ -1,0 +1,156 @@
+"""Pins (issue 21, round 8 practice) for hosttune/monitor/daemon.py, in-process on the fake NVML: three whole samples
+of a host with a GPU lost at start, NVLinks and XIDs arriving between samples (every field but the host's and the
+time, the events and the lines on stdout/stderr), and where the monitor's runtime directory is (hosttune.monitor.sinks
+RUNTIME_DIR) against the systemd units that watch it."""
+
+import io
+import os
+import re
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+from conftest import a100
+
+from hosttune.monitor import daemon, sinks
+from hosttune.monitor.config import MonitorConfig
+from hosttune.monitor.podresources import PodResources
+
+REPO = Path(__file__).resolve().parent.parent
+
+UUID0 = "GPU-00000000-1111-2222-3333-444444444444"
+UUID2 = "GPU-00000002-1111-2222-3333-444444444444"
+
+
+def _gpu(index: int, uuid: str, **over: Any) -> Dict[str, Any]:
+    """One A100 entry of a sample as conftest's a100() reads through gpu_fields (before XIDs and NVLinks)."""
+    entry = {"index": index, "uuid": uuid, "temperature_c": 38, "memory_used_mb": 512, "memory_total_mb": 81920,
+             "memory_used_pct": 0.62, "utilization_gpu_pct": 0, "utilization_memory_pct": 0, "power_w": 65.0,
+             "power_limit_w": 400.0, "sm_clock_mhz": 1410, "mem_clock_mhz": 1593, "clock_event_reasons": 1,
+             "clock_event_reason_names": ["gpu_idle"], "ecc_uncorrected_volatile": 0, "retired_pages_pending": False,
+             "remapped_rows_correctable": 0, "remapped_rows_uncorrectable": 0, "remapped_rows_pending": False,
+             "remapped_rows_failure": False, "pcie_gen": 4, "pcie_width": 16, "processes": [], "jobs": [],
+             "xid_source": "nvml", "xid_errors": 0}
+    entry.update(over)
+    return entry
+
+
+def test_three_whole_samples_lost_gpu_nvlinks_and_xids(fake_nvml: Any, tmp_path: Path) -> None:
+    """GPU 0 with two NVLinks (one down; the second reports no error counters), GPU 1 lost before the start, GPU 2
+    hot and nearly full. Sample 1: the lost GPU's entry and event, GPU 2's temperature and memory events; XIDs 13 and
+    48 on GPU 0 and 79 on GPU 2 arrive before sample 2, which counts them and shows the last code in the same
+    sample's entries (one gpu_xid event each, NVIDIA's meaning and action); sample 3 repeats the counts without
+    events and repeats the NVLink reading taken at sample 1 (read every NVLINK_PERIOD_S). Every GPU is covered by
+    NVML's events, so the kernel log is never opened (a missing one is not even mentioned)."""
+    import pynvml
+
+    links = [{"active": 1, "errors": {"replay": 2, "recovery": 0, "crc_flit": 1, "crc_data": 0}}, {"active": 0}]
+    fake_nvml({"driver": "550.54.15", "cuda_driver": 12040, "devices": [
+        a100(0, "1B", nvlinks=links), a100(1, "2B", lost=True), a100(2, "3B", temperature_c=85, memory_used_mb=80000)]})
+    out, err = io.StringIO(), io.StringIO()
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), out, err,
+                         environ=dict(os.environ), kmsg=str(tmp_path / "no-kmsg"))
+    mon.pods = PodResources(str(tmp_path / "no-kubelet.sock"))
+    mon.open_sources()
+    try:
+        assert (mon.xid_source, mon.xid_kmsg, mon.lost) == ({0: "nvml", 2: "nvml"}, None, {1})
+        assert mon.nvlinks == {0: 2, 2: 0}
+        recs = [mon.take()]
+        pynvml._state["scenario"]["devices"][0]["xids"] = [13, 48]
+        pynvml._state["scenario"]["devices"][2]["xids"] = [79]
+        recs += [mon.take(), mon.take()]
+    finally:
+        mon.close()
+    for rec in recs:
+        assert set(rec) >= {"ts", "time", "host"}
+        for key in ("ts", "time", "host"):
+            del rec[key]
+    nvlink = {"nvlink_up": [1, 0],
+              "nvlink_errors": {"replay": [2, None], "recovery": [0, None], "crc_flit": [1, None],
+                                "crc_data": [0, None]}}
+    lost = {"index": 1, "uuid": None, "lost": True}
+    driver = {"driver_version": "550.54.15", "cuda_driver_version": "12.4"}
+    before = [_gpu(0, UUID0, **nvlink), lost,
+              _gpu(2, UUID2, temperature_c=85, memory_used_mb=80000, memory_used_pct=97.66)]
+    after = [_gpu(0, UUID0, **nvlink, xid_errors=2, last_xid=48), lost,
+             _gpu(2, UUID2, temperature_c=85, memory_used_mb=80000, memory_used_pct=97.66, xid_errors=1, last_xid=79)]
+    lost_text = "GPU 1 is lost (NVML: GPU is lost); no longer sampled: check dmesg for Xid 79"
+    hot = f"GPU 2 ({UUID2}) temperature 85 C (critical threshold: >= 85 C, default)"
+    full = f"GPU 2 ({UUID2}) memory 97.7 % used (threshold 90 %)"
+    x13 = (f"GPU 0 ({UUID0}): Xid 13: graphics engine exception (usually the application: illegal instruction or "
+           "address); action: debug the application (compute-sanitizer); replace the GPU only if it recurs across "
+           "applications")
+    x48 = (f"GPU 0 ({UUID0}): Xid 48: double-bit ECC error (uncorrectable GPU memory error); action: drain the node "
+           "and reset the GPU; pages are retired or rows remapped on reset")
+    x79 = (f"GPU 2 ({UUID2}): Xid 79: GPU has fallen off the bus; action: drain the node; check power, cooling and "
+           "PCIe seating; reboot the host")
+
+    def ev(kind: str, subject: str, level: str, state: str, message: str, value: Any) -> Dict[str, Any]:
+        return {"kind": kind, "subject": subject, "level": level, "state": state, "message": message, "value": value}
+
+    assert recs[0] == {"nvml": "ok", "driver": driver, "gpus": before, "events": [
+        ev("gpu_lost", "gpu1", "critical", "once", lost_text, None),
+        ev("gpu_temperature", "gpu2", "critical", "start", hot, 85),
+        ev("gpu_memory", "gpu2", "warning", "start", full, 97.66)]}
+    assert recs[1] == {"nvml": "ok", "driver": driver, "gpus": after, "events": [
+        ev("gpu_xid", "gpu0", "warning", "once", x13, 13.0),
+        ev("gpu_xid", "gpu0", "critical", "once", x48, 48.0),
+        ev("gpu_xid", "gpu2", "critical", "once", x79, 79.0)]}
+    assert recs[2] == {"nvml": "ok", "driver": driver, "gpus": after}
+    lines: List[Tuple[str, str]] = [("critical", lost_text), ("critical", hot), ("warning", full), ("warning", x13),
+                        ("critical", x48), ("critical", x79)]
+    assert out.getvalue() == "".join(f"hosttune monitor: {level}: {text}\n" for level, text in lines)
+    assert err.getvalue() == ""
+
+
+def test_the_runtime_dir_is_the_one_the_units_make_and_watch() -> None:
+    """RUNTIME_DIR (the monitor's own, never root's /run/hosttune) is the unit's RuntimeDirectory= under /run, and the
+    re-apply request lands where hosttune-tune-reapply.path watches; own_dirs() names it after the log and state
+    directories."""
+    assert sinks.RUNTIME_DIR == daemon.RUNTIME_DIR == "/run/hosttune-monitor"
+    assert daemon.runtime_dir({}) == "/run/hosttune-monitor"
+    assert daemon.runtime_dir({"RUNTIME_DIRECTORY": "relative:/run/y"}) == "/run/hosttune-monitor"
+    assert daemon.runtime_dir({"RUNTIME_DIRECTORY": "/run/y:/run/z"}) == "/run/y"
+    unit = (REPO / "systemd/hosttune-monitor.service").read_text()
+    assert re.findall(r"(?m)^RuntimeDirectory=(.*)$", unit) == [os.path.basename(sinks.RUNTIME_DIR)]
+    watch = (REPO / "systemd/hosttune-tune-reapply.path").read_text()
+    assert re.findall(r"(?m)^PathChanged=(.*)$", watch) == [os.path.join(sinks.RUNTIME_DIR, daemon.REAPPLY_NAME)]
+    mon = daemon.Monitor(MonitorConfig(log_dir="/nonexistent/log", textfile_dir=""), io.StringIO(), io.StringIO(),
+                         environ={})
+    assert mon.reapply_path == "/run/hosttune-monitor/tune-reapply"
+    assert sinks.own_dirs()[2] == "/run/hosttune-monitor" and len(sinks.own_dirs()) == 3
+
+
+
+def test_a_gpu_lost_with_its_xid_in_the_same_sample_stays_a_bare_lost_entry(fake_nvml: Any, tmp_path: Path) -> None:
+    """Without NVML XID events (event_types 0) the GPUs are watched in the kernel log. GPU 1 falls off the bus
+    between two samples: NVML says it is lost and the kernel logs its Xid 79 in the same sample. The sample's entry
+    for it is the bare lost entry (no XID count on a GPU no longer sampled); GPU 0 still counts none; the XID and
+    the loss are both events, said on stdout."""
+    import pynvml
+
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text("6,1,100,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module\n")
+    fake_nvml({"driver": "550.54.15", "cuda_driver": 12040,
+               "devices": [a100(0, "1B", event_types=0), a100(1, "2B", event_types=0)]})
+    out, err = io.StringIO(), io.StringIO()
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), out, err,
+                         environ=dict(os.environ), kmsg=str(kmsg))
+    mon.pods = PodResources(str(tmp_path / "no-kubelet.sock"))
+    mon.open_sources()
+    try:
+        assert mon.xid_source == {0: "kmsg", 1: "kmsg"}
+        first = mon.take()
+        pynvml._state["scenario"]["devices"][1]["lost"] = True
+        with open(kmsg, "a") as f:
+            f.write("3,2,200,-;NVRM: Xid (PCI:0000:2b:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n")
+        second = mon.take()
+    finally:
+        mon.close()
+    assert [g.get("xid_errors") for g in first["gpus"]] == [0, 0] and "events" not in first
+    assert second["gpus"][0] == _gpu(0, UUID0, xid_source="kmsg")
+    assert second["gpus"][1] == {"index": 1, "uuid": "GPU-00000001-1111-2222-3333-444444444444", "lost": True}
+    assert mon.xid_counts == {1: 1} and mon.last_xid == {1: 79}
+    assert [(e["kind"], e["subject"], e["level"], e["state"]) for e in second["events"]] == [
+        ("gpu_xid", "gpu1", "critical", "once"), ("gpu_lost", "gpu1", "critical", "once")]
+    assert out.getvalue().splitlines() == [f"hosttune monitor: critical: {e['message']}" for e in second["events"]]
+    assert err.getvalue() == ""
