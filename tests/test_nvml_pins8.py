@@ -75,3 +75,19 @@ def test_power_in_watts_keeps_the_milliwatts(fake_nvml: Any) -> None:
     with nvml.Nvml() as n:
         got = [(s["power_w"], s["power_limit_w"]) for s in (n.sample(0), n.sample(1))]
     assert got == [(123.457, 299.999), (0.001, 700.5)]
+
+
+def test_health_links_up_without_error_counters_has_no_error_table(fake_nvml: Any) -> None:
+    """Links that answer their state but none of the error counters (NOT_SUPPORTED): `nvlink_up` alone, no empty
+    `nvlink_errors`; a link past the GPU's count is None."""
+    _host(fake_nvml, a100(0, "3B", nvlinks=[{"active": 1}, {"active": 0, "errors": {}}]))
+    with nvml.Nvml() as n:
+        assert n.health(0, nvlinks=3) == {"nvlink_up": [1, 0, None]}
+
+
+def test_a_process_using_no_gpu_memory_yet_says_zero(fake_nvml: Any) -> None:
+    """0 bytes is an answer (a context just created), not NVML_VALUE_NOT_AVAILABLE (None: the field is left out)."""
+    procs = [{"pid": 300, "used_memory_mb": 0}, {"pid": 20, "used_memory_mb": None}, {"pid": 4000, "used_memory_mb": 7}]
+    _host(fake_nvml, a100(0, "3B", processes=procs))
+    with nvml.Nvml() as n:
+        assert n.processes(0) == [{"pid": 20}, {"pid": 300, "used_memory_mb": 0}, {"pid": 4000, "used_memory_mb": 7}]
