@@ -9,8 +9,10 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
+import pytest
 from conftest import a100
 
+from hosttune.errors import UserError
 from hosttune.monitor import daemon, sinks
 from hosttune.monitor.config import MonitorConfig
 from hosttune.monitor.podresources import PodResources
@@ -154,3 +156,100 @@ def test_a_gpu_lost_with_its_xid_in_the_same_sample_stays_a_bare_lost_entry(fake
         ("gpu_xid", "gpu1", "critical", "once"), ("gpu_lost", "gpu1", "critical", "once")]
     assert out.getvalue().splitlines() == [f"hosttune monitor: critical: {e['message']}" for e in second["events"]]
     assert err.getvalue() == ""
+
+
+def test_a_link_at_the_logs_name_or_a_log_dir_under_a_file_refuses_the_start(tmp_path: Path) -> None:
+    """open_sinks(): one line (UserError) naming what is wrong, before anything is written."""
+    os.symlink(tmp_path / "elsewhere", tmp_path / "monitor.jsonl")
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path), textfile_dir=""), io.StringIO(), io.StringIO(),
+                         environ={})
+    with pytest.raises(UserError) as refused:
+        mon.open_sinks()
+    assert str(refused.value) == (f"refusing {tmp_path}/monitor.jsonl: a link or a non-regular file is at the log's "
+                                  "name; the monitor never writes through one: remove it")
+    assert not (tmp_path / "elsewhere").exists()
+    (tmp_path / "file").write_text("")
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "file" / "log"), textfile_dir=""), io.StringIO(),
+                         io.StringIO(), environ={})
+    with pytest.raises(UserError) as refused:
+        mon.open_sinks()
+    assert str(refused.value) == f"log dir {tmp_path}/file/log is not writable: Not a directory"
+
+
+def test_without_nvml_the_host_is_sampled_and_that_is_said_once(fake_nvml: Any, tmp_path: Path) -> None:
+    fake_nvml({"init_error": "DRIVER_NOT_LOADED"})
+    out, err = io.StringIO(), io.StringIO()
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), out, err,
+                         environ=dict(os.environ), kmsg=str(tmp_path / "no-kmsg"))
+    mon.pods = PodResources(str(tmp_path / "no-kubelet.sock"))
+    mon.open_sources()
+    try:
+        recs = [mon.take(), mon.take()]
+    finally:
+        mon.close()
+    for rec in recs:
+        assert {k: v for k, v in rec.items() if k not in ("ts", "time", "host")} == {"nvml": "driver_not_loaded",
+                                                                                     "gpus": []}
+    assert (mon.nvml_status, mon.nv, mon.gpus, mon.driver, mon.xid_source) == ("driver_not_loaded", None, [], {}, {})
+    assert err.getvalue() == ("hosttune monitor: notice: NVML unavailable (driver_not_loaded: nvmlInit: Driver Not "
+                              "Loaded); sampling host metrics only\n")
+    assert out.getvalue() == ""
+
+
+def test_the_sinks_get_each_sample_and_the_stopped_textfile_says_down(tmp_path: Path) -> None:
+    """emit(): the JSONL line is the record as compact JSON, the textfile is the record rendered with the daemon's own
+    counters (samples taken, write errors, how long the sample took); stopped() leaves the file that says the
+    monitor is down, with the last sample's time and the count."""
+    out, err = io.StringIO(), io.StringIO()
+    cfg = MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=str(tmp_path / "textfile"))
+    mon = daemon.Monitor(cfg, out, err, environ=dict(os.environ))
+    mon.open_sinks()
+    try:
+        assert mon.jsonl is not None and mon.textfile is not None
+        mon.stats["sample_seconds"] = 0.25
+        mon.emit({"ts": 5.0, "nvml": "ok", "host": {"load1": 0.5}, "gpus": []})
+        mon.emit({"ts": 7.5, "nvml": "ok", "host": {"load1": 1.5}, "gpus": []})
+        running = Path(mon.textfile.path).read_text()
+        mon.stopped()
+        stopped = Path(mon.textfile.path).read_text()
+    finally:
+        mon.close()
+    assert (tmp_path / "log" / "monitor.jsonl").read_text() == (
+        '{"ts":5.0,"nvml":"ok","host":{"load1":0.5},"gpus":[]}\n{"ts":7.5,"nvml":"ok","host":{"load1":1.5},"gpus":[]}\n')
+    assert running == "\n".join([
+        "# HELP hosttune_monitor_up 1 while the monitor runs; 0 in the file it leaves when it stops.",
+        "# TYPE hosttune_monitor_up gauge",
+        "hosttune_monitor_up 1",
+        "# HELP hosttune_monitor_last_success_timestamp_seconds Unix time of the last sample the monitor completed.",
+        "# TYPE hosttune_monitor_last_success_timestamp_seconds gauge",
+        "hosttune_monitor_last_success_timestamp_seconds 7.5",
+        "# HELP hosttune_monitor_samples_total Samples taken since the monitor started.",
+        "# TYPE hosttune_monitor_samples_total counter",
+        "hosttune_monitor_samples_total 2",
+        "# HELP hosttune_monitor_write_errors_total Samples a sink could not write (e.g. disk full).",
+        "# TYPE hosttune_monitor_write_errors_total counter",
+        'hosttune_monitor_write_errors_total{sink="jsonl"} 0',
+        'hosttune_monitor_write_errors_total{sink="textfile"} 0',
+        "# HELP hosttune_monitor_sample_duration_seconds Time the last sample took to read.",
+        "# TYPE hosttune_monitor_sample_duration_seconds gauge",
+        "hosttune_monitor_sample_duration_seconds 0.25",
+        "# HELP hosttune_monitor_nvml_up 1 when NVML is initialised.",
+        "# TYPE hosttune_monitor_nvml_up gauge",
+        "hosttune_monitor_nvml_up 1",
+        "# HELP hosttune_load1 1-minute load average.",
+        "# TYPE hosttune_load1 gauge",
+        "hosttune_load1 1.5",
+    ]) + "\n"
+    assert stopped == "\n".join([
+        "# HELP hosttune_monitor_up 1 while the monitor runs; 0 in the file it leaves when it stops.",
+        "# TYPE hosttune_monitor_up gauge",
+        "hosttune_monitor_up 0",
+        "# HELP hosttune_monitor_last_success_timestamp_seconds Unix time of the last sample the monitor completed.",
+        "# TYPE hosttune_monitor_last_success_timestamp_seconds gauge",
+        "hosttune_monitor_last_success_timestamp_seconds 7.5",
+        "# HELP hosttune_monitor_samples_total Samples taken since the monitor started.",
+        "# TYPE hosttune_monitor_samples_total counter",
+        "hosttune_monitor_samples_total 2",
+    ]) + "\n"
+    assert (mon.stats["samples"], mon.last_ts) == (2, 7.5)
+    assert (out.getvalue(), err.getvalue()) == ("", "")

@@ -2,6 +2,10 @@
 0 % busy, no swap in use, loads 0) and an idle GPU (0 W, 0 % busy) are lines with the value 0 as read (0.0 stays a
 float), never missing lines; a reading the sample does not carry is no line at all."""
 
+import os
+import stat
+from pathlib import Path
+
 from hosttune.monitor import sinks
 
 
@@ -86,3 +90,21 @@ def test_an_idle_gpu_is_lines_of_zero_and_a_missing_reading_no_line() -> None:
         "# TYPE hosttune_gpu_xid_errors_total counter",
         f"hosttune_gpu_xid_errors_total{labels} 0",
     ]) + "\n"
+
+
+def test_reopen_after_the_log_dir_was_moved_away_makes_it_again(tmp_path: Path) -> None:
+    """SIGHUP's reopen (logrotate, or an admin who moved the whole directory): the next line goes to a new file at the
+    same path, in the directory made again (mode DIR_MODE); what was written before stays in the moved file."""
+    log = tmp_path / "log"
+    sink = sinks.JsonlSink(str(log), 1 << 20, 2)
+    try:
+        sink.write({"ts": 1.0})
+        os.rename(log, tmp_path / "old")
+        sink.reopen()
+        sink.write({"ts": 2.0})
+    finally:
+        sink.close()
+    assert (tmp_path / "old" / "monitor.jsonl").read_text() == '{"ts":1.0}\n'
+    assert (log / "monitor.jsonl").read_text() == '{"ts":2.0}\n'
+    assert stat.S_IMODE(os.stat(log).st_mode) == sinks.DIR_MODE == 0o755
+    assert sinks.jsonl_files(str(log)) == [str(log / "monitor.jsonl")]
