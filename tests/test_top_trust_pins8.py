@@ -83,3 +83,37 @@ def test_private_dir_refusals_whole(tmp_path: Path) -> None:
     with pytest.raises(trust.Untrusted) as exc:
         trust.private_dir(tmp_path / "gone", create=False)
     assert str(exc.value) == f"private directory {tmp_path / 'gone'}: No such file or directory"
+
+
+_EMPTY = "as root: an empty entry means the current directory; remove it"
+_CODE = "while running as root: its value is code or changes how programs load code; remove it from the profile"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the root trust rule applies when running as root")
+@pytest.mark.parametrize("name,value,want", [
+    ("PYTHONPATH", "/usr::/var", f"p.yaml: refusing env PYTHONPATH='/usr::/var' {_EMPTY}"),
+    ("PATH", ":/usr/bin", f"p.yaml: refusing env PATH=':/usr/bin' {_EMPTY}"),
+    ("LD_LIBRARY_PATH", "/usr:", f"p.yaml: refusing env LD_LIBRARY_PATH='/usr:' {_EMPTY}"),
+    ("TMPDIR", "/usr::/var", "= /usr:/var"),
+    ("OMP_NUM_THREADS", "4", "= 4"),
+    ("NCCL_DEBUG", "INFO", "= INFO"),
+    ("NCCL_NET_PLUGIN", " None ", "=  None "),
+    ("PYTHONSTARTUP", "/usr", "= /usr"),
+    ("FOO", "/tmp/x", "p.yaml: refusing env FOO='/tmp/x' as root: the value names a path, and hosttune does not know "
+                      "what FOO does with it (another user's file there could run as root); remove it from the "
+                      "profile"),
+    ("LD_PRELOAD", "libjemalloc.so.2", "p.yaml: refusing env LD_PRELOAD entry 'libjemalloc.so.2' as root: not an "
+                                       "absolute path (a bare name is looked up wherever the loader searches: name "
+                                       "the library itself)"),
+    ("TMPDIR", "tmp", "p.yaml: refusing env TMPDIR entry 'tmp' as root: not an absolute path"),
+    ("PYTHONINSPECT", "1", f"p.yaml: refusing env PYTHONINSPECT {_CODE}"),
+    ("LD_BIND_NOW", "1", f"p.yaml: refusing env LD_BIND_NOW {_CODE}"),
+    ("PATH", "/usr:/nonexistent-htop8", "p.yaml: env PATH entry /nonexistent-htop8 does not exist (No such file or "
+                                        "directory)"),
+])
+def test_check_env_value_as_root_whole(name: str, value: str, want: str) -> None:
+    try:
+        got = "= " + trust.check_env_value(name, value, "p.yaml")
+    except trust.Untrusted as exc:
+        got = str(exc)
+    assert got == want
