@@ -75,7 +75,7 @@ def test_prepare_whole(session: Any, tmp_path: Path) -> None:
 
 
 def test_the_plan_text_of_the_session(session: Any) -> None:
-    assert report.plan_text(session).splitlines() == PLAN_TEXT
+    assert report.plan_text(session) == "\n".join(PLAN_TEXT)
 
 
 PLAN_TEXT = [
