@@ -253,3 +253,23 @@ def test_the_sinks_get_each_sample_and_the_stopped_textfile_says_down(tmp_path: 
     ]) + "\n"
     assert (mon.stats["samples"], mon.last_ts) == (2, 7.5)
     assert (out.getvalue(), err.getvalue()) == ("", "")
+
+
+def test_nvml_without_a_gpu_samples_the_host_and_says_so_once(fake_nvml: Any, tmp_path: Path) -> None:
+    fake_nvml({"driver": "550.54.15", "cuda_driver": 12040, "devices": []})
+    out, err = io.StringIO(), io.StringIO()
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), out, err,
+                         environ=dict(os.environ), kmsg=str(tmp_path / "no-kmsg"))
+    mon.pods = PodResources(str(tmp_path / "no-kubelet.sock"))
+    mon.open_sources()
+    try:
+        recs = [mon.take(), mon.take()]
+    finally:
+        mon.close()
+    driver = {"driver_version": "550.54.15", "cuda_driver_version": "12.4"}
+    for rec in recs:
+        assert {k: v for k, v in rec.items() if k not in ("ts", "time", "host")} == {"nvml": "ok", "driver": driver,
+                                                                                     "gpus": []}
+    assert (mon.gpus, mon.xid_nvml, mon.xid_kmsg, mon.xid_source) == ([], None, None, {})
+    assert err.getvalue() == "hosttune monitor: notice: NVML found no GPU; sampling host metrics only\n"
+    assert out.getvalue() == ""
