@@ -1,0 +1,48 @@
+"""Pins for hosttune.launch.supervise's small rules, as whole tables (issue 21, round-8 practice, HLAU8): the stop
+grace from $HOSTTUNE_STOP_GRACE (default 40 s; 0 .. a day; anything else one exact error), the job's exit status the
+shell's way (128+N for a signal it died of, or one forwarded to it before it failed), and which command fails up
+front (a path that does not exist)."""
+
+from pathlib import Path
+from typing import List, Optional, Union
+
+import pytest
+
+from hosttune.errors import UserError
+from hosttune.launch import supervise
+
+BAD = "HOSTTUNE_STOP_GRACE={} is not a number of seconds from 0 to 86400"
+
+
+@pytest.mark.parametrize("raw, want", [
+    (None, 40.0), ("", 40.0), ("0", 0.0), ("2.5", 2.5), ("86400", 86400.0), (" 7 ", 7.0),
+    ("86400.5", BAD.format("86400.5")), ("-1", BAD.format("-1")), ("nan", BAD.format("nan")),
+    ("inf", BAD.format("inf")), ("soon", BAD.format("soon")), ("9" * 50, BAD.format("9" * 40)),
+])
+def test_grace_table(raw: Optional[str], want: Union[float, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOSTTUNE_STOP_GRACE", "")
+    if raw is None:
+        monkeypatch.delenv("HOSTTUNE_STOP_GRACE")
+    else:
+        monkeypatch.setenv("HOSTTUNE_STOP_GRACE", raw)
+    if isinstance(want, str):
+        with pytest.raises(UserError) as exc:
+            supervise._grace()
+        assert str(exc.value) == want
+    else:
+        assert supervise._grace() == want
+
+
+@pytest.mark.parametrize("rc, received, want", [
+    (0, [], 0), (3, [], 3), (0, [15], 0), (1, [15], 143), (1, [2, 15], 130), (-9, [], 137), (-15, [2], 143),
+    (255, [1], 129),
+])
+def test_status_table(rc: int, received: List[int], want: int) -> None:
+    assert supervise._status(rc, received) == want
+
+
+def test_a_command_path_that_does_not_exist_fails_up_front(tmp_path: Path) -> None:
+    missing = str(tmp_path / "bin" / "train")
+    with pytest.raises(UserError) as exc:
+        supervise._which_or_fail(missing, {"PATH": "/usr/bin:/bin"})
+    assert str(exc.value) == f"exec: {missing}: no such file"
