@@ -46,3 +46,24 @@ def test_a_command_path_that_does_not_exist_fails_up_front(tmp_path: Path) -> No
     with pytest.raises(UserError) as exc:
         supervise._which_or_fail(missing, {"PATH": "/usr/bin:/bin"})
     assert str(exc.value) == f"exec: {missing}: no such file"
+
+
+def test_a_plain_jobs_hook_handoff_sets_pythonpath_and_the_handoff_only(tmp_path: Path) -> None:
+    import os
+
+    from hosttune.facts import Cpu, Facts
+    from hosttune.launch import handoff, job
+    from hosttune.launch.hook import HOOK_DIR
+
+    xdg = tmp_path / "xdg"
+    xdg.mkdir(mode=0o700)
+    environ = {"PATH": "/usr/bin:/bin", "PYTHONPATH": "/opt/lib", "XDG_RUNTIME_DIR": str(xdg)}
+    facts = Facts(cpu=Cpu(logical=2, physical=2, online=(0, 1), allowed_cpus=(0, 1), cores=((0,), (1,))))
+    launch = job.prepare(["python3", "t.py"], facts=facts, environ=environ, measured=False)
+    env = {"KEEP": "1"}
+    path = supervise._hook_handoff(launch, "1-abcd", environ, env)
+    try:
+        assert path is not None and path.startswith(str(xdg) + os.sep) and os.path.isfile(path)
+        assert env == {"KEEP": "1", "PYTHONPATH": os.pathsep.join([HOOK_DIR, "/opt/lib"]), "HOSTTUNE_HANDOFF": path}
+    finally:
+        handoff.remove(path)
