@@ -273,3 +273,24 @@ def test_nvml_without_a_gpu_samples_the_host_and_says_so_once(fake_nvml: Any, tm
     assert (mon.gpus, mon.xid_nvml, mon.xid_kmsg, mon.xid_source) == ([], None, None, {})
     assert err.getvalue() == "hosttune monitor: notice: NVML found no GPU; sampling host metrics only\n"
     assert out.getvalue() == ""
+
+
+def test_a_link_at_the_tune_state_is_not_no_state_but_a_check_that_cannot_run(tmp_path: Path) -> None:
+    """No tune state is quiet (nothing was applied); a link at the state file's name (dangling, so "exists" says no)
+    is something there: the check runs, refuses the link, and says once that the tunables were not checked."""
+    root = tmp_path / "root"
+    state = root / "var/lib/hosttune/tune-state.json"
+    state.parent.mkdir(parents=True)
+    os.chmod(root, 0o755)
+    out, err = io.StringIO(), io.StringIO()
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), out, err, environ={},
+                         root=root)
+    record: Dict[str, Any] = {}
+    mon.check_tune(record)
+    assert (err.getvalue(), out.getvalue(), record, mon.tune_drift) == ("", "", {}, {})
+    os.symlink("tune-state.json.gone", state)
+    mon.check_tune(record)
+    mon.check_tune(record)
+    assert err.getvalue() == (f"hosttune monitor: notice: tunables not checked: {state}: cannot read: Too many levels "
+                              "of symbolic links\n")
+    assert (out.getvalue(), record, mon.tune_drift) == ("", {}, {})
