@@ -1,5 +1,6 @@
 """Shared test fixtures: captured hosts from ../shared/fixtures, a scrubbed environment, the fake NVML."""
 
+import contextlib
 import inspect
 import json
 import os
@@ -286,26 +287,57 @@ def tmp_path(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 
 
 _PYTEST_OWN = "PYTEST_CURRENT_TEST"  # pytest's own, set for each phase of each test
+# Set in their own process by libraries a test uses, on first use (torch._inductor's cache_dir(), deepspeed's
+# import): put back like any other, without failing the test that happened to be first.
+_LIBRARIES_OWN = ("TORCHINDUCTOR_CACHE_DIR", "PYTORCH_NVML_BASED_CUDA_CHECK")
 
 
-@pytest.fixture(autouse=True)
-def _environ_unchanged() -> Iterator[None]:
-    """A test leaves os.environ as it found it: what it sets by hand (not through monkeypatch) is put back and the
-    test fails, naming the variables, in every order the tests run (a product call that sets a variable in-process,
-    hook.py's HOSTTUNE_JOB_CPUS, leaked into a module fixture of a later test on the same worker only in some
-    orders: CI failed at a0f1d7c with SEED=54665510). Set up before the monkeypatch of _scrub_env (its first
-    argument), so it compares after every monkeypatch undo."""
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except FileNotFoundError:  # a test removed the directory it had moved into
+        return "(removed)"
+
+
+@contextlib.contextmanager
+def process_kept() -> Iterator[None]:
+    """What runs inside leaves this process's environment, working directory, umask and CPU affinity as it found
+    them: what it changed is put back, then pytest.fail names it (not what _LIBRARIES_OWN lists)."""
     before = dict(os.environ)
+    cwd, mask, cpus = os.getcwd(), os.umask(0o022), os.sched_getaffinity(0)
+    os.umask(mask)
     yield
     after = dict(os.environ)
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k) and k != _PYTEST_OWN)
+    left = [k for k in changed if k not in _LIBRARIES_OWN]
     if changed:
         os.environ.clear()
         os.environ.update(before)
         os.environ.pop(_PYTEST_OWN, None)
         if _PYTEST_OWN in after:
             os.environ[_PYTEST_OWN] = after[_PYTEST_OWN]
-        pytest.fail(f"the test left os.environ changed (use monkeypatch): {' '.join(changed)}", pytrace=False)
+    if _cwd() != cwd:
+        left.append(f"the working directory {_cwd()}")
+        os.chdir(cwd)
+    now = os.umask(mask)
+    if now != mask:
+        left.append(f"umask {now:04o}")
+    if os.sched_getaffinity(0) != cpus:
+        left.append("the CPU affinity")
+        os.sched_setaffinity(0, cpus)
+    if left:
+        pytest.fail(f"the test left its process changed (use monkeypatch): {' '.join(left)}", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _environ_unchanged() -> Iterator[None]:
+    """Each test runs in process_kept(): a test that changes the process by hand (not through monkeypatch) fails,
+    in every order the tests run (a product call that sets a variable in-process, hook.py's HOSTTUNE_JOB_CPUS,
+    leaked into a module fixture of a later test on the same worker only in some orders: CI failed at a0f1d7c with
+    SEED=54665510). Set up before the monkeypatch of _scrub_env (its first argument), so it compares after every
+    monkeypatch undo."""
+    with process_kept():
+        yield
 
 
 @pytest.fixture(autouse=True)

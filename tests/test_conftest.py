@@ -58,3 +58,33 @@ def test_module_fixtures_get_directories_of_the_sessions_own(module_env: Dict[st
     for key in ("runtime", "state", "log", "etc", "cache", "home"):
         assert base in Path(module_env[key] or "/").parents, (key, module_env[key])
     assert module_env["inherited"] == ""
+
+
+def test_a_test_that_changes_its_process_by_hand_fails_and_the_process_is_put_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """conftest's process_kept (every test runs in it): a variable set or removed by hand, a chdir, a umask, an
+    affinity left narrowed: each is named, put back, and fails the test; monkeypatch's own changes are not its."""
+    from conftest import process_kept
+
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    cwd, cpus, had = os.getcwd(), os.sched_getaffinity(0), os.environ["HOME"]
+    with pytest.raises(pytest.fail.Exception) as failed:
+        with process_kept():
+            os.environ["HOSTTUNE_LEFT_BEHIND"] = "1"
+            del os.environ["HOME"]
+            os.chdir(tmp_path)
+            os.umask(0o077)
+            os.sched_setaffinity(0, {min(cpus)})
+    said = str(failed.value)
+    assert said == (f"the test left its process changed (use monkeypatch): HOME HOSTTUNE_LEFT_BEHIND "
+                    f"the working directory {tmp_path} umask 0077" + (" the CPU affinity" if len(cpus) > 1 else ""))
+    assert "HOSTTUNE_LEFT_BEHIND" not in os.environ and os.environ["HOME"] == had
+    assert os.getcwd() == cwd and os.sched_getaffinity(0) == cpus
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert mask != 0o077
+    with process_kept():
+        os.environ["HOSTTUNE_PUT_BACK"] = "1"
+        del os.environ["HOSTTUNE_PUT_BACK"]
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path)  # a library's own, on first use: put back quietly
+    assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ
