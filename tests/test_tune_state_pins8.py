@@ -62,3 +62,21 @@ def test_parse_blocks_keeps_the_first_reason_and_the_last_block() -> None:
     parse_blocks(text, given)
     assert given == {"thp": "the caller's", "swappiness": "low swap"}
     assert parse_blocks("# thp: x\nalways\n") == {}  # the first line is the marker's place, never a block
+
+
+def test_save_state_refuses_what_the_next_run_would_refuse_and_writes_nothing(tmp_path: Path) -> None:
+    from hosttune.tune.state import save_state
+    from hosttune.tune.txn import Txn
+
+    root = tmp_path / "r"
+    root.mkdir()
+    txn = Txn(Tree(root))
+    with pytest.raises(UserError) as info:
+        save_state(txn, st(applied={"thp": "never\nalways"}))
+    assert str(info.value) == (f"{root}/var/lib/hosttune/tune-state.json: not hosttune's tune state "
+                               "(applied.thp is not a one-line value); `hosttune tune apply` wrote none like it")
+    assert list(root.iterdir()) == [] and txn.undo == []
+    save_state(txn, st(applied={"thp": "never"}))
+    assert (root / "var/lib/hosttune/tune-state.json").read_text() == (
+        '{\n "applied": {\n  "thp": "never"\n },\n "before": {},\n "made_dirs": [],\n "schema": '
+        '"hosttune.tune-state/1",\n "tuned": null\n}\n')
