@@ -3,8 +3,13 @@ empty directory, and what could not be copied is recorded with the system's reas
 Linux has (/proc/sys/vm, /proc/self) and on tmp_path."""
 
 import os
+import stat
 from pathlib import Path
+from typing import Any, Dict, Optional
 
+import pytest
+
+from hosttune import capture
 from hosttune.capture import Capture
 
 
@@ -33,3 +38,45 @@ def test_a_path_that_cannot_be_made_is_failed_with_the_systems_reason(tmp_path: 
     cap.add("stat", "/proc/sys/vm")
     assert cap.failed == {"/proc/self/status": "No such file or directory", "/proc/sys/vm": "No such file or directory"}
     assert (cap.placeholders, cap.bytes, cap.filled) == (0, 0, set())
+
+
+def test_a_listed_directory_holds_each_entry_as_on_the_host(tmp_path: Path) -> None:
+    """Outside /proc and /etc a listing recreates every entry: links as the same link, folders as folders, files as
+    empty placeholders (counted), nothing read."""
+    host = "/sys/devices/system/cpu"
+    dest = tmp_path / "cap"
+    dest.mkdir()
+    cap = Capture(dest)
+    cap.add("list", host)
+    want: Dict[str, Any] = {}
+    files = 0
+    for name in sorted(os.listdir(host))[:capture.MAX_LIST]:
+        st = os.lstat(f"{host}/{name}")
+        if stat.S_ISLNK(st.st_mode):
+            want[name] = ("link", os.readlink(f"{host}/{name}"))
+        elif stat.S_ISDIR(st.st_mode):
+            want[name] = "dir"
+        elif stat.S_ISREG(st.st_mode):
+            want[name] = b""
+            files += 1
+    here = dest / host.lstrip("/")
+    got = {n: ("link", os.readlink(here / n)) if (here / n).is_symlink() else "dir" if (here / n).is_dir()
+           else (here / n).read_bytes() for n in os.listdir(here)}
+    assert got == want and files > 0  # every Linux has cpu/online, cpu/possible ...
+    assert (cap.placeholders, cap.bytes, cap.filled, cap.failed) == (files, 0, set(), {})
+
+
+def test_an_archive_is_gzip_compressed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def small_tree(dest: Path, python: Optional[str] = None) -> Dict[str, Any]:
+        dest.mkdir(mode=0o700)
+        (dest / "capture.json").write_text("{}\n" * 64)
+        return {"files": 1}
+
+    monkeypatch.setattr(capture, "capture_tree", small_tree)
+    d = tmp_path / "d"
+    d.mkdir()
+    out = d / "node3.tar.gz"
+    manifest = capture.capture(str(out))
+    assert manifest == {"files": 1, "read_with": "tar xzf node3.tar.gz && hosttune facts --root node3"}
+    assert out.read_bytes()[:2] == b"\x1f\x8b"  # gzip's magic
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600 and sorted(p.name for p in d.iterdir()) == ["node3.tar.gz"]

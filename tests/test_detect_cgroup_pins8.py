@@ -7,6 +7,7 @@ from conftest import build_tree
 
 from hosttune.detect import cgroup
 from hosttune.detect.hostio import HostIO
+from hosttune.detect.mounts import MountEntry
 from hosttune.facts import Cgroup
 
 _V1_MOUNTS = ("30 1 0:30 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
@@ -45,3 +46,10 @@ def test_v1_controllers_are_matched_as_whole_mount_options(tmp_path: Path) -> No
     assert cgroup.probe(io) == Cgroup(version=1, path="/job4", cpuset=(2, 3, 4, 5), mems=(0,), quota_cpus=None,
                                       memory_max=None)
     assert io.missing == []
+
+
+def test_ancestors_stop_at_a_mount_point_written_with_a_trailing_slash(tmp_path: Path) -> None:
+    m = MountEntry(mount="/sys/fs/cgroup/", fstype="cgroup2", source="cgroup2")
+    assert cgroup._ancestors(HostIO(tmp_path), m, "/a/b") == ["/sys/fs/cgroup/a/b", "/sys/fs/cgroup/a",
+                                                               "/sys/fs/cgroup"]
+    assert cgroup._ancestors(HostIO(tmp_path), m._replace(mount="/sys//fs/cgroup"), "/") == ["/sys/fs/cgroup"]

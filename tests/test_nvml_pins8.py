@@ -2,6 +2,8 @@
 query is remembered under when the GPU cannot answer it (the whole `unsupported()` list), and the event mask an XID
 event set registers."""
 
+import json
+import os
 from typing import Any
 
 from conftest import a100
@@ -91,3 +93,23 @@ def test_a_process_using_no_gpu_memory_yet_says_zero(fake_nvml: Any) -> None:
     _host(fake_nvml, a100(0, "3B", processes=procs))
     with nvml.Nvml() as n:
         assert n.processes(0) == [{"pid": 20}, {"pid": 300, "used_memory_mb": 0}, {"pid": 4000, "used_memory_mb": 7}]
+
+
+def test_an_xid_whose_gpu_cannot_be_named_is_gpu_minus_one(fake_nvml: Any) -> None:
+    """The event's device no longer answers its UUID: the XID is still reported, for GPU -1 (not GPU 0's)."""
+    scenario = {"driver": "550.54.15", "cuda_driver": 12040, "devices": [a100(0, "3B"), a100(1, "5E")]}
+    fake_nvml(scenario)
+    with nvml.Nvml() as n:
+        xe = n.xid_events([0, 1])
+        try:
+            assert xe.gpus == [0, 1]
+            scenario["devices"][1].update(xids=[79], errors={"nvmlDeviceGetUUID": "UNKNOWN"})
+            scenario["devices"][0]["xids"] = [48]
+            path = os.environ["HOSTTUNE_FAKE_NVML"]
+            before = os.stat(path).st_mtime_ns
+            with open(path, "w") as f:
+                json.dump(scenario, f)
+            os.utime(path, ns=(before + 10**9, before + 10**9))  # the fake re-reads its file when the mtime changes
+            assert xe.poll() == [(0, 48), (-1, 79)]
+        finally:
+            xe.close()
