@@ -23,3 +23,15 @@ def test_boot_changes_name_only_what_the_boot_step_wrote(tmp_path: Path) -> None
     assert [(c.id, c.before, c.after, c.persist) for c in changes] == [
         ("thp", "always", "never", (state,)), ("swappiness", "30", "10", ()),
         ("governor", "powersave,performance", "performance", (state,))]
+
+
+def test_verify_judges_against_the_profile_given(tmp_path: Path) -> None:
+    root = host(tmp_path / "h")
+    tune = Tune(thp="always", swappiness=80, nofile=1024, shm_size="64m", governor="powersave")
+    got = {s.id: (s.expected, s.actual, s.state) for s in core.verify(root, profile=tune)}
+    assert got == {
+        "thp": ("always", "always", "ok"), "thp_defrag": ("madvise", "always", "drift"),
+        "numa_balancing": ("0", "1", "drift"), "swappiness": ("80", "60", "ok"),
+        "governor": ("powersave", "powersave", "ok"), "epp": ("performance", "balance_power", "drift"),
+        "nofile": ("1024", "1024", "ok"), "memlock": ("unlimited", "not set", "drift"),
+        "shm": ("size=64m", "size=64m", "ok"), "persistence": (None, None, "skip")}
