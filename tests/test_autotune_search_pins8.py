@@ -68,3 +68,12 @@ def test_a_candidate_out_is_never_tried_again_even_after_a_good_round() -> None:
     assert res.ratios["e"] == [pytest.approx(1.5)] and sorted(res.confirm) == ["b", "d"]
     # rung 0: all five; rung 1 (e, b, d): its first round puts e out, leaving two; then two confirmation rounds
     assert [n for n in r.ran if n != D] == ["a", "c", "d", "e", "b", "b", "e", "d", "d", "b", "b", "d"]
+
+
+def test_a_search_that_does_not_replan_counts_its_first_trial_in_the_mean() -> None:
+    s = search._Search(["a"], _Never(), budget_s=100.0, trial_s=10.0, progress=None, seed=1)
+    assert (s.warmup, s.opened, s.cut, s.last) == (0, False, False, None)
+    s.res.trials = [Trial(D, 1.0, 40.0), Trial("a", 1.0, 2.0)]
+    s.res.spent = 42.0
+    s.opened = True
+    assert s.fits(1) and not s.fits(2)  # at (40 + 2) / 2 = 21 s a trial: 42 + 2 x 21 = 84, 42 + 4 x 21 = 126
