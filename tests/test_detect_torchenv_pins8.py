@@ -26,3 +26,14 @@ def test_json_probe_answers(monkeypatch: pytest.MonkeyPatch, script: str, want: 
     monkeypatch.delenv("PYTHONPATH")
     io = HostIO(Path("/"))
     assert torchenv._run_json_probe(io, sys.executable, script, 600.0, note_dropped=True) == want
+
+
+def test_default_python_of_a_captured_tree_is_none(tmp_path: Path) -> None:
+    """A foreign root's python3 is never run: no default interpreter there, whatever its /usr/bin holds."""
+    exe = tmp_path / "usr/bin/python3"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    io = HostIO(tmp_path)
+    assert io.which("python3") == "/usr/bin/python3"  # it is there ...
+    assert torchenv.default_python(io) is None  # ... and not the probe's interpreter
