@@ -80,3 +80,37 @@ def test_an_archive_is_gzip_compressed(tmp_path: Path, monkeypatch: pytest.Monke
     assert manifest == {"files": 1, "read_with": "tar xzf node3.tar.gz && hosttune facts --root node3"}
     assert out.read_bytes()[:2] == b"\x1f\x8b"  # gzip's magic
     assert stat.S_IMODE(out.stat().st_mode) == 0o600 and sorted(p.name for p in d.iterdir()) == ["node3.tar.gz"]
+
+
+def test_capture_tree_manifest_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """capture_tree with the detector replaced by one that asks three fixed questions: the live run gets the
+    interpreter asked for, the replay reads the capture (and adds nothing new, so two rounds), and the manifest and
+    facts.json say exactly what was kept, refused and left out."""
+    import json
+
+    import hosttune.detect
+    from hosttune import __version__
+    from hosttune.facts import Facts
+
+    calls = []
+
+    def collect(root: Path = Path("/"), python: Optional[str] = None, **kw: Any) -> Facts:
+        calls.append((root, python))
+        kw["trace"]("read", "/proc/self/stat", b"12 (x)\n")
+        kw["trace"]("stat", "/proc/sys/vm", None)
+        kw["trace"]("read", "/root/.bashrc", None)
+        return Facts(hostname="node7")
+
+    monkeypatch.setattr(hosttune.detect, "collect", collect)
+    dest = tmp_path / "cap"
+    manifest = capture.capture_tree(dest, "/opt/py/bin/python3")
+    assert calls == [(Path("/"), "/opt/py/bin/python3"), (dest, None)]
+    created = manifest.pop("created")
+    assert manifest == {
+        "schema": "hosttune.capture/1", "hosttune": __version__, "hostname": "node7", "files": 1, "bytes": 7,
+        "placeholders": 0, "replay_rounds": 2, "truncated": False,
+        "refused": {"/root": "outside /proc, /sys, /etc, /usr, /lib, /lib32, /lib64, /libx32, /bin, /sbin, /opt, /run"},
+        "failed": {}, "live_only": capture.LIVE_ONLY, "read_with": f"hosttune facts --root {dest}"}
+    assert json.loads((dest / "capture.json").read_text()) == dict(manifest, created=created)
+    assert json.loads((dest / "facts.json").read_text()) == Facts(hostname="node7").to_dict()
+    assert (dest / "proc" / os.readlink("/proc/self") / "stat").read_bytes() == b"12 (x)\n"

@@ -113,3 +113,17 @@ def test_an_xid_whose_gpu_cannot_be_named_is_gpu_minus_one(fake_nvml: Any) -> No
             assert xe.poll() == [(0, 48), (-1, 79)]
         finally:
             xe.close()
+
+
+def test_zero_answers_are_kept(fake_nvml: Any) -> None:
+    """0 is an answer (no ECC errors, no clock-event reason, an idle GPU at 0 W), never a field left out."""
+    _host(fake_nvml, a100(0, "3B", temperature_c=0, power_mw=0, clock_event_reasons=0, clocks={"sm": 0, "mem": 0},
+                          pcie={"gen": 0, "gen_max": 4, "width": 0, "width_max": 16}))
+    with nvml.Nvml() as n:
+        s = n.sample(0)
+    assert s == {"temperature_c": 0, "memory_used_mb": 512, "memory_total_mb": 81920, "utilization_gpu_pct": 0,
+                 "utilization_memory_pct": 0, "power_w": 0.0, "power_limit_w": 400.0, "sm_clock_mhz": 0,
+                 "mem_clock_mhz": 0, "clock_event_reasons": 0, "ecc_uncorrected_volatile": 0,
+                 "retired_pages_pending": False, "remapped_rows_correctable": 0, "remapped_rows_uncorrectable": 0,
+                 "remapped_rows_pending": False, "remapped_rows_failure": False, "pcie_gen": 0, "pcie_width": 0,
+                 "processes": []}
