@@ -6,8 +6,12 @@ RUNTIME_DIR) against the systemd units that watch it."""
 import io
 import os
 import re
+import signal
+import socket
+import threading
+import time
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
 from conftest import a100
@@ -294,3 +298,80 @@ def test_a_link_at_the_tune_state_is_not_no_state_but_a_check_that_cannot_run(tm
     assert err.getvalue() == (f"hosttune monitor: notice: tunables not checked: {state}: cannot read: Too many levels "
                               "of symbolic links\n")
     assert (out.getvalue(), record, mon.tune_drift) == ("", {}, {})
+
+
+def _run_with_sighup(monkeypatch: pytest.MonkeyPatch, cfg: MonitorConfig, on_ready: Callable[[], None],
+                     done: Callable[[io.StringIO], bool]) -> Tuple[int, List[str], str, str]:
+    """daemon.run(cfg) in this process under a fake systemd ($NOTIFY_SOCKET, read by a thread): at READY=1 the
+    thread calls on_ready() and sends SIGHUP, waits until done(stderr) holds (a hang guard of 600 s, no timing),
+    then sends SIGTERM and reads up to STOPPING=1. Returns the exit status, the messages, stdout and stderr. The
+    signal handlers and wakeup fd run() set are put back."""
+    name = f"@hosttune-pins8-{os.getpid()}-{os.urandom(4).hex()}"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind("\0" + name[1:])
+    sock.settimeout(600.0)  # a hang guard only
+    monkeypatch.setenv("NOTIFY_SOCKET", name)
+    monkeypatch.setenv("WATCHDOG_USEC", "")
+    monkeypatch.delenv("WATCHDOG_USEC")
+    out, err = io.StringIO(), io.StringIO()
+    got: List[str] = []
+
+    def listen() -> None:
+        try:
+            got.append(sock.recv(4096).decode())
+            on_ready()
+            os.kill(os.getpid(), signal.SIGHUP)
+            guard = time.monotonic() + 600.0
+            while not done(err) and time.monotonic() < guard:
+                time.sleep(0.01)
+        except OSError as exc:
+            got.append(f"error: {exc}")
+        os.kill(os.getpid(), signal.SIGTERM)
+        try:
+            while not got[-1].startswith("STOPPING"):
+                got.append(sock.recv(4096).decode())
+        except OSError as exc:
+            got.append(f"error: {exc}")
+
+    old_fd = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(old_fd)
+    old_handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGXFSZ)}
+    thread = threading.Thread(target=listen, daemon=True)
+    thread.start()
+    try:
+        rc = daemon.run(cfg, out, err)
+    finally:
+        wfd = signal.set_wakeup_fd(old_fd)
+        if wfd not in (-1, old_fd):
+            os.close(wfd)
+        for s, h in old_handlers.items():
+            signal.signal(s, h)
+    thread.join(600.0)
+    sock.close()
+    return rc, got, out.getvalue(), err.getvalue()
+
+
+def test_sighup_reopens_the_log_and_a_failed_reopen_is_one_error_not_the_end(
+        fake_nvml: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run() in this process, one sample an hour: after the first sample the log directory is moved away and a file
+    put at its name, then SIGHUP (logrotate's postrotate): the reopen fails, which is one error line naming the log; the
+    monitor keeps running until SIGTERM (STOPPING=1, exit 0). The moved log holds the one sample."""
+    fake_nvml({"init_error": "DRIVER_NOT_LOADED"})
+    log = tmp_path / "log"
+    cfg = MonitorConfig(interval=3600.0, tune_check_interval=0, log_dir=str(log), textfile_dir="")
+
+    def block() -> None:
+        guard = time.monotonic() + 600.0  # READY=1 comes before the first sample: wait for its line
+        while not (log / "monitor.jsonl").read_text().endswith("\n") and time.monotonic() < guard:
+            time.sleep(0.01)
+        os.rename(log, tmp_path / "moved")
+        log.write_text("")
+
+    rc, got, out, err = _run_with_sighup(monkeypatch, cfg, block, lambda e: "cannot reopen" in e.getvalue())
+    assert rc == 0
+    assert got == ["READY=1\nSTATUS=sampling 0 GPU(s) and the host every 3600 s", "STOPPING=1"]
+    assert err == ("hosttune monitor: notice: NVML unavailable (driver_not_loaded: nvmlInit: Driver Not Loaded); "
+                   f"sampling host metrics only\nhosttune monitor: error: cannot reopen {log}/monitor.jsonl: Not a "
+                   "directory\n")
+    assert out == ""
+    assert len((tmp_path / "moved" / "monitor.jsonl").read_text().splitlines()) == 1
