@@ -27,7 +27,7 @@ def test_settle_with_override_uses_the_profile_and_says_whose_value_it_replaced(
     assert env == PLANNED and list(env) == list(PLANNED)
     assert kept == {}
     assert list(overridden.items()) == [("ALPHA", "3"), ("BETA", ""), ("ZED", "9")]
-    assert reasons == ["ALPHA=2 replaces yours (3): --override", "BETA=\\x1b replaces yours (): --override",
+    assert reasons == ["ALPHA=2 replaces yours (3): --override", "BETA=\\x1b replaces yours (''): --override",
                        "ZED=1 replaces yours (9): --override"]
 
 

@@ -41,7 +41,7 @@ def settle(
             continue
         if override:
             overridden[key] = yours
-            reasons.append(f"{key}={_show(value)} replaces yours ({_show(yours)}): --override")
+            reasons.append(f"{key}={_show(value)} replaces yours ({_show(yours) or repr('')}): --override")
         else:
             env[key] = yours
             kept[key] = value
