@@ -375,3 +375,32 @@ def test_sighup_reopens_the_log_and_a_failed_reopen_is_one_error_not_the_end(
                    "directory\n")
     assert out == ""
     assert len((tmp_path / "moved" / "monitor.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_failed_nvlink_read_is_no_reading_not_the_previous_one(
+        fake_nvml: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NVLinks read at every sample (NVLINK_PERIOD_S 0): a read whose link queries fail (NVML_ERROR_UNKNOWN) leaves
+    the NVLink fields out of that sample instead of repeating the last reading; the next good read shows the links
+    as they are then (the second one back up)."""
+    import pynvml
+
+    links = [{"active": 1, "errors": {"replay": 2, "recovery": 0, "crc_flit": 1, "crc_data": 0}}, {"active": 0}]
+    fake_nvml({"driver": "550.54.15", "cuda_driver": 12040, "devices": [a100(0, "1B", nvlinks=links)]})
+    monkeypatch.setattr(daemon, "NVLINK_PERIOD_S", 0.0)
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), io.StringIO(), io.StringIO(),
+                         environ=dict(os.environ), kmsg=str(tmp_path / "no-kmsg"))
+    mon.pods = PodResources(str(tmp_path / "no-kubelet.sock"))
+    mon.open_sources()
+    dev = pynvml._state["scenario"]["devices"][0]
+    try:
+        recs = [mon.take()]
+        dev["errors"] = {"nvmlDeviceGetNvLinkState": "UNKNOWN", "nvmlDeviceGetNvLinkErrorCounter": "UNKNOWN"}
+        recs.append(mon.take())
+        dev["errors"] = {}
+        dev["nvlinks"][1]["active"] = 1
+        recs.append(mon.take())
+    finally:
+        mon.close()
+    errors = {"replay": [2, None], "recovery": [0, None], "crc_flit": [1, None], "crc_data": [0, None]}
+    assert [{k: v for k, v in r["gpus"][0].items() if k.startswith("nvlink")} for r in recs] == [
+        {"nvlink_up": [1, 0], "nvlink_errors": errors}, {}, {"nvlink_up": [1, 1], "nvlink_errors": errors}]
