@@ -77,3 +77,11 @@ def test_a_search_that_does_not_replan_counts_its_first_trial_in_the_mean() -> N
     s.res.spent = 42.0
     s.opened = True
     assert s.fits(1) and not s.fits(2)  # at (40 + 2) / 2 = 21 s a trial: 42 + 2 x 21 = 84, 42 + 4 x 21 = 126
+
+
+def test_a_load_average_of_zero_is_a_quiet_host_not_an_unknown_one() -> None:
+    ticks = iter([0.0, 10.0])
+    m = contention.Meter(psi=lambda: None, load=lambda: 0.0, clock=lambda: next(ticks), cpus=4, job_threads=2)
+    assert m.stop(m.start()) == 0.0
+    blind = contention.Meter(psi=lambda: None, load=lambda: None, clock=lambda: 0.0, cpus=4)
+    assert blind.stop(blind.start()) is None
