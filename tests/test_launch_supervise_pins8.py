@@ -67,3 +67,25 @@ def test_a_plain_jobs_hook_handoff_sets_pythonpath_and_the_handoff_only(tmp_path
         assert env == {"KEEP": "1", "PYTHONPATH": os.pathsep.join([HOOK_DIR, "/opt/lib"]), "HOSTTUNE_HANDOFF": path}
     finally:
         handoff.remove(path)
+
+
+HANGS = "import threading\nprint('started', flush=True)\nthreading.Event().wait()\n"
+
+
+@pytest.mark.integration
+def test_supervision_hands_the_hang_watch_on_a_plain_job_that_stops_is_stopped_with_124(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from conftest import job_processes, torchrun_env
+
+    from hosttune.launch import hang
+
+    (tmp_path / "job.py").write_text(HANGS)
+    env = torchrun_env(HANG_TEST_PINS8=str(tmp_path))
+    res = subprocess.run([sys.executable, "-m", "hosttune", "exec", "--hang-timeout", "2", "--", sys.executable,
+                          str(tmp_path / "job.py")], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert res.returncode == hang.EXIT_HUNG == 124, res.stderr[-3000:]
+    assert res.stdout == "started\n"
+    assert "hosttune: hang: rank 0 is in <module> (job.py:3)" in res.stderr, res.stderr[-3000:]
+    assert not job_processes(f"HANG_TEST_PINS8={tmp_path}")
