@@ -1,13 +1,19 @@
 """Pins (issue 21, round 8 practice) for hosttune/tune/core.py: the boot re-apply reports, for each change, the
 files its own step wrote (the sysctl.d file of a sysctl tunable is not rewritten at boot, so its change names no
-file), not the files a full apply would name."""
+file), not the files a full apply would name; verify judges against the profile given (whole); and (kinds.py) a
+login limit on the live host without hosttune's limits.d file is the limit this process runs with ("unlimited",
+open files as a count, locked memory in KiB)."""
 
+import resource
 from pathlib import Path
 
+import pytest
 from test_tune_core_pins5 import CPUFREQ, STATE, THP, host
 
 from hosttune.profile.settings import Tune
-from hosttune.tune import core
+from hosttune.tune import core, kinds
+from hosttune.tune.rootfs import Tree
+from hosttune.tune.tunables import BY_ID
 
 
 def test_boot_changes_name_only_what_the_boot_step_wrote(tmp_path: Path) -> None:
@@ -35,3 +41,17 @@ def test_verify_judges_against_the_profile_given(tmp_path: Path) -> None:
         "governor": ("powersave", "powersave", "ok"), "epp": ("performance", "balance_power", "drift"),
         "nofile": ("1024", "1024", "ok"), "memlock": ("unlimited", "not set", "drift"),
         "shm": ("size=64m", "size=64m", "ok"), "persistence": (None, None, "skip")}
+
+
+@pytest.mark.parametrize("tid,soft,want", [
+    ("nofile", resource.RLIM_INFINITY, "unlimited"), ("memlock", resource.RLIM_INFINITY, "unlimited"),
+    ("nofile", 1024, "1024"), ("memlock", 65536 * 1024, "65536"),  # memlock in KiB, as limits.conf writes it
+])
+def test_a_limit_on_the_live_host_without_hosttunes_file_is_this_process_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tid: str, soft: int, want: str) -> None:
+    tree = Tree(tmp_path)  # no hosttune limits.d file in it
+    tree.live = True  # read as the live host reads it: the limit this process runs with
+    which = resource.RLIMIT_NOFILE if tid == "nofile" else resource.RLIMIT_MEMLOCK
+    real = resource.getrlimit
+    monkeypatch.setattr(resource, "getrlimit", lambda r: (soft, soft) if r == which else real(r))
+    assert kinds.LimitFile().actual(tree, BY_ID[tid], Tune()) == want
