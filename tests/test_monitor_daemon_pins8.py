@@ -404,3 +404,38 @@ def test_a_failed_nvlink_read_is_no_reading_not_the_previous_one(
     errors = {"replay": [2, None], "recovery": [0, None], "crc_flit": [1, None], "crc_data": [0, None]}
     assert [{k: v for k, v in r["gpus"][0].items() if k.startswith("nvlink")} for r in recs] == [
         {"nvlink_up": [1, 0], "nvlink_errors": errors}, {}, {"nvlink_up": [1, 1], "nvlink_errors": errors}]
+
+
+def test_reapply_is_requested_for_the_tunables_that_started_drifting_only(tmp_path: Path) -> None:
+    """reapply: true. Check 1: swappiness 20 (expected 10) and nofile (no limits file) drift: one request naming
+    both. Check 2: swappiness is back (a clear) while THP starts drifting: the request names THP alone, never a
+    tunable that has just come back."""
+    root = tmp_path / "root"
+    state = root / "var/lib/hosttune/tune-state.json"
+    state.parent.mkdir(parents=True)
+    os.chmod(root, 0o755)
+    state.write_text('{"schema": "hosttune.tune-state/1", "before": {}, "applied": {}, "made_dirs": [], "tuned": null}')
+    swappiness = root / "proc/sys/vm/swappiness"
+    swappiness.parent.mkdir(parents=True)
+    swappiness.write_text("20\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    out, err = io.StringIO(), io.StringIO()
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir="", reapply=True), out, err,
+                         environ={"RUNTIME_DIRECTORY": str(run)}, root=root)
+    first: Dict[str, Any] = {}
+    mon.check_tune(first)
+    request = run / "tune-reapply"
+    assert request.read_text() == "drifted: swappiness nofile\n"
+    assert [(e["subject"], e["state"]) for e in first["events"]] == [("swappiness", "start"), ("nofile", "start")]
+    swappiness.write_text("10\n")
+    thp = root / "sys/kernel/mm/transparent_hugepage/enabled"
+    thp.parent.mkdir(parents=True)
+    thp.write_text("[always] madvise never\n")
+    second: Dict[str, Any] = {}
+    mon.check_tune(second)
+    assert [(e["subject"], e["state"]) for e in second["events"]] == [("thp", "start"), ("swappiness", "clear")]
+    assert request.read_text() == "drifted: thp\n"
+    assert err.getvalue() == "".join(
+        f"hosttune monitor: notice: re-apply of {ids} requested from hosttune-tune.service (through {request})\n"
+        for ids in ("swappiness, nofile", "thp"))
