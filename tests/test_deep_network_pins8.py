@@ -2,7 +2,9 @@
 read over a fixture sysfs tree; one peer's whole path and finding."""
 
 from pathlib import Path
+from typing import Optional
 
+import pytest
 from test_doctor_network import ROUTES, ib, netdev
 
 from hosttune.detect.hostio import HostIO
@@ -33,3 +35,19 @@ def test_numa_node_zero_is_kept_and_minus_one_is_none(tmp_path: Path) -> None:
     assert nodes_finding([path, eth], [1, 1]) == Finding(
         status="fail", actual=f"{head} (GPUs on node 1), {ports} | 192.0.2.9 via eth0 (other, from 192.0.2.1): "
         "MTU ?, speed not reported; MTU unreadable", expected=expected, fix=f"{fix}\nsee the values above")
+
+
+@pytest.mark.parametrize("state,carrier,down", [
+    ("down", None, True), ("lowerlayerdown", None, True), ("notpresent", None, True), ("dormant", None, False),
+    ("up", None, False), ("notpresent", 1, False), ("down", 0, True),
+])
+def test_link_down_states_whole(state: str, carrier: Optional[int], down: bool) -> None:
+    """operstate down, lowerlayerdown and notpresent are down unless the carrier already says up."""
+    path = NetPath("192.0.2.9", "192.0.2.9", "192.0.2.1", "eth0", "other", operstate=state, carrier=carrier,
+                   mtu=9000, speed_mbps=100000)
+    head = "192.0.2.9 via eth0 (other, from 192.0.2.1): MTU 9000, 100 Gb/s"
+    want = Finding(status="fail", actual=f"{head}; eth0 is {state}",
+                   expected="link up, MTU >= 1500, >= 10 Gb/s, IB ports ACTIVE",
+                   fix="bring the link up: ip link set eth0 up (and check the cable)") if down else \
+        Finding(status="pass", actual=head)
+    assert path_finding(path) == want
