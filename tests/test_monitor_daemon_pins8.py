@@ -439,3 +439,23 @@ def test_reapply_is_requested_for_the_tunables_that_started_drifting_only(tmp_pa
     assert err.getvalue() == "".join(
         f"hosttune monitor: notice: re-apply of {ids} requested from hosttune-tune.service (through {request})\n"
         for ids in ("swappiness, nofile", "thp"))
+
+
+def test_a_tune_check_that_fails_after_a_drift_forgets_the_drift(tmp_path: Path) -> None:
+    """The textfile's tune metrics come from the last check: a check that finds nofile drifting, then one that
+    cannot run (the state file broken): no drift is claimed any more (tune_drift empty), and that is one notice."""
+    root = tmp_path / "root"
+    state = root / "var/lib/hosttune/tune-state.json"
+    state.parent.mkdir(parents=True)
+    os.chmod(root, 0o755)
+    state.write_text('{"schema": "hosttune.tune-state/1", "before": {}, "applied": {}, "made_dirs": [], "tuned": null}')
+    out, err = io.StringIO(), io.StringIO()
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), out, err, environ={},
+                         root=root)
+    mon.check_tune({})
+    assert mon.tune_drift == {"nofile": True}
+    state.write_text("{bad")
+    mon.check_tune({})
+    assert mon.tune_drift == {}
+    assert err.getvalue() == (f"hosttune monitor: notice: tunables not checked: {state}: not hosttune's tune state "
+                              "(bad JSON)\n")

@@ -2,6 +2,7 @@
 next refresh gives no assignments (and says why) instead of the last answer, and the answer after that counts again.
 Needs grpcio and protobuf (test_monitor_podresources's fake kubelet); skipped without them."""
 
+import os
 from typing import Any, Callable, List
 
 import pytest
@@ -33,3 +34,18 @@ def test_a_failed_refresh_is_no_assignments_not_the_last_answer(kubelet: Callabl
     assert pods.problem == f"{pods.socket}: unknown service v1.PodResourcesLister"
     now[0] += podresources.REFRESH_S
     assert pods.assignments() == first and pods.problem is None and answers == []
+
+
+def test_a_socket_gone_after_a_failure_is_no_problem_any_more(kubelet: Callable[[Any], str],  # noqa: F811
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kubelet's socket answers with an error (a problem, said), then is gone (no kubelet on this host any
+    more): no assignments and no problem, not the old one."""
+    now: List[float] = [1000.0]
+    monkeypatch.setattr(podresources.time, "monotonic", lambda: now[0])
+    sock = kubelet(_abort)
+    pods = podresources.PodResources(sock)
+    assert pods.assignments() is None
+    assert pods.problem == f"{sock}: unknown service v1.PodResourcesLister"
+    os.unlink(sock)
+    now[0] += podresources.REFRESH_S
+    assert pods.assignments() is None and pods.problem is None
