@@ -58,3 +58,19 @@ def test_records_are_read_whole_in_the_order_of_their_names(tmp_path: Path) -> N
     got = jobs.Records(str(d), NoJobFinder()).read()
     assert got == [whole(made[name]) for name in sorted(os.listdir(d))]
     assert sorted(r["cuda_visible_devices"] for r in got) == ["0,1", "1", "2"]
+
+
+def test_the_records_problem_is_the_last_reads(tmp_path: Path) -> None:
+    """A records directory others may write without the sticky bit is not read (the problem says why); once it is
+    gone there is no problem (no `hosttune exec` ran here), and a sound one is read with no problem."""
+    d = Path(jobrecord.records_dir(str(tmp_path / "run-hosttune")))
+    d.mkdir(mode=0o755)
+    os.chmod(d, 0o777)
+    records = jobs.Records(str(d), NoJobFinder())
+    assert records.read() == [] and records.problem == f"{d} is writable by others without the sticky bit"
+    d.rmdir()
+    assert records.read() == [] and records.problem is None
+    d.mkdir(mode=0o755)
+    os.chmod(d, 0o755)
+    assert jobrecord.begin(str(tmp_path / "run-hosttune"), "0", {}) is not None
+    assert [r["cuda_visible_devices"] for r in records.read()] == ["0"] and records.problem is None
