@@ -36,3 +36,21 @@ CTK = "/usr/bin/nvidia-ctk"
 ])
 def test_toolkit_finding_whole(tk: Toolkit, want: Finding) -> None:
     assert toolkit_finding(tk, "INSTALL") == want
+
+
+def test_copies_rows_without_a_time_are_left_out() -> None:
+    """A copy row with 0 s (nothing timed) is not a rate: GPU1's only row and GPU0's pageable d2h are left out."""
+    from hosttune.doctor.deep.findings import copies_finding
+    from hosttune.doctor.deep.runner import JobResult
+
+    def row(gpu: int, kind: str, direction: str, nbytes: float, secs: float) -> dict:
+        return {"event": "result", "what": f"gpu_copies gpu{gpu} {kind} {direction}", "gpu": gpu, "kind": kind,
+                "direction": direction, "bytes": nbytes, "seconds": secs}
+
+    job = JobResult(name="gpu", returncode=0, events=(
+        row(0, "pinned", "h2d", 50e9, 2.0), row(0, "pinned", "d2h", 48e9, 2.0), row(0, "pageable", "h2d", 20e9, 2.0),
+        row(0, "pageable", "d2h", 0.0, 0.0), row(1, "pinned", "h2d", 1e9, 0.0)))
+    got = copies_finding(job, {0: (4, 16), 1: (4, 16)}, {0: {"pcie_gen": 4, "pcie_width": 16}}, {0: 0, 1: 1})
+    assert got == Finding(
+        status="pass", actual="H2D/D2H GPU0 pinned 25.0/24.0, pageable 10.0/0.0 GB/s (link gen4 x16 while copying)",
+        expected="pinned H2D/D2H >= 75% of GPU0 gen4 x16: 25.2 GB/s (PCIe coded rate x 80%)")
