@@ -34,3 +34,10 @@ def test_budget_spent_start_error_whole(runs: List[Dict[str, Any]], monkeypatch:
     assert run._run("disk", ["x"], 20.0) == JobResult(
         name="disk", start_error=f"time budget of {shown} s spent before this measurement started")
     assert runs == []
+
+
+def test_env_orders_gpus_by_bus_whatever_the_caller_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuda:i must be NVML's GPU i: a caller's CUDA_DEVICE_ORDER=FASTEST_FIRST is overridden, extras are added."""
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "FASTEST_FIRST")
+    env = deep().env(OMP_NUM_THREADS="1")
+    assert (env["CUDA_DEVICE_ORDER"], env["OMP_NUM_THREADS"]) == ("PCI_BUS_ID", "1")

@@ -45,3 +45,19 @@ def test_alloc_conf_findings_whole() -> None:
             "(optimizing-memory-usage-with-pytorch-cuda-alloc-conf)")
     assert run(PYTORCH_ALLOC_CONF="roundup_power2_divisions:[>:2]") == Finding(
         status="pass", actual="PYTORCH_ALLOC_CONF=roundup_power2_divisions:[>:2]", expected="valid")
+
+
+@pytest.mark.parametrize("raw,want", [
+    ("MIG-abc", Finding(status="pass", actual="CUDA_VISIBLE_DEVICES=MIG-abc (1 GPUs); MIG-abc: MIG instance of a GPU "
+                        "not known here", expected="existing GPUs")),
+    ("1,1", Finding(status="fail", actual="CUDA_VISIBLE_DEVICES=1,1: no GPU 1 (names a GPU twice; CUDA stops there "
+                    "and sees 1 of 2 GPUs)", expected="entries among 0,1 or unique GPU UUID prefixes",
+                    fix="export CUDA_VISIBLE_DEVICES=0,1")),
+    ("1,0", Finding(status="pass", actual="CUDA_VISIBLE_DEVICES=1,0 (2 GPUs)", expected="existing GPUs")),
+])
+def test_cuda_visible_whole_with_its_notes(raw: str, want: Finding) -> None:
+    from _doctorhelp import gpu_host
+
+    from hosttune.doctor.context import Context
+
+    assert T.check_cuda_visible(Context(facts=gpu_host(), env={"CUDA_VISIBLE_DEVICES": raw})) == want
