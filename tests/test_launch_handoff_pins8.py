@@ -71,3 +71,8 @@ def test_a_runtime_dir_under_a_sticky_dir_is_used_only_when_it_exists(base: Path
     assert not (b / "sticky" / "hosttune").exists()
     (b / "sticky" / "hosttune").mkdir(mode=0o700)
     assert list(handoff._bases(env)) == [str(b / "sticky" / "hosttune"), str(b / "tmp"), "/tmp"]
+
+
+def test_shared_base_table(base: Path) -> None:
+    b = base
+    assert [handoff._shared_base(str(b / n)) for n in ("xdg", "sticky", "open", "missing")] == [False, True, True, True]
