@@ -459,3 +459,19 @@ def test_a_tune_check_that_fails_after_a_drift_forgets_the_drift(tmp_path: Path)
     assert mon.tune_drift == {}
     assert err.getvalue() == (f"hosttune monitor: notice: tunables not checked: {state}: not hosttune's tune state "
                               "(bad JSON)\n")
+
+
+def test_the_journal_is_the_stream_with_both_device_and_inode_of_journal_stream(tmp_path: Path) -> None:
+    """$JOURNAL_STREAM is "DEV:INODE": a stream is the journal only when both match its fstat (an inode number is
+    unique on one device only); then its lines carry "<N>", else the plain prefix."""
+    with open(tmp_path / "out", "w") as stream:
+        st = os.fstat(stream.fileno())
+        assert daemon.connected_to_journal(stream, f"{st.st_dev}:{st.st_ino}")
+        assert not daemon.connected_to_journal(stream, f"{st.st_dev + 1}:{st.st_ino}")
+        assert not daemon.connected_to_journal(stream, f"{st.st_dev}:{st.st_ino + 1}")
+        assert not daemon.connected_to_journal(stream, f"{st.st_dev}")
+        other = daemon.Say(stream, stream, f"{st.st_dev + 1}:{st.st_ino}")
+        other.problem("warning", "plain")
+        journal = daemon.Say(stream, stream, f"{st.st_dev}:{st.st_ino}")
+        journal.problem("warning", "prefixed")
+    assert (tmp_path / "out").read_text() == "hosttune monitor: warning: plain\n<4>prefixed\n"
