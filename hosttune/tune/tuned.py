@@ -10,7 +10,6 @@ Option names are tuned's own (tuned/plugins/plugin_{vm,sysctl,cpu}.py, 2.20+ for
 """
 
 import errno
-import os
 import re
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -27,10 +26,6 @@ MARKER = "# Written by hosttune (hosttune tune apply); `hosttune tune revert` re
 OPTIONS: Dict[str, Tuple[str, str]] = dict(probe.OPTIONS)
 _SECTIONS = ("vm", "sysctl", "cpu")
 _ADM_TIMEOUT = 120.0  # tuned-adm waits for the daemon to apply the whole profile
-
-
-def _live(root: Path) -> bool:
-    return os.path.realpath(str(root)) == "/"
 
 
 def is_running(root: Path = Path("/")) -> bool:

@@ -23,11 +23,6 @@ def _gb(v: float) -> str:
     return f"{v:.1f}" if v < 100 else f"{v:.0f}"
 
 
-def _worst(statuses: Sequence[str]) -> str:
-    order = ("pass", "skip", "warn", "fail")
-    return max(statuses, key=order.index, default="pass")
-
-
 def _under(what: str, prefix: str) -> bool:
     return what == prefix or what.startswith(prefix + " ")
 
