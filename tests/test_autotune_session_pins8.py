@@ -43,15 +43,19 @@ NOTES = [
 ]
 
 
-@pytest.fixture
-def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+def _prepare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> Any:
     monkeypatch.setattr(hosttune.detect, "collect", lambda root, probe_torch=False: _FACTS)
     monkeypatch.setattr(S.runner, "dry_plan", _plan)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where mkdtemp makes the scratch directory
     env = {"HOSTTUNE_ETC_DIR": str(tmp_path / "etc"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
            "PATH": "/usr/bin:/bin", "OMP_WAIT_POLICY": "PASSIVE"}
-    s = S.prepare(["python3", "train.py"], metric.compile_metric(r"rate (\d+)"), 1800.0, engine=True, confirm=3,
-                  environ=env)
+    return S.prepare(["python3", "train.py"], metric.compile_metric(r"rate (\d+)"), 1800.0, engine=True, confirm=3,
+                     environ=env, **kw)
+
+
+@pytest.fixture
+def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    s = _prepare(tmp_path, monkeypatch)
     yield s
     s.close()
 
@@ -134,3 +138,16 @@ def test_a_winner_saved_again_replaces_the_jobs_overlay_and_output_names_the_fil
     assert report.save(s, None, stats.Summary("glibc", 8, 1.1, 1.0, 1.2), str(out)) == out  # type: ignore[arg-type]
     mine = profmod.load(str(out))
     assert (mine.name, mine.allocator) == ("mine", "system")
+
+
+@pytest.mark.parametrize("only,names", [
+    ([], []), (["glibc", "unbound"], ["unbound", "glibc"]),  # asked for, in priority order
+    (["cores+memory"], ["cores+memory"]),  # alone, it is compared with the default only
+])
+def test_only_the_candidates_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, only: List[str],
+                                       names: List[str]) -> None:
+    s = _prepare(tmp_path, monkeypatch, only=only)
+    try:
+        assert s.names == names
+    finally:
+        s.close()
