@@ -54,3 +54,14 @@ def test_copies_rows_without_a_time_are_left_out() -> None:
     assert got == Finding(
         status="pass", actual="H2D/D2H GPU0 pinned 25.0/24.0, pageable 10.0/0.0 GB/s (link gen4 x16 while copying)",
         expected="pinned H2D/D2H >= 75% of GPU0 gen4 x16: 25.2 GB/s (PCIe coded rate x 80%)")
+
+
+def test_cpuinfo_mhz_is_the_highest_with_its_fraction() -> None:
+    from hosttune.doctor.deep.host import parse_cpuinfo_mhz
+
+    text = ("processor\t: 0\ncpu MHz\t\t: 2400.123\nprocessor\t: 1\ncpu MHz\t\t: 3100.5\n"
+            "processor\t: 2\ncpu MHz\t: 3100\n")
+    assert parse_cpuinfo_mhz(text) == 3100.5
+    assert parse_cpuinfo_mhz("cpu MHz : 1800\n") == 1800.0
+    assert parse_cpuinfo_mhz("cpu MHz : 2400.1 GHz\n") is None  # not a bare number: not read
+    assert parse_cpuinfo_mhz(None) is None

@@ -125,3 +125,37 @@ def test_a_profile_that_does_not_load_says_why(tmp_path: Any) -> None:
     assert ctx.load_profile() is ctx.load_profile()
     builtin = C.Context(facts=cpu_host(), env={}, profile=Active(None, "built-in default"))
     assert builtin.load_profile()[1:] == (None, "")
+
+
+def test_live_disk_free_is_total_and_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(total, free) in MiB from statvfs (a fixed answer: the real free space moves while a test runs)."""
+    import collections
+
+    usage = collections.namedtuple("usage", "total used free")
+    asked: List[str] = []
+    monkeypatch.setattr(C.shutil, "disk_usage",
+                        lambda path: asked.append(path) or usage(10 << 30, 7 << 30, (3 << 30) + (5 << 20)))
+    assert C.Live().disk_free_mb("/srv/train") == (10240, 3077)
+    assert asked == ["/srv/train"]
+
+
+def test_live_lspci_that_cannot_run_is_an_error_naming_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lspci found but refused or failing to start: a RuntimeError with HostIO's reason (check_acs turns it into a
+    skip naming it); not found at all: None."""
+
+    class IO(C.HostIO):
+        found = "/usr/bin/lspci"
+
+        def which(self, name: str) -> Any:
+            return self.found
+
+        def run(self, argv: Any, timeout: float = 10.0, **kw: Any) -> Any:
+            self.last_error = f"cannot run {argv[0]}: Permission denied"
+            return None
+
+    monkeypatch.setattr(C, "HostIO", IO)
+    with pytest.raises(RuntimeError) as exc:
+        C.Live().lspci_vvv()
+    assert str(exc.value) == "lspci -vvv: cannot run /usr/bin/lspci: Permission denied"
+    IO.found = None  # type: ignore[assignment]
+    assert C.Live().lspci_vvv() is None
