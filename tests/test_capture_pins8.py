@@ -114,3 +114,6 @@ def test_capture_tree_manifest_whole(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert json.loads((dest / "capture.json").read_text()) == dict(manifest, created=created)
     assert json.loads((dest / "facts.json").read_text()) == Facts(hostname="node7").to_dict()
     assert (dest / "proc" / os.readlink("/proc/self") / "stat").read_bytes() == b"12 (x)\n"
+    # both readable by whoever the bundle is sent to (the tree's folder itself is private: 0700)
+    modes = [stat.S_IMODE(os.stat(p).st_mode) for p in (dest, dest / "capture.json", dest / "facts.json")]
+    assert modes == [0o700, 0o644, 0o644]
