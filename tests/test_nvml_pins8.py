@@ -6,6 +6,7 @@ import json
 import os
 from typing import Any
 
+import pytest
 from conftest import a100
 
 from hosttune import nvml
@@ -127,3 +128,21 @@ def test_zero_answers_are_kept(fake_nvml: Any) -> None:
                  "retired_pages_pending": False, "remapped_rows_correctable": 0, "remapped_rows_uncorrectable": 0,
                  "remapped_rows_pending": False, "remapped_rows_failure": False, "pcie_gen": 0, "pcie_width": 0,
                  "processes": []}
+
+
+def test_gpu_is_lost_raises_from_any_query_and_is_not_remembered(fake_nvml: Any) -> None:
+    """NVML_ERROR_GPU_IS_LOST from any query (a device's or the system's) is GpuLost naming the index asked, never a
+    field quietly left out."""
+    import pynvml
+
+    _host(fake_nvml, a100(0, "3B"))
+
+    def lost(*_: Any) -> None:
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
+
+    with nvml.Nvml() as n:
+        for index in (-1, 0):
+            with pytest.raises(nvml.GpuLost) as info:
+                n._call(index, "x", lost)
+            assert str(info.value).startswith(f"GPU {index}: ")
+        assert n.unsupported(-1) == [] and n.unsupported(0) == []
