@@ -1,8 +1,10 @@
 """Pins (issue 21, session 10 practice round HENG8) on hosttune/engine/train.py's log_interval: the whole metrics
 record of an interval on one of two ranks (loss and grad norm averaged over the ranks, samples/s counting every
 rank's samples, the step time and data-wait fraction, checkpoint and compile time left out of the rates), the
-progress line, and the next interval started afresh. The other rank is a stand-in all_reduce (a real two-rank group
-needs two processes: tests/test_engine_integration.py); the clock and the peak memory are fixed."""
+progress line, and the next interval started afresh; train_loop's result on two ranks (the samples of a step
+count every rank's: the summary's samples/s comes from it), its micro-steps and optimizer steps stood in for. The
+other rank is a stand-in all_reduce (a real two-rank group needs two processes: tests/test_engine_integration.py);
+the clock and the peak memory are fixed."""
 
 import json
 from pathlib import Path
@@ -70,3 +72,25 @@ def test_checkpoint_and_compile_time_are_not_training_time(tmp_path: Path, monke
     assert _records(tmp_path) == [{"step": 10, "epoch": 1, "loss": 3.0, "lr": 0.25, "samples_per_s": 1.67,
                                    "step_time_s": 3.0, "data_wait_frac": 0.1667, "grad_norm": 0.5,
                                    "peak_mem_mb": 123.5, "checkpoint_s": 2.5, "compile_s": 1.5}]
+
+
+def test_the_loops_result_counts_every_ranks_samples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rt, tr, task, reduced = _setup(monkeypatch, 2, 50.0)
+    rt.any_rank = lambda flag: flag
+    ticks = iter(range(1000))
+    monkeypatch.setattr(train, "time", SimpleNamespace(perf_counter=lambda: float(next(ticks))))
+    cfg = Config(micro_batch_size=4, grad_accum=3, steps=6, log_interval=3, ckpt_interval=0)
+    tr.state = SimpleNamespace(step=2, epoch=0, ema=None, optimizer=SimpleNamespace(param_groups=[{"lr": 0.5}]))
+    tr.model = SimpleNamespace(train=lambda: None)
+
+    def micro_steps(cfg, task, rt, tr, iv) -> None:
+        iv.loss_sum += 1.0
+
+    monkeypatch.setattr(train, "micro_steps", micro_steps)
+    monkeypatch.setattr(train, "optimizer_step", lambda st, cfg: torch.tensor(1.0))
+    metrics = Metrics(tmp_path, True, 6, 2)
+    got = train.train_loop(cfg, task, rt, tr, metrics, {"requested": False})
+    metrics.close()
+    assert (got.start_step, got.samples_per_step, got.compile_s) == (2, 4 * 3 * 2, None) and got.train_s > 0
+    assert got.last_loss == 1.5 and tr.state.step == 6  # steps 4-6: (3 + 6 from the other rank) / 2 ranks / 3
+    assert [r["step"] for r in _records(tmp_path)] == [3, 6] and len(reduced) == 2
