@@ -83,7 +83,9 @@ def test_an_empty_environment_given_is_the_trials_whole_environment(tmp_path: Pa
     r = runner.ExecRunner(["true"], {"cand": tmp_path / "c.yaml"}, metric.compile_metric(r"rate (\d+)"),
                           window_s=900.0, environ={})
     assert r.environ == {}
-    assert r.run("cand").why == "exit status 1; last line: env []"
+    trial = r.run("cand")
+    assert trial.why == "exit status 1; last line: env []"
+    assert 0.0 < trial.seconds < r.window_s and not trial.cut  # its own length, not the window's (a hang guard)
 
 
 def test_the_metric_lines_kept_per_trial_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

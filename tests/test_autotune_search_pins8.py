@@ -85,3 +85,26 @@ def test_a_load_average_of_zero_is_a_quiet_host_not_an_unknown_one() -> None:
     assert m.stop(m.start()) == 0.0
     blind = contention.Meter(psi=lambda: None, load=lambda: None, clock=lambda: 0.0, cpus=4)
     assert blind.stop(blind.start()) is None
+
+
+class _Rising:
+    """Each candidate's own score, except `d`, which scores 102 in its first trial and 110 after."""
+
+    SCORES = {D: 100.0, "a": 101.0, "b": 104.0, "c": 99.0, "d": 102.0, "e": 103.0}
+
+    def __init__(self) -> None:
+        self.d = 0
+
+    def run(self, name: str) -> Trial:
+        if name == "d":
+            self.d += 1
+        return Trial(name, 110.0 if name == "d" and self.d > 1 else self.SCORES[name], 1.0)
+
+
+def test_when_the_budget_stops_a_rung_the_finalists_are_the_best_two_so_far() -> None:
+    # rung 0 (11 trials) keeps b, e, d; rung 1's first round (6) runs, its second (6 + the 8 the confirmation
+    # rounds need) does not fit 26 s: d (x1.02 then x1.10, median x1.06) is now ahead of e (x1.03)
+    res = search.search(list("abcde"), _Rising(), budget_s=26.0, trial_s=1.0, confirm=2, seed=1)
+    assert res.stopped == "the budget ran out during the halving rungs"
+    assert res.finalists == ["d", "b"]
+    assert sorted(res.confirm) == ["b", "d"] and res.spent == 25.0

@@ -2,7 +2,7 @@
 files its own step wrote (the sysctl.d file of a sysctl tunable is not rewritten at boot, so its change names no
 file), not the files a full apply would name; verify judges against the profile given (whole); and (kinds.py) a
 login limit on the live host without hosttune's limits.d file is the limit this process runs with ("unlimited",
-open files as a count, locked memory in KiB)."""
+open files as a count, locked memory in KiB); a second apply of another value rewrites its block in place."""
 
 import resource
 from pathlib import Path
@@ -12,6 +12,7 @@ from test_tune_core_pins5 import CPUFREQ, STATE, THP, host
 
 from hosttune.profile.settings import Tune
 from hosttune.tune import core, kinds
+from hosttune.tune.model import MARKER
 from hosttune.tune.rootfs import Tree
 from hosttune.tune.tunables import BY_ID
 
@@ -55,3 +56,20 @@ def test_a_limit_on_the_live_host_without_hosttunes_file_is_this_process_limit(
     real = resource.getrlimit
     monkeypatch.setattr(resource, "getrlimit", lambda r: (soft, soft) if r == which else real(r))
     assert kinds.LimitFile().actual(tree, BY_ID[tid], Tune()) == want
+
+
+def test_a_second_apply_of_another_value_rewrites_its_block_in_place(tmp_path: Path) -> None:
+    root = host(tmp_path / "h")
+    core.apply(root)
+    changes = core.apply(root, profile=Tune(swappiness=5, nofile=131072))
+    assert [(c.id, c.before, c.after) for c in changes] == [("swappiness", "10", "5"), ("nofile", "65536", "131072")]
+    assert (root / "etc/sysctl.d/90-hosttune.conf").read_text() == "\n".join([
+        MARKER,
+        "# numa_balancing: ranks are pinned to their GPU's node, balancing only adds page faults and migrations",
+        "kernel.numa_balancing = 0",
+        "# swappiness: the default 60 swaps out page cache and pinned buffers; the next step stalls",
+        "vm.swappiness = 5", ""])
+    assert (root / "etc/security/limits.d/90-hosttune.conf").read_text() == "\n".join([
+        MARKER, "# nofile: DataLoader workers and NCCL open many files and sockets; 1024 runs out",
+        "* soft nofile 131072", "* hard nofile 1048576", "# memlock: RDMA (NCCL over InfiniBand/RoCE) pins its buffers",
+        "* soft memlock unlimited", "* hard memlock unlimited", ""])

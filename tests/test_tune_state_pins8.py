@@ -1,6 +1,7 @@
 """Pins (issue 21, round 8 practice) for hosttune/tune/state.py: check_state() judges every saved target of a
 tunable (not only the first) and refuses a `tuned` entry that is not a mapping, whatever it is; `ours` wants the
-marker as the whole first line; parse_blocks keeps the first reason it meets and never one the caller gave."""
+marker as the whole first line; parse_blocks keeps the first reason it meets and never one the caller gave;
+save_state refuses what the next run would refuse; and (txn.py) edit_blocks sets, replaces and drops blocks."""
 
 from pathlib import Path
 from typing import Any, Dict, Optional
@@ -80,3 +81,20 @@ def test_save_state_refuses_what_the_next_run_would_refuse_and_writes_nothing(tm
     assert (root / "var/lib/hosttune/tune-state.json").read_text() == (
         '{\n "applied": {\n  "thp": "never"\n },\n "before": {},\n "made_dirs": [],\n "schema": '
         '"hosttune.tune-state/1",\n "tuned": null\n}\n')
+
+
+def test_edit_blocks_sets_replaces_and_drops_a_block_and_the_file_goes_with_the_last(tmp_path: Path) -> None:
+    from hosttune.tune.txn import Txn, edit_blocks
+
+    root = tmp_path / "r"
+    root.mkdir()
+    txn = Txn(Tree(root))
+    rel = "etc/sysctl.d/90-hosttune.conf"
+    edit_blocks(txn, rel, {"swappiness": ["vm.swappiness = 10"]}, {"swappiness": "low"})
+    edit_blocks(txn, rel, {"numa_balancing": ["kernel.numa_balancing = 0"]}, {"numa_balancing": "pinned"})
+    edit_blocks(txn, rel, {"swappiness": ["vm.swappiness = 5"]}, {"swappiness": "lower"})
+    assert (root / rel).read_text() == "\n".join([MARKER, "# numa_balancing: pinned", "kernel.numa_balancing = 0",
+                                                  "# swappiness: lower", "vm.swappiness = 5", ""])  # the new reason
+    edit_blocks(txn, rel, {"numa_balancing": None, "swappiness": None}, {})
+    assert not (root / rel).exists()
+    assert txn.rollback() == [] and not (root / rel).exists() and not (root / "etc").exists()
