@@ -103,8 +103,9 @@ def test_output_lines_are_cut_decoded_and_stripped() -> None:
     out.feed(b"x" * 5000 + b"\n")
     out.feed(b"rate 7\r\n")
     out.feed(b"\xffrate 8\n")
-    assert out.tail == ["x" * runner.MAX_LINE, "rate 7", "\ufffdrate 8"]
-    assert [line for _, line in out.matched] == ["rate 7", "\ufffdrate 8"]
+    out.feed(b"  rate 9 \t\n")  # only the line's end goes: its own spaces stay
+    assert out.tail == ["x" * runner.MAX_LINE, "rate 7", "\ufffdrate 8", "  rate 9 \t"]
+    assert [line for _, line in out.matched] == ["rate 7", "\ufffdrate 8", "  rate 9 \t"]
 
 
 def _out(*lines: str) -> "runner._Output":
