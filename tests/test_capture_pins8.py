@@ -117,3 +117,17 @@ def test_capture_tree_manifest_whole(tmp_path: Path, monkeypatch: pytest.MonkeyP
     # both readable by whoever the bundle is sent to (the tree's folder itself is private: 0700)
     modes = [stat.S_IMODE(os.stat(p).st_mode) for p in (dest, dest / "capture.json", dest / "facts.json")]
     assert modes == [0o700, 0o644, 0o644]
+
+
+_OUTSIDE = "outside /proc, /sys, /etc, /usr, /lib, /lib32, /lib64, /libx32, /bin, /sbin, /opt, /run"
+
+
+@pytest.mark.parametrize("host,why", [
+    ("/run/nvidia-persistenced/socket", None), ("/opt/cuda/version.json", None), ("/lib64/libc.so.6", None),
+    ("/var/log/syslog", _OUTSIDE), ("/home/alice/x", _OUTSIDE), ("/root", _OUTSIDE), ("/", None),
+    ("/etc/ssh/sshd_config", "may hold a secret"), ("/run/munge/munge.socket.2", "may hold a secret"),
+    ("/proc/1/environ", "per-process file the detector does not parse"), ("/proc/self/status", None),
+    ("/proc/thread-self/cmdline", "per-process file the detector does not parse"), ("/proc/1", None),
+])
+def test_refused_table(host: str, why: Optional[str]) -> None:
+    assert capture.refused(host) == why

@@ -37,3 +37,20 @@ def test_whole_cpu_of_a_tree(tmp_path: Path, affinity: Optional[Sequence[int]], 
                       logical=4, physical=2, packages=1, smt=True, smt_control="on", cores=((0, 2), (1, 3)),
                       package_cpus=((0, 1, 2, 3),), allowed_cpus=allowed, quota_cpus=1.5, cgroup=cg)
     assert io.missing == []
+
+
+def test_no_cpu_folders_is_no_online_cpus_and_a_note(tmp_path: Path) -> None:
+    io = HostIO(build_tree(tmp_path, {"/sys/devices/system/cpu/possible": "0-3\n"}))
+    assert cpu.online_cpus(io) == []
+    assert io.missing == ["cpu.online: /sys/devices/system/cpu has no cpuN folders"]
+
+
+def test_a_cpu_without_sibling_files_is_its_own_core(tmp_path: Path) -> None:
+    """Two PUs that share package and core_id but whose sibling lists cannot be read are two cores, not one."""
+    base = "/sys/devices/system/cpu"
+    files = {f"{base}/online": "0-1\n"}
+    for c in range(2):
+        files[f"{base}/cpu{c}/topology/physical_package_id"] = "0\n"
+        files[f"{base}/cpu{c}/topology/core_id"] = "0\n"
+    io = HostIO(build_tree(tmp_path, files))
+    assert cpu.topology(io, [0, 1]) == ([(0,), (1,)], [(0, 1)])
