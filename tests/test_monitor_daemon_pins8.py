@@ -475,3 +475,19 @@ def test_the_journal_is_the_stream_with_both_device_and_inode_of_journal_stream(
         journal = daemon.Say(stream, stream, f"{st.st_dev}:{st.st_ino}")
         journal.problem("warning", "prefixed")
     assert (tmp_path / "out").read_text() == "hosttune monitor: warning: plain\n<4>prefixed\n"
+
+
+def test_a_reapply_request_that_keeps_failing_is_one_error_a_period(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runtime dir is gone: each drift's request fails; the error is said once, the next within ERROR_PERIOD_S
+    held back, and the one after the period says how many were."""
+    run = tmp_path / "gone"
+    err = io.StringIO()
+    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir="", reapply=True), io.StringIO(),
+                         err, environ={"RUNTIME_DIRECTORY": str(run)})
+    mon.request_reapply(["thp"])
+    mon.request_reapply(["nofile"])
+    monkeypatch.setattr(daemon, "ERROR_PERIOD_S", 0.0)
+    mon.request_reapply(["swappiness"])
+    line = f"hosttune monitor: error: cannot request a re-apply through {run}/tune-reapply: No such file or directory"
+    assert err.getvalue() == f"{line}\n{line} (1 more since the last report)\n"
