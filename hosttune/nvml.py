@@ -7,6 +7,7 @@ The packages ship nvidia-ml-py's module as `hosttune._vendor.pynvml` so that it 
 `pynvml`; a source checkout uses the installed `pynvml`.
 """
 
+import ctypes
 import importlib
 from types import ModuleType
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
@@ -352,18 +353,28 @@ class Nvml:
         return XidEvents(self, indexes)
 
 
+def _same_device(a: Any, b: Any) -> bool:
+    """NVML's nvmlDevice_t is a pointer: one GPU's handles hold one address, whichever Python object holds it."""
+    try:
+        return bool(ctypes.cast(a, ctypes.c_void_p).value == ctypes.cast(b, ctypes.c_void_p).value)
+    except (TypeError, ctypes.ArgumentError):  # not a ctypes pointer: the handle's own equality
+        return bool(a == b)
+
+
 class XidEvents:
     """Critical XIDs through NVML's event API: nvmlEventSetCreate, nvmlDeviceRegisterEvents(nvmlEventTypeXidCritical
     Error) on each GPU whose nvmlDeviceGetSupportedEventTypes has it, and `poll()` drains nvmlEventSetWait_v2 (which
     raises NVML_ERROR_TIMEOUT when nothing is pending). `gpus` is the list of GPU indexes registered; empty when no
     GPU supports the events (then the caller falls back to the kernel log). The XID is the event's eventData; the
-    GPU is found by the event's device UUID."""
+    GPU is found by the event's device UUID or, where the GPU answers no query (XID 79: it fell off the bus), by
+    its handle, the pointer registered for it."""
 
     def __init__(self, session: Nvml, indexes: List[int]) -> None:
         self.session = session
         nv = session.nv
         self.gpus: List[int] = []
         self.by_uuid: Dict[str, int] = {}
+        self.handles: List[Tuple[Any, int]] = []
         self.why = ""
         self.set: Any = None
         try:
@@ -380,6 +391,7 @@ class XidEvents:
                     continue
                 nv.nvmlDeviceRegisterEvents(h, EVENT_TYPE_XID_CRITICAL, self.set)
                 self.by_uuid[_text(nv.nvmlDeviceGetUUID(h))] = i
+                self.handles.append((h, i))
             except nv.NVMLError as exc:
                 if _code(exc) == ERR_GPU_IS_LOST:
                     continue
@@ -406,8 +418,8 @@ class XidEvents:
                 continue
             try:
                 index = self.by_uuid.get(_text(nv.nvmlDeviceGetUUID(data.device)), -1)
-            except nv.NVMLError:
-                index = -1
+            except nv.NVMLError:  # a GPU off the bus answers nothing; its handle is still the one registered
+                index = next((i for h, i in self.handles if _same_device(h, data.device)), -1)
             out.append((index, int(data.eventData)))
         return out
 

@@ -145,6 +145,37 @@ def test_xid_events_from_nvml_only_after_registration_and_mapped_to_the_gpu(fake
         watch.close()
 
 
+def test_an_xid_of_a_gpu_that_fell_off_the_bus_is_still_its_gpus(fake_nvml: Any) -> None:
+    """XID 79: the GPU answers no query (its UUID neither), and the event still names it, by the handle registered
+    for it (an event of a GPU never registered stays -1)."""
+    fake_nvml(scenario(healthy(0, "3B"), healthy(1, "5E")))
+    import pynvml
+
+    with nvml.Nvml() as nv:
+        watch = nv.xid_events([0, 1])
+        assert [i for _, i in watch.handles] == [0, 1]
+        pynvml._state["scenario"]["devices"][1].update(xids=[79], lost=True)
+        assert watch.poll(1) == [(1, 79)]
+        watch.handles = watch.handles[:1]
+        pynvml._state["scenario"]["devices"][1]["xids"] = [79, 79]
+        assert watch.poll(1) == [(-1, 79)]
+        watch.close()
+
+
+def test_one_gpus_handles_are_the_same_device_by_address_not_by_object() -> None:
+    """pynvml's handles are ctypes pointers: two lookups of one GPU give two objects holding one address."""
+    import ctypes
+
+    class Device(ctypes.Structure):
+        _fields_ = [("unused", ctypes.c_int)]
+
+    gpu0, gpu1 = Device(), Device()
+    a, b = ctypes.pointer(gpu0), ctypes.cast(ctypes.addressof(gpu0), ctypes.POINTER(Device))
+    assert a is not b and nvml._same_device(a, b)
+    assert not nvml._same_device(a, ctypes.pointer(gpu1))
+    assert nvml._same_device("x", "x") and not nvml._same_device("x", ctypes.pointer(gpu1))
+
+
 def test_xid_events_not_supported_registers_nothing(fake_nvml: Any) -> None:
     fake_nvml(scenario(healthy(0, "3B", event_types=0x4), healthy(1, "5E")))
     with nvml.Nvml() as nv:

@@ -96,8 +96,9 @@ def test_a_process_using_no_gpu_memory_yet_says_zero(fake_nvml: Any) -> None:
         assert n.processes(0) == [{"pid": 20}, {"pid": 300, "used_memory_mb": 0}, {"pid": 4000, "used_memory_mb": 7}]
 
 
-def test_an_xid_whose_gpu_cannot_be_named_is_gpu_minus_one(fake_nvml: Any) -> None:
-    """The event's device no longer answers its UUID: the XID is still reported, for GPU -1 (not GPU 0's)."""
+def test_an_xid_whose_gpu_cannot_tell_its_uuid_is_still_its_gpus(fake_nvml: Any) -> None:
+    """The event's device no longer answers its UUID: the XID is still reported, for its GPU (found by the handle
+    registered for it), not GPU 0's."""
     scenario = {"driver": "550.54.15", "cuda_driver": 12040, "devices": [a100(0, "3B"), a100(1, "5E")]}
     fake_nvml(scenario)
     with nvml.Nvml() as n:
@@ -111,7 +112,7 @@ def test_an_xid_whose_gpu_cannot_be_named_is_gpu_minus_one(fake_nvml: Any) -> No
             with open(path, "w") as f:
                 json.dump(scenario, f)
             os.utime(path, ns=(before + 10**9, before + 10**9))  # the fake re-reads its file when the mtime changes
-            assert xe.poll() == [(0, 48), (-1, 79)]
+            assert xe.poll() == [(0, 48), (1, 79)]
         finally:
             xe.close()
 

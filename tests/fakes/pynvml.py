@@ -212,8 +212,17 @@ class _Struct:
 
 
 class _Handle:
+    """nvmlDevice_t: a pointer, one address per GPU; each call returns a new object holding it (as pynvml's ctypes
+    pointers), so two handles of one GPU are equal (same address), not the same object."""
+
     def __init__(self, index: int) -> None:
         self.index = index
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Handle) and other.index == self.index
+
+    def __hash__(self) -> int:
+        return hash(self.index)
 
 
 # ---- scenario ---------------------------------------------------------------------------------------------------
