@@ -61,6 +61,9 @@ class Launch:
             rank = plan.to_dict()
             if self.no_bind:
                 rank.update(cpus=[], mems=[], mem_policy="none")
+                if self.bound_by is None:  # --no-bind: the plan's binding and memory lines are not what happens
+                    rank["reasons"] = ["binding: none - --no-bind, the environment only" if r.startswith("binding:")
+                                       else r for r in rank["reasons"] if not r.startswith("memory:")]
             ranks.append(rank)
         return {"kind": self.kind, "argv": list(self.argv), "ranks": ranks, "env": dict(self.env)}
 
