@@ -267,7 +267,10 @@ def read_dcp_metadata(path: Path) -> Any:
                                   METADATA_LIMIT, nofollow=True)
     if not isinstance(metadata, Metadata):
         raise pickle.UnpicklingError(f"not DCP metadata (a {type(metadata).__name__})")
-    for info in getattr(metadata, "storage_data", {}).values():
+    storage = getattr(metadata, "storage_data", None)
+    if not isinstance(storage, dict):  # DCP's save always writes one (empty without tensors): a damaged file
+        raise pickle.UnpicklingError(f"not DCP metadata (its storage data is a {type(storage).__name__})")
+    for info in storage.values():
         name = getattr(info, "relative_path", None)
         # Each data file is a plain name inside the checkpoint directory: "../x" or "/etc/shadow" would have DCP
         # read another file (as root, into a model that is then exported where its owner can read it).
