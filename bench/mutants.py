@@ -3128,7 +3128,7 @@ _pin(_R7_PINS)
 # Measure (before pinning), the two shards side by side:
 #     python3 bench/mutation.py --no-pins --only r8a- --timeout 420 --json OUT
 #     python3 bench/mutation.py --no-pins --only r8b- --timeout 420 --json OUT
-# Measured (session 10, that way at b6956d6, the two shards side by side while nothing else ran; baselines re-run):
+# Measured (session 10, that way at b6956d6, the two shards side by side, a few small test runs beside them; baselines re-run):
 # r8a 21 of 22 caught, r8b 19 of 22 (and each shard's sanity mutant), no errors, no timeouts: 40 of 44 = 91 %
 # before pinning (round 7: 77 %, round 6: 84 %, round 5: 61 %, round 4: 58 %), after seven hardening helpers'
 # practice rounds (blind to these sites; ~620 practice plants over every area). One catch's baseline also failed,
