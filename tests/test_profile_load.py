@@ -140,14 +140,16 @@ def test_profile_is_read_by_the_resolved_name_that_was_checked(tmp_path: Path, m
 
 @needs_root
 def test_refusal_for_a_profile_in_tmp_says_move_it_not_chmod_tmp(tmp_path: Path) -> None:
-    f = Path("/tmp") / f"hosttune-test-{os.getpid()}-{tmp_path.name}.yaml"
+    """A directory like /tmp (sticky, everyone's): made here, so the test does not depend on the host's /tmp (a
+    practice mutant once left it 0755)."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    f = shared / "p.yaml"
     f.write_text("base: throughput\n")
     os.chmod(f, 0o644)
-    try:
-        msg = str(pytest.raises(UserError, profile.load, str(f)).value)
-    finally:
-        f.unlink()
-    assert "chmod go-w /tmp" not in msg
+    msg = str(pytest.raises(UserError, profile.load, str(f)).value)
+    assert "chmod" not in msg  # not "chmod go-w" on a directory everyone shares
     assert "to a directory only root can write" in msg and str(f) in msg
 
 
