@@ -62,10 +62,11 @@ def test_once_says_its_events_on_stderr_and_leaves_stdout_to_the_json(fake_nvml:
 
 
 def run_under_systemd(monkeypatch: pytest.MonkeyPatch, cfg: MonitorConfig, term_after: Callable[[List[str]], bool],
-                      watchdog_usec: Optional[str] = None) -> Tuple[int, List[str]]:
-    """daemon.run(cfg) in this process under a fake systemd ($NOTIFY_SOCKET, a datagram socket read by a thread):
-    SIGTERM once term_after(the messages so far) holds, then read up to STOPPING. Returns run()'s exit status and
-    every message. The signal handlers and wakeup fd run() set are put back."""
+                      watchdog_usec: Optional[str] = None, out: Optional[io.StringIO] = None,
+                      err: Optional[io.StringIO] = None) -> Tuple[int, List[str]]:
+    """daemon.run(cfg, out, err) in this process under a fake systemd ($NOTIFY_SOCKET, a datagram socket read by a
+    thread): SIGTERM once term_after(the messages so far) holds, then read up to STOPPING. Returns run()'s exit
+    status and every message. The signal handlers and wakeup fd run() set are put back."""
     name = f"@hosttune-pins7-{os.getpid()}-{os.urandom(4).hex()}"
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind("\0" + name[1:])
@@ -97,7 +98,7 @@ def run_under_systemd(monkeypatch: pytest.MonkeyPatch, cfg: MonitorConfig, term_
     thread = threading.Thread(target=listen, daemon=True)
     thread.start()
     try:
-        rc = daemon.run(cfg, io.StringIO(), io.StringIO())
+        rc = daemon.run(cfg, out or io.StringIO(), err or io.StringIO())
     finally:
         wfd = signal.set_wakeup_fd(old_fd)
         if wfd not in (-1, old_fd):

@@ -7,8 +7,6 @@ import io
 import os
 import re
 import signal
-import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
@@ -302,52 +300,22 @@ def test_a_link_at_the_tune_state_is_not_no_state_but_a_check_that_cannot_run(tm
 
 def _run_with_sighup(monkeypatch: pytest.MonkeyPatch, cfg: MonitorConfig, on_ready: Callable[[], None],
                      done: Callable[[io.StringIO], bool]) -> Tuple[int, List[str], str, str]:
-    """daemon.run(cfg) in this process under a fake systemd ($NOTIFY_SOCKET, read by a thread): at READY=1 the
-    thread calls on_ready() and sends SIGHUP, waits until done(stderr) holds (a hang guard of 600 s, no timing),
-    then sends SIGTERM and reads up to STOPPING=1. Returns the exit status, the messages, stdout and stderr. The
-    signal handlers and wakeup fd run() set are put back."""
-    name = f"@hosttune-pins8-{os.getpid()}-{os.urandom(4).hex()}"
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind("\0" + name[1:])
-    sock.settimeout(600.0)  # a hang guard only
-    monkeypatch.setenv("NOTIFY_SOCKET", name)
-    monkeypatch.setenv("WATCHDOG_USEC", "")
-    monkeypatch.delenv("WATCHDOG_USEC")
+    """daemon.run(cfg) in this process under a fake systemd (test_monitor_daemon_pins7.run_under_systemd): at its
+    first message (READY=1) on_ready() runs and SIGHUP is sent, then it waits until done(stderr) holds (a hang guard
+    of 600 s, no timing) before the SIGTERM. Returns the exit status, the messages, stdout and stderr."""
+    from test_monitor_daemon_pins7 import run_under_systemd
+
     out, err = io.StringIO(), io.StringIO()
-    got: List[str] = []
 
-    def listen() -> None:
-        try:
-            got.append(sock.recv(4096).decode())
-            on_ready()
-            os.kill(os.getpid(), signal.SIGHUP)
-            guard = time.monotonic() + 600.0
-            while not done(err) and time.monotonic() < guard:
-                time.sleep(0.01)
-        except OSError as exc:
-            got.append(f"error: {exc}")
-        os.kill(os.getpid(), signal.SIGTERM)
-        try:
-            while not got[-1].startswith("STOPPING"):
-                got.append(sock.recv(4096).decode())
-        except OSError as exc:
-            got.append(f"error: {exc}")
+    def after_ready(got: List[str]) -> bool:
+        on_ready()
+        os.kill(os.getpid(), signal.SIGHUP)
+        guard = time.monotonic() + 600.0
+        while not done(err) and time.monotonic() < guard:
+            time.sleep(0.01)
+        return True
 
-    old_fd = signal.set_wakeup_fd(-1)
-    signal.set_wakeup_fd(old_fd)
-    old_handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGXFSZ)}
-    thread = threading.Thread(target=listen, daemon=True)
-    thread.start()
-    try:
-        rc = daemon.run(cfg, out, err)
-    finally:
-        wfd = signal.set_wakeup_fd(old_fd)
-        if wfd not in (-1, old_fd):
-            os.close(wfd)
-        for s, h in old_handlers.items():
-            signal.signal(s, h)
-    thread.join(600.0)
-    sock.close()
+    rc, got = run_under_systemd(monkeypatch, cfg, after_ready, out=out, err=err)
     return rc, got, out.getvalue(), err.getvalue()
 
 
