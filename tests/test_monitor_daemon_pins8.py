@@ -178,8 +178,8 @@ def test_a_link_at_the_logs_name_or_a_log_dir_under_a_file_refuses_the_start(tmp
     assert str(refused.value) == f"log dir {tmp_path}/file/log is not writable: Not a directory"
 
 
-def test_without_nvml_the_host_is_sampled_and_that_is_said_once(fake_nvml: Any, tmp_path: Path) -> None:
-    fake_nvml({"init_error": "DRIVER_NOT_LOADED"})
+def _two_samples(tmp_path: Path) -> Tuple[daemon.Monitor, List[Dict[str, Any]], io.StringIO, io.StringIO]:
+    """A Monitor with no kernel log and no kubelet opens its sources and takes two samples."""
     out, err = io.StringIO(), io.StringIO()
     mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), out, err,
                          environ=dict(os.environ), kmsg=str(tmp_path / "no-kmsg"))
@@ -189,6 +189,12 @@ def test_without_nvml_the_host_is_sampled_and_that_is_said_once(fake_nvml: Any, 
         recs = [mon.take(), mon.take()]
     finally:
         mon.close()
+    return mon, recs, out, err
+
+
+def test_without_nvml_the_host_is_sampled_and_that_is_said_once(fake_nvml: Any, tmp_path: Path) -> None:
+    fake_nvml({"init_error": "DRIVER_NOT_LOADED"})
+    mon, recs, out, err = _two_samples(tmp_path)
     for rec in recs:
         assert {k: v for k, v in rec.items() if k not in ("ts", "time", "host")} == {"nvml": "driver_not_loaded",
                                                                                      "gpus": []}
@@ -259,15 +265,7 @@ def test_the_sinks_get_each_sample_and_the_stopped_textfile_says_down(tmp_path: 
 
 def test_nvml_without_a_gpu_samples_the_host_and_says_so_once(fake_nvml: Any, tmp_path: Path) -> None:
     fake_nvml({"driver": "550.54.15", "cuda_driver": 12040, "devices": []})
-    out, err = io.StringIO(), io.StringIO()
-    mon = daemon.Monitor(MonitorConfig(log_dir=str(tmp_path / "log"), textfile_dir=""), out, err,
-                         environ=dict(os.environ), kmsg=str(tmp_path / "no-kmsg"))
-    mon.pods = PodResources(str(tmp_path / "no-kubelet.sock"))
-    mon.open_sources()
-    try:
-        recs = [mon.take(), mon.take()]
-    finally:
-        mon.close()
+    mon, recs, out, err = _two_samples(tmp_path)
     driver = {"driver_version": "550.54.15", "cuda_driver_version": "12.4"}
     for rec in recs:
         assert {k: v for k, v in rec.items() if k not in ("ts", "time", "host")} == {"nvml": "ok", "driver": driver,
