@@ -48,8 +48,12 @@ def test_alloc_conf_findings_whole() -> None:
 
 
 @pytest.mark.parametrize("raw,want", [
-    ("MIG-abc", Finding(status="pass", actual="CUDA_VISIBLE_DEVICES=MIG-abc (1 GPUs); MIG-abc: MIG instance of a GPU "
-                        "not known here", expected="existing GPUs")),
+    ("MIG-abc", Finding(status="pass", actual="CUDA_VISIBLE_DEVICES=MIG-abc (0 GPUs and 1 MIG instance(s) not known "
+                        "here); MIG-abc: MIG instance of a GPU not known here", expected="existing GPUs")),
+    ("1,MIG-x,0,0", Finding(status="fail", actual="CUDA_VISIBLE_DEVICES=1,MIG-x,0,0: no GPU 0 (names a GPU twice; CUDA "
+                            "stops there and sees 2 of 2 GPUs and 1 MIG instance(s) not known here); MIG-x: MIG "
+                            "instance of a GPU not known here", expected="entries among 0,1 or unique GPU UUID "
+                            "prefixes", fix="export CUDA_VISIBLE_DEVICES=0,1")),
     ("1,1", Finding(status="fail", actual="CUDA_VISIBLE_DEVICES=1,1: no GPU 1 (names a GPU twice; CUDA stops there "
                     "and sees 1 of 2 GPUs)", expected="entries among 0,1 or unique GPU UUID prefixes",
                     fix="export CUDA_VISIBLE_DEVICES=0,1")),

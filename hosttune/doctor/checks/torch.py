@@ -201,14 +201,17 @@ def check_cuda_visible(ctx: Context) -> Finding:
                        expected="unset", fix="unset CUDA_VISIBLE_DEVICES")
     visible = cuda_visible.select(found, raw)
     notes = "".join(f"; {n}" for n in visible.notes)
+    known = sum(g is not None for g in visible.gpus)
+    # a MIG instance of a GPU not known here is a device CUDA may see, not one of this host's GPUs
+    migs = f" and {len(visible.gpus) - known} MIG instance(s) not known here" if known < len(visible.gpus) else ""
     if visible.stopped_at is not None:
         indices = ",".join(str(i) for i in range(len(found)))
         return Finding(status="fail",
                        actual=f"CUDA_VISIBLE_DEVICES={raw}: no GPU {visible.stopped_at} ({visible.why}; CUDA stops "
-                       f"there and sees {len(visible.gpus)} of {len(found)} GPUs){notes}",
+                       f"there and sees {known} of {len(found)} GPUs{migs}){notes}",
                        expected=f"entries among {indices} or unique GPU UUID prefixes",
                        fix=f"export CUDA_VISIBLE_DEVICES={indices}")
-    return Finding(status="pass", actual=f"CUDA_VISIBLE_DEVICES={raw} ({len(visible.gpus)} GPUs){notes}",
+    return Finding(status="pass", actual=f"CUDA_VISIBLE_DEVICES={raw} ({known} GPUs{migs}){notes}",
                    expected="existing GPUs")
 
 
