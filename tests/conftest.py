@@ -304,7 +304,7 @@ def process_kept() -> Iterator[None]:
     """What runs inside leaves this process's environment, working directory, umask and CPU affinity as it found
     them: what it changed is put back, then pytest.fail names it (not what _LIBRARIES_OWN lists)."""
     before = dict(os.environ)
-    cwd, mask, cpus = os.getcwd(), os.umask(0o022), os.sched_getaffinity(0)
+    cwd, mask, cpus = _cwd(), os.umask(0o022), os.sched_getaffinity(0)
     os.umask(mask)
     yield
     after = dict(os.environ)
@@ -318,7 +318,7 @@ def process_kept() -> Iterator[None]:
             os.environ[_PYTEST_OWN] = after[_PYTEST_OWN]
     if _cwd() != cwd:
         left.append(f"the working directory {_cwd()}")
-        os.chdir(cwd)
+        os.chdir(cwd if os.path.isabs(cwd) else "/")
     now = os.umask(mask)
     if now != mask:
         left.append(f"umask {now:04o}")
@@ -330,7 +330,7 @@ def process_kept() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def _environ_unchanged() -> Iterator[None]:
+def _process_kept() -> Iterator[None]:
     """Each test runs in process_kept(): a test that changes the process by hand (not through monkeypatch) fails,
     in every order the tests run (a product call that sets a variable in-process, hook.py's HOSTTUNE_JOB_CPUS,
     leaked into a module fixture of a later test on the same worker only in some orders: CI failed at a0f1d7c with
@@ -341,7 +341,7 @@ def _environ_unchanged() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def _scrub_env(_environ_unchanged: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _scrub_env(_process_kept: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Each test gets its own HOME and hosttune directories (under its tmp_path) and no inherited settings."""
     scrub_env(monkeypatch, tmp_path)
 
